@@ -1,0 +1,51 @@
+// Bit-exact conversions between float32 and the 16-bit storage formats bf16 and fp16.
+// Rounding is to nearest, ties to even; NaN stays NaN (quiet), overflow becomes Inf,
+// fp16 subnormals are produced and read exactly.
+#pragma once
+
+#include <bit>
+#include <cstdint>
+
+namespace ds {
+
+inline float bf16_bits_to_f32(uint16_t b) { return std::bit_cast<float>(uint32_t{b} << 16); }
+
+inline uint16_t f32_to_bf16_bits(float f) {
+  uint32_t x = std::bit_cast<uint32_t>(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x0040u);  // NaN
+  uint32_t lsb = (x >> 16) & 1u;
+  return static_cast<uint16_t>((x + 0x7fffu + lsb) >> 16);  // carries into Inf on overflow
+}
+
+inline float f16_bits_to_f32(uint16_t h) {
+  uint32_t sign = uint32_t{h & 0x8000u} << 16;
+  uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  if (exp == 0) {  // zero or subnormal: mant * 2^-24, exact in float32
+    float v = static_cast<float>(mant) * 0x1p-24f;
+    return std::bit_cast<float>(std::bit_cast<uint32_t>(v) | sign);
+  }
+  if (exp == 31) return std::bit_cast<float>(sign | 0x7f800000u | (mant << 13));  // Inf / NaN
+  return std::bit_cast<float>(sign | ((exp + 112u) << 23) | (mant << 13));
+}
+
+inline uint16_t f32_to_f16_bits(float f) {
+  uint32_t x = std::bit_cast<uint32_t>(f);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  uint32_t a = x & 0x7fffffffu;
+  if (a > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u | ((a >> 13) & 0x3ffu));  // NaN
+  if (a >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // >= 65520 rounds to Inf
+  if (a >= 0x38800000u) {                                               // normal fp16 (>= 2^-14)
+    a += 0xfffu + ((a >> 13) & 1u);                                     // round to nearest even
+    return static_cast<uint16_t>(sign | ((a - 0x38000000u) >> 13));     // rebias 127 -> 15
+  }
+  // Subnormal or zero: adding 0.5 (whose ulp is 2^-24, the fp16 subnormal step) lets the FPU
+  // round |f| to a multiple of 2^-24 with ties to even; the low bits then count those steps.
+  float r = std::bit_cast<float>(a) + 0.5f;
+  return static_cast<uint16_t>(sign | (std::bit_cast<uint32_t>(r) - 0x3f000000u));
+}
+
+inline float round_to_bf16(float f) { return bf16_bits_to_f32(f32_to_bf16_bits(f)); }
+inline float round_to_f16(float f) { return f16_bits_to_f32(f32_to_f16_bits(f)); }
+
+}  // namespace ds

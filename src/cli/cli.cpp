@@ -1,0 +1,53 @@
+// CLI entry: one error boundary for every command (exit codes documented in cli.h and docs/cli.md).
+#include "src/cli/cli.h"
+
+#include <csignal>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "src/cli/commands.h"
+#include "src/error.h"
+
+namespace ds {
+
+int cli_main(int argc, char** argv) {
+  std::signal(SIGPIPE, SIG_IGN);  // `driftscope ... | head` ends quietly
+  CLI::App app{
+      "driftscope: find where two runs of the same LLM, under two runtime configurations, part "
+      "ways.\nRuns a transformer on a CPU reference backend, taps every layer boundary, and "
+      "compares runs.",
+      "driftscope"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("driftscope ") + DRIFTSCOPE_VERSION);
+  std::vector<std::pair<std::string, CommandRun>> commands = {
+      {"generate", register_generate(app)},
+  };
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints help / version / the error
+    return code == 0 ? 0 : 2;
+  }
+  try {
+    for (const auto& [name, run] : commands) {
+      if (app.got_subcommand(name)) return run();
+    }
+    return 2;
+  } catch (const Error& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "driftscope: {}\n", e.what());
+    if (!e.hint().empty()) fmt::print(stderr, "hint: {}\n", e.hint());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "driftscope: internal error: {}\n", e.what());
+    return 3;
+  }
+}
+
+}  // namespace ds

@@ -1,0 +1,110 @@
+// `driftscope generate`: run the model on a prompt and print the continuation.
+#include <chrono>
+#include <cstdio>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "src/cli/commands.h"
+#include "src/cli/model_args.h"
+#include "src/generate.h"
+#include "src/runtime.h"
+
+namespace ds {
+namespace {
+
+struct GenerateArgs {
+  ModelArgs model;
+  int max_new = 256;
+  double temperature = 0.0;
+  double top_p = 1.0;
+  int top_k = 0;
+  uint64_t seed = 0;
+  std::string dtype = "fp32";
+  bool ids = false;
+  bool quiet = false;
+};
+
+// Prints text as it grows: the part of decode(tokens) not printed yet. A trailing U+FFFD may be an
+// incomplete UTF-8 sequence of byte-fallback tokens, so it is held back until the next token.
+class TextStreamer {
+ public:
+  explicit TextStreamer(const Tokenizer& tok) : tok_(tok) {}
+  void update(const std::vector<int32_t>& tokens, bool final) {
+    std::string text = tok_.decode(tokens);
+    size_t end = text.size();
+    if (!final && text.ends_with("\xEF\xBF\xBD")) end -= 3;
+    if (text.compare(0, printed_.size(), printed_) == 0 && end >= printed_.size()) {
+      std::fwrite(text.data() + printed_.size(), 1, end - printed_.size(), stdout);
+      std::fflush(stdout);
+      printed_ = text.substr(0, end);
+    }
+  }
+
+ private:
+  const Tokenizer& tok_;
+  std::string printed_;
+};
+
+int run_generate(const GenerateArgs& a) {
+  const DType dtype = parse_dtype(a.dtype);
+  GenerateOptions opt;
+  opt.max_new = a.max_new;
+  opt.sampling = {a.temperature, a.top_p, a.top_k, a.seed};
+  validate(opt.sampling);
+  LoadedModel lm = load_model_and_prompt(a.model, /*need_tokenizer=*/!a.ids);
+  const ModelConfig& c = lm.model.config;
+  opt.eos_id = c.eos_id;
+  if (lm.tokenizer && lm.tokenizer->eos_id()) opt.eos_id = lm.tokenizer->eos_id();
+  auto rt = make_cpu_runtime(
+      lm.model, dtype, needed_capacity(static_cast<int>(lm.prompt.size()), a.max_new, c.max_seq_len));
+
+  std::optional<TextStreamer> streamer;
+  if (!a.ids) streamer.emplace(*lm.tokenizer);
+  const auto t0 = std::chrono::steady_clock::now();
+  GenerateResult res = generate(*rt, lm.prompt, opt, [&](const std::vector<int32_t>& tokens) {
+    if (streamer) streamer->update(tokens, false);
+  });
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (streamer) {
+    streamer->update(res.tokens, true);
+    std::fputs("\n", stdout);
+  } else {
+    fmt::print("{}\n", fmt::join(res.tokens, " "));
+  }
+  std::fflush(stdout);
+  if (!a.quiet) {
+    const int n_new = static_cast<int>(res.tokens.size()) - res.prompt_len;
+    fmt::print(stderr, "[{} {} | prompt {} tokens, generated {} | stop: {} | {:.1f} tok/s]\n",
+               lm.model.path.filename().string(), a.dtype, res.prompt_len, n_new, res.stop_reason,
+               secs > 0 ? n_new / secs : 0.0);
+  }
+  return 0;
+}
+
+}  // namespace
+
+CommandRun register_generate(CLI::App& app) {
+  auto args = std::make_shared<GenerateArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "generate",
+      "Generate text from a prompt on the CPU reference backend (greedy unless --temperature > 0). "
+      "Stops at EOS, after --max-new tokens, or at the model's context length.");
+  add_model_options(*cmd, args->model);
+  cmd->add_option("-n,--max-new", args->max_new, "maximum number of new tokens")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--temperature", args->temperature, "sampling temperature; 0 = greedy (ties: lowest id)")
+      ->capture_default_str();
+  cmd->add_option("--top-p", args->top_p, "nucleus sampling mass, 0 < p <= 1")->capture_default_str();
+  cmd->add_option("--top-k", args->top_k, "sample among the k most likely tokens; 0 = all")
+      ->capture_default_str();
+  cmd->add_option("--seed", args->seed, "seed of the sampling noise")->capture_default_str();
+  cmd->add_option("--dtype", args->dtype, "compute precision: fp32, or fp64 (the oracle)")
+      ->capture_default_str();
+  cmd->add_flag("--ids", args->ids, "print token ids (prompt and generated) instead of text");
+  cmd->add_flag("-q,--quiet", args->quiet, "no summary line on stderr");
+  return [args] { return run_generate(*args); };
+}
+
+}  // namespace ds

@@ -1,0 +1,16 @@
+// Registration of each subcommand on the CLI11 app.
+#pragma once
+
+#include <functional>
+
+namespace CLI {
+class App;
+}
+
+namespace ds {
+
+// Each register_* adds a subcommand and returns the function to run when it was chosen.
+using CommandRun = std::function<int()>;
+CommandRun register_generate(CLI::App& app);
+
+}  // namespace ds

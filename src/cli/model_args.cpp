@@ -1,0 +1,75 @@
+// Shared model/prompt options and their resolution into a loaded model and prompt ids.
+#include "src/cli/model_args.h"
+
+#include <climits>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "src/error.h"
+#include "src/tokenizer_load.h"
+
+namespace ds {
+
+void add_model_options(CLI::App& cmd, ModelArgs& args) {
+  cmd.add_option("-m,--model", args.model,
+                 "Hugging Face model directory or llama2.c .bin (default: bundled stories260K)");
+  cmd.add_option("--tokenizer", args.tokenizer,
+                 "tokenizer.json, model directory or llama2.c tokenizer.bin (default: beside the "
+                 "model)");
+  auto* p = cmd.add_option("-p,--prompt", args.prompt,
+                           "prompt text (BOS added as the tokenizer's config says); default: BOS "
+                           "only");
+  auto* ids = cmd.add_option("--prompt-ids", args.prompt_ids,
+                             "prompt as token ids, e.g. 1,403,407 (used as given: no BOS added)");
+  p->excludes(ids);
+}
+
+std::vector<int32_t> parse_id_list(const std::string& s) {
+  std::vector<int32_t> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    size_t used = 0;
+    long long v = -1;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || v < 0 || v > INT32_MAX) {
+      throw Error(fmt::format("'{}' in the token id list is not a token id", item),
+                  "--prompt-ids takes comma-separated non-negative integers, e.g. 1,403,407");
+    }
+    out.push_back(static_cast<int32_t>(v));
+  }
+  if (out.empty()) throw Error("--prompt-ids is empty", "give at least one token id, e.g. 1");
+  return out;
+}
+
+LoadedModel load_model_and_prompt(const ModelArgs& args, bool need_tokenizer) {
+  LoadedModel lm;
+  lm.model = load_model(args.model.empty() ? default_model_path() : std::filesystem::path(args.model));
+  const bool text_prompt = !args.prompt_ids.has_value();
+  if (need_tokenizer || text_prompt || !args.tokenizer.empty()) {
+    const auto tok_path =
+        args.tokenizer.empty() ? find_tokenizer(lm.model) : std::filesystem::path(args.tokenizer);
+    lm.tokenizer = load_tokenizer(tok_path, lm.model.config.vocab_size);
+  }
+  if (text_prompt) {
+    lm.prompt = lm.tokenizer->encode(args.prompt.value_or(""), /*add_special=*/true);
+    if (lm.prompt.empty()) {
+      throw Error("the prompt encodes to no tokens and the tokenizer adds no BOS",
+                  "give a non-empty --prompt or --prompt-ids");
+    }
+  } else {
+    lm.prompt = parse_id_list(*args.prompt_ids);
+    check_token_ids(lm.prompt, lm.model.config.vocab_size);
+  }
+  return lm;
+}
+
+}  // namespace ds

@@ -1,0 +1,42 @@
+// Options shared by every command that runs a model: --model, --tokenizer, --prompt, --prompt-ids.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "src/model.h"
+#include "src/tokenizer.h"
+
+namespace CLI {
+class App;
+}
+
+namespace ds {
+
+struct ModelArgs {
+  std::string model;      // empty = the bundled stories260K
+  std::string tokenizer;  // empty = found beside the model
+  std::optional<std::string> prompt;
+  std::optional<std::string> prompt_ids;  // "1,2,3"
+};
+
+void add_model_options(CLI::App& cmd, ModelArgs& args);
+
+// A loaded model with its tokenizer (when one is needed) and the prompt's token ids.
+struct LoadedModel {
+  Model model;
+  std::unique_ptr<Tokenizer> tokenizer;  // null only when not needed and not found
+  std::vector<int32_t> prompt;
+};
+
+// Loads the model; loads the tokenizer when `need_tokenizer` or when the prompt is text; encodes
+// the prompt (BOS per the tokenizer's config; no prompt = BOS only) or parses --prompt-ids.
+LoadedModel load_model_and_prompt(const ModelArgs& args, bool need_tokenizer);
+
+// Parses "1,2,3" (spaces allowed); throws ds::Error naming the bad item.
+std::vector<int32_t> parse_id_list(const std::string& s);
+
+}  // namespace ds

@@ -1,0 +1,33 @@
+// Choosing the next token from a logits row: greedy (ties to the lowest id) or seeded sampling.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+namespace ds {
+
+struct SamplingParams {
+  double temperature = 0.0;  // 0 = greedy
+  double top_p = 1.0;        // nucleus: smallest prefix of the sorted distribution with mass >= top_p
+  int top_k = 0;             // 0 = no limit
+  uint64_t seed = 0;
+};
+
+// Greedy argmax; among equal maxima the lowest id wins.
+int32_t argmax_lowest_id(std::span<const double> logits);
+
+// The uniform number in [0,1) that sampling uses for (seed, stream, step): a pure function, so two
+// runs with the same seed draw the same noise at the same (prompt, step) whatever else differs.
+double sampling_uniform(uint64_t seed, uint64_t stream, uint64_t step);
+
+// Picks the next token. temperature 0: greedy. Otherwise: p = softmax(logits / temperature) in
+// double; keep the top_k most probable (ties by lower id), then the smallest prefix whose mass
+// reaches top_p; renormalise; return the first id whose cumulative mass exceeds u * total, with u
+// = sampling_uniform(seed, stream, step).
+int32_t sample_next(std::span<const double> logits, const SamplingParams& params, uint64_t stream,
+                    uint64_t step);
+
+// Throws ds::Error naming the field when a parameter is out of range.
+void validate(const SamplingParams& params);
+
+}  // namespace ds

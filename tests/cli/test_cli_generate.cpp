@@ -1,0 +1,135 @@
+// `driftscope generate` end to end: output on the default model, and bad input answered with a
+// one-line error, a hint, and exit code 2 (never a crash).
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/paths.h"
+#include "tests/support/run_cli.h"
+
+namespace fs = std::filesystem;
+using ds::test::run_cli;
+
+namespace {
+
+// A scratch copy of the stories260K Hugging Face directory that a test may damage.
+struct ScratchModel {
+  fs::path dir;
+  ScratchModel() {
+    dir = fs::temp_directory_path() / ("ds_scratch_" + std::to_string(::getpid()) + "_" +
+                                       std::to_string(counter()++));
+    fs::remove_all(dir);
+    fs::copy(ds::test::stories_hf(), dir);
+    for (const auto& e : fs::directory_iterator(dir)) {
+      fs::permissions(e.path(), fs::perms::owner_write, fs::perm_options::add);
+    }
+  }
+  ~ScratchModel() { fs::remove_all(dir); }
+  static int& counter() {
+    static int c = 0;
+    return c;
+  }
+  void edit_config(const std::function<void(nlohmann::json&)>& f) {
+    nlohmann::json j = nlohmann::json::parse(std::ifstream(dir / "config.json"));
+    f(j);
+    std::ofstream(dir / "config.json") << j.dump(1);
+  }
+};
+
+// Error output is "driftscope: <message>" on one line, then a "hint: " line.
+void check_input_error(const ds::test::CliResult& r, const std::string& needle) {
+  INFO("stderr: " << r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.starts_with("driftscope: "));
+  CHECK(r.err.find(needle) != std::string::npos);
+  CHECK(r.err.find("\nhint: ") != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("generate runs the bundled model by default", "[cli]") {
+  auto r = run_cli("generate --prompt 'Once upon a time' --max-new 20");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.starts_with("Once upon a time"));
+  CHECK(r.err.find("stop: max_new") != std::string::npos);
+}
+
+TEST_CASE("generate --ids prints prompt and generated ids", "[cli]") {
+  auto r = run_cli("generate --prompt-ids 1 --max-new 5 --ids -q");
+  REQUIRE(r.exit_code == 0);
+  // First generated token from BOS is "▁Once" (id 403 in tok512.bin / tokenizer.json).
+  CHECK(r.out.starts_with("1 403 "));
+  CHECK(r.err.empty());
+}
+
+TEST_CASE("generate: fp64 and sampling options are accepted", "[cli]") {
+  auto a = run_cli("generate --max-new 30 --temperature 0.8 --top-p 0.9 --seed 5 -q");
+  auto b = run_cli("generate --max-new 30 --temperature 0.8 --top-p 0.9 --seed 5 -q");
+  REQUIRE(a.exit_code == 0);
+  CHECK(a.out == b.out);  // same seed, same text
+  CHECK(run_cli("generate --max-new 5 --dtype fp64 -q").exit_code == 0);
+}
+
+TEST_CASE("missing model path: clear error, exit 2", "[cli][errors]") {
+  check_input_error(run_cli("generate --model /nonexistent/model.bin"), "does not exist");
+}
+
+TEST_CASE("truncated safetensors: clear error, exit 2", "[cli][errors]") {
+  ScratchModel m;
+  fs::resize_file(m.dir / "model.safetensors", fs::file_size(m.dir / "model.safetensors") / 2);
+  check_input_error(run_cli("generate --model " + m.dir.string()), "corrupt safetensors");
+}
+
+TEST_CASE("corrupt safetensors header: clear error, exit 2", "[cli][errors]") {
+  ScratchModel m;
+  {
+    std::fstream f(m.dir / "model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+    const char huge[8] = {'\xff', '\xff', '\xff', '\x0f', 0, 0, 0, 0};
+    f.write(huge, 8);
+  }
+  check_input_error(run_cli("generate --model " + m.dir.string()), "header length");
+  {
+    std::fstream f(m.dir / "model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+    const char small[8] = {16, 0, 0, 0, 0, 0, 0, 0};
+    f.write(small, 8);
+  }
+  check_input_error(run_cli("generate --model " + m.dir.string()), "not valid JSON");
+}
+
+TEST_CASE("tensor with the wrong shape: clear error, exit 2", "[cli][errors]") {
+  ScratchModel m;
+  m.edit_config([](nlohmann::json& j) { j["intermediate_size"] = 173; });
+  check_input_error(run_cli("generate --model " + m.dir.string()), "has shape [172, 64]");
+}
+
+TEST_CASE("unknown architecture: clear error, exit 2", "[cli][errors]") {
+  ScratchModel m;
+  m.edit_config([](nlohmann::json& j) { j["model_type"] = "gpt2"; });
+  check_input_error(run_cli("generate --model " + m.dir.string()), "unknown architecture 'gpt2'");
+}
+
+TEST_CASE("prompt longer than the context: clear error, exit 2", "[cli][errors]") {
+  std::string ids = "1";
+  for (int i = 0; i < 200; ++i) ids += ",400";
+  check_input_error(run_cli("generate --model " + ds::test::aidreams_bin() + " --prompt-ids " + ids),
+                    "more than the context of 128");
+}
+
+TEST_CASE("unknown token id: clear error, exit 2", "[cli][errors]") {
+  check_input_error(run_cli("generate --prompt-ids 1,9999"), "unknown token id 9999");
+  check_input_error(run_cli("generate --prompt-ids 1,x"), "not a token id");
+}
+
+TEST_CASE("bad option values: clear error, exit 2", "[cli][errors]") {
+  check_input_error(run_cli("generate --dtype fp8"), "unknown dtype 'fp8'");
+  check_input_error(run_cli("generate --top-p 1.5"), "top_p");
+  auto r = run_cli("generate --no-such-flag");
+  CHECK(r.exit_code == 2);
+  auto h = run_cli("generate --help");
+  CHECK(h.exit_code == 0);
+  CHECK(h.out.find("--max-new") != std::string::npos);
+}

@@ -1,0 +1,43 @@
+// Runs the driftscope executable through /bin/sh with stdout and stderr captured in temp files.
+#include "tests/support/run_cli.h"
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "tests/support/paths.h"
+
+namespace ds::test {
+namespace {
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+CliResult run_cli(const std::string& args) {
+  static int counter = 0;
+  const auto dir = std::filesystem::temp_directory_path();
+  const std::string tag = std::to_string(::getpid()) + "_" + std::to_string(counter++);
+  const auto out = dir / ("ds_cli_out_" + tag);
+  const auto err = dir / ("ds_cli_err_" + tag);
+  const std::string cmd =
+      "'" + exe() + "' " + args + " >'" + out.string() + "' 2>'" + err.string() + "' </dev/null";
+  const int status = std::system(cmd.c_str());
+  CliResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  std::filesystem::remove(out);
+  std::filesystem::remove(err);
+  return r;
+}
+
+}  // namespace ds::test

@@ -1,0 +1,17 @@
+// Runs the driftscope executable in a test and captures its exit code, stdout and stderr.
+#pragma once
+
+#include <string>
+
+namespace ds::test {
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// `args` is appended to the executable path and run through /bin/sh.
+CliResult run_cli(const std::string& args);
+
+}  // namespace ds::test
