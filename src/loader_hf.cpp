@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "src/error.h"
+#include "common/error.h"
 #include "src/model.h"
 #include "src/safetensors.h"
 

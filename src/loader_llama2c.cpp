@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "src/error.h"
+#include "common/error.h"
 #include "src/mapped_file.h"
 #include "src/model.h"
 

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "src/error.h"
+#include "common/error.h"
 
 namespace fs = std::filesystem;
 

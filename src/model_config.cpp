@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "src/error.h"
+#include "common/error.h"
 
 namespace ds {
 namespace {

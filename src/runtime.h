@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "src/model.h"
+#include "src/taps.h"
 
 namespace ds {
 
@@ -16,21 +17,36 @@ enum class DType { fp32, fp64 };
 DType parse_dtype(const std::string& s);  // throws ds::Error naming the bad value
 const char* dtype_name(DType d);
 
+// One input row of a forward pass: token `token` of the sequence in KV-cache slot `slot`, at
+// position `pos`. Rows of one slot are contiguous, in increasing consecutive positions.
+struct BatchRow {
+  int slot = 0;
+  int pos = 0;
+  int32_t token = 0;
+};
+
 class Runtime {
  public:
   virtual ~Runtime() = default;
-  // Runs `tokens` at positions pos, pos+1, ... (a batched prefill when there are several),
-  // appends their keys/values to the cache, and writes one logits row per token into `logits`
-  // (tokens.size() * vocab values; row r predicts the token after tokens[r]).
-  // Throws ds::Error for an unknown token id or when the cache capacity would be exceeded.
-  virtual void forward(std::span<const int32_t> tokens, int pos, std::vector<double>& logits) = 0;
-  // How many positions the KV cache holds.
-  virtual int capacity() const = 0;
+  // Runs all rows in one pass (a batched prefill and/or decode of several sequences), appends
+  // their keys/values to each slot's cache, and writes one logits row per input row into
+  // `logits` (rows.size() * vocab values; row r predicts the token after rows[r].token).
+  // Throws ds::Error for an unknown token id, a bad slot, or a position past the capacity.
+  virtual void forward(std::span<const BatchRow> rows, std::vector<double>& logits) = 0;
+  // Taps every wanted site of later forward passes into `hook` (null: no taps). The hook's
+  // wants() is asked here, once per site.
+  virtual void set_tap_hook(TapHook* hook) = 0;
+  virtual int capacity() const = 0;  // positions per slot
+  virtual int slots() const = 0;     // sequences that can be in flight at once
   virtual const ModelConfig& config() const = 0;
+
+  // One sequence in slot 0: tokens at positions pos, pos+1, ...
+  void forward(std::span<const int32_t> tokens, int pos, std::vector<double>& logits);
 };
 
-// A CPU reference runtime. `capacity` positions of KV cache are allocated (at most the model's
-// context length).
-std::unique_ptr<Runtime> make_cpu_runtime(const Model& model, DType dtype, int capacity);
+// A CPU reference runtime with `slots` KV caches of `capacity` positions each (capacity at most
+// the model's context length).
+std::unique_ptr<Runtime> make_cpu_runtime(const Model& model, DType dtype, int capacity,
+                                          int slots = 1);
 
 }  // namespace ds

@@ -1,11 +1,13 @@
 // CPU reference forward pass (Llama / Mistral / Qwen2): one function per block, buffers shaped
-// (rows, width) where rows are the new positions of this call.
+// (rows, width) where rows are the input rows of this call (possibly of several sequences).
 #include <fmt/format.h>
 
+#include <array>
 #include <cmath>
+#include <cstring>
 
 #include "kernels/ops.h"
-#include "src/error.h"
+#include "common/error.h"
 #include "src/rope_table.h"
 #include "src/runtime.h"
 
@@ -19,14 +21,16 @@ DType parse_dtype(const std::string& s) {
 
 const char* dtype_name(DType d) { return d == DType::fp32 ? "fp32" : "fp64"; }
 
+void Runtime::forward(std::span<const int32_t> tokens, int pos, std::vector<double>& logits) {
+  std::vector<BatchRow> rows(tokens.size());
+  for (size_t r = 0; r < tokens.size(); ++r) rows[r] = {0, pos + static_cast<int>(r), tokens[r]};
+  forward(rows, logits);
+}
+
 namespace {
 
 template <typename T>
-std::vector<T> cast(const std::vector<float>& v) {
-  return std::vector<T>(v.begin(), v.end());
-}
-template <typename T>
-std::vector<T> cast(const std::vector<double>& v) {
+std::vector<T> cast(const auto& v) {
   return std::vector<T>(v.begin(), v.end());
 }
 
@@ -35,14 +39,18 @@ struct Layer {
   std::vector<T> attn_norm, wq, wk, wv, bq, bk, bv, wo, mlp_norm, w_gate, w_up, w_down;
 };
 
+constexpr int kLayerKinds = 6;  // attn_norm, attn_out, resid_mid, mlp_norm, mlp_out, out
+
 template <typename T>
 class CpuRuntime final : public Runtime {
  public:
-  CpuRuntime(const Model& m, int capacity) : c_(m.config), capacity_(capacity) {
+  CpuRuntime(const Model& m, int capacity, int slots)
+      : c_(m.config), capacity_(capacity), slots_(slots) {
     if (capacity <= 0 || capacity > c_.max_seq_len) {
       throw Error(fmt::format("KV cache capacity {} outside 1..{} (the model's context length)",
                               capacity, c_.max_seq_len));
     }
+    if (slots <= 0) throw Error(fmt::format("{} sequence slots requested, need >= 1", slots));
     embed_ = cast<T>(m.weights.embed);
     for (const auto& w : m.weights.layers) {
       layers_.push_back({cast<T>(w.attn_norm), cast<T>(w.wq), cast<T>(w.wk), cast<T>(w.wv),
@@ -55,35 +63,54 @@ class CpuRuntime final : public Runtime {
     RopeTable rt = rope_table(c_, capacity);
     cos_ = cast<T>(rt.cos);
     sin_ = cast<T>(rt.sin);
-    const size_t cache = static_cast<size_t>(c_.n_layers) * capacity * c_.kv_dim();
-    k_cache_.assign(cache, T(0));  // (n_layers, capacity, kv_dim)
-    v_cache_.assign(cache, T(0));  // (n_layers, capacity, kv_dim)
+    const size_t cache = static_cast<size_t>(slots) * c_.n_layers * capacity * c_.kv_dim();
+    k_cache_.assign(cache, T(0));  // (slots, n_layers, capacity, kv_dim)
+    v_cache_.assign(cache, T(0));  // (slots, n_layers, capacity, kv_dim)
     scores_.assign(capacity, T(0));
+    set_tap_hook(nullptr);
   }
 
   int capacity() const override { return capacity_; }
+  int slots() const override { return slots_; }
   const ModelConfig& config() const override { return c_; }
+  using Runtime::forward;
 
-  void forward(std::span<const int32_t> tokens, int pos, std::vector<double>& logits) override {
-    const int n = static_cast<int>(tokens.size());
-    if (n == 0) return;
-    if (pos < 0 || pos + n > capacity_) {
-      throw Error(fmt::format("positions {}..{} exceed the context of {} positions", pos,
-                              pos + n - 1, capacity_),
-                  "use a shorter prompt or fewer new tokens");
+  void set_tap_hook(TapHook* hook) override {
+    hook_ = hook;
+    auto ask = [&](SiteKind k, int layer) { return hook != nullptr && hook->wants({k, layer}); };
+    want_embed_ = ask(SiteKind::embed, -1);
+    want_final_norm_ = ask(SiteKind::final_norm, -1);
+    want_logits_ = ask(SiteKind::logits, -1);
+    want_layer_.assign(c_.n_layers, {});
+    for (int l = 0; l < c_.n_layers; ++l) {
+      for (int k = 0; k < kLayerKinds; ++k) {
+        want_layer_[l][k] = ask(static_cast<SiteKind>(static_cast<int>(SiteKind::attn_norm) + k), l);
+      }
     }
-    check_token_ids(tokens, c_.vocab_size);
-    resize(n);
-    for (int r = 0; r < n; ++r) positions_[r] = pos + r;
+  }
 
-    ops::embedding(x_.data(), embed_.data(), tokens.data(), n, c_.dim);
+  void forward(std::span<const BatchRow> rows, std::vector<double>& logits) override {
+    const int n = static_cast<int>(rows.size());
+    if (n == 0) return;
+    check_rows(rows);
+    resize(n);
+    for (int r = 0; r < n; ++r) {
+      tokens_[r] = rows[r].token;
+      slot_[r] = rows[r].slot;
+      pos_[r] = rows[r].pos;
+    }
+
+    ops::embedding(x_.data(), embed_.data(), tokens_.data(), n, c_.dim);
+    if (want_embed_) tap({SiteKind::embed}, x_, n, c_.dim);
     for (int l = 0; l < c_.n_layers; ++l) {
       attention_block(l, n);
       mlp_block(l, n);
     }
     ops::rmsnorm(xb_.data(), x_.data(), final_norm_.data(), n, c_.dim, c_.rms_norm_eps);
+    if (want_final_norm_) tap({SiteKind::final_norm}, xb_, n, c_.dim);
     const std::vector<T>& cls = lm_head_.empty() ? embed_ : lm_head_;
     ops::matmul<T>(logits_.data(), xb_.data(), cls.data(), nullptr, n, c_.vocab_size, c_.dim);
+    if (want_logits_) tap({SiteKind::logits}, logits_, n, c_.vocab_size);
     logits.assign(logits_.begin(), logits_.begin() + static_cast<size_t>(n) * c_.vocab_size);
   }
 
@@ -93,20 +120,32 @@ class CpuRuntime final : public Runtime {
     const Layer<T>& w = layers_[l];
     const int D = c_.dim, Q = c_.q_dim(), KV = c_.kv_dim();
     ops::rmsnorm(xb_.data(), x_.data(), w.attn_norm.data(), n, D, c_.rms_norm_eps);
+    tap_layer(l, SiteKind::attn_norm, xb_, n, D);
     ops::matmul(q_.data(), xb_.data(), w.wq.data(), bias(w.bq), n, Q, D);  // (n, q_dim)
-    T* k = &k_cache_[(static_cast<size_t>(l) * capacity_ + positions_[0]) * KV];
-    T* v = &v_cache_[(static_cast<size_t>(l) * capacity_ + positions_[0]) * KV];
-    ops::matmul(k, xb_.data(), w.wk.data(), bias(w.bk), n, KV, D);  // (n, kv_dim) into the cache
-    ops::matmul(v, xb_.data(), w.wv.data(), bias(w.bv), n, KV, D);
-    ops::rope(q_.data(), n, c_.n_heads, c_.head_dim, positions_.data(), cos_.data(), sin_.data());
-    ops::rope(k, n, c_.n_kv_heads, c_.head_dim, positions_.data(), cos_.data(), sin_.data());
+    ops::matmul(k_.data(), xb_.data(), w.wk.data(), bias(w.bk), n, KV, D);  // (n, kv_dim)
+    ops::matmul(v_.data(), xb_.data(), w.wv.data(), bias(w.bv), n, KV, D);  // (n, kv_dim)
+    ops::rope(q_.data(), n, c_.n_heads, c_.head_dim, pos_.data(), cos_.data(), sin_.data());
+    ops::rope(k_.data(), n, c_.n_kv_heads, c_.head_dim, pos_.data(), cos_.data(), sin_.data());
+    for (int r = 0; r < n; ++r) {  // append to each row's slot cache
+      std::memcpy(cache_row(k_cache_, slot_[r], l, pos_[r]), &k_[static_cast<size_t>(r) * KV],
+                  sizeof(T) * KV);
+      std::memcpy(cache_row(v_cache_, slot_[r], l, pos_[r]), &v_[static_cast<size_t>(r) * KV],
+                  sizeof(T) * KV);
+    }
     const T scale = T(1.0 / std::sqrt(static_cast<double>(c_.head_dim)));
-    ops::attention(att_.data(), q_.data(), &k_cache_[static_cast<size_t>(l) * capacity_ * KV],
-                   &v_cache_[static_cast<size_t>(l) * capacity_ * KV], n, positions_.data(),
-                   c_.n_heads, c_.n_kv_heads, c_.head_dim, c_.sliding_window, scale,
-                   scores_.data());
+    for (int r0 = 0; r0 < n;) {  // attention per sequence: rows of one slot are contiguous
+      int r1 = r0 + 1;
+      while (r1 < n && slot_[r1] == slot_[r0]) ++r1;
+      const size_t off = static_cast<size_t>(r0) * Q;
+      ops::attention(&att_[off], &q_[off], cache_row(k_cache_, slot_[r0], l, 0),
+                     cache_row(v_cache_, slot_[r0], l, 0), r1 - r0, &pos_[r0], c_.n_heads,
+                     c_.n_kv_heads, c_.head_dim, c_.sliding_window, scale, scores_.data());
+      r0 = r1;
+    }
     ops::matmul<T>(xb_.data(), att_.data(), w.wo.data(), nullptr, n, D, Q);  // (n, dim)
+    tap_layer(l, SiteKind::attn_out, xb_, n, D);
     ops::add(x_.data(), x_.data(), xb_.data(), static_cast<size_t>(n) * D);
+    tap_layer(l, SiteKind::resid_mid, x_, n, D);
   }
 
   // x <- x + down(silu(gate(h)) * up(h)), h = rmsnorm(x)
@@ -114,41 +153,96 @@ class CpuRuntime final : public Runtime {
     const Layer<T>& w = layers_[l];
     const int D = c_.dim, F = c_.hidden_dim;
     ops::rmsnorm(xb_.data(), x_.data(), w.mlp_norm.data(), n, D, c_.rms_norm_eps);
+    tap_layer(l, SiteKind::mlp_norm, xb_, n, D);
     ops::matmul<T>(gate_.data(), xb_.data(), w.w_gate.data(), nullptr, n, F, D);  // (n, hidden)
     ops::matmul<T>(up_.data(), xb_.data(), w.w_up.data(), nullptr, n, F, D);      // (n, hidden)
     ops::swiglu(gate_.data(), gate_.data(), up_.data(), static_cast<size_t>(n) * F);
     ops::matmul<T>(xb_.data(), gate_.data(), w.w_down.data(), nullptr, n, D, F);  // (n, dim)
+    tap_layer(l, SiteKind::mlp_out, xb_, n, D);
     ops::add(x_.data(), x_.data(), xb_.data(), static_cast<size_t>(n) * D);
+    tap_layer(l, SiteKind::out, x_, n, D);
+  }
+
+  void check_rows(std::span<const BatchRow> rows) const {
+    for (size_t r = 0; r < rows.size(); ++r) {
+      const BatchRow& b = rows[r];
+      check_token_ids(std::span<const int32_t>(&b.token, 1), c_.vocab_size);
+      if (b.slot < 0 || b.slot >= slots_) {
+        throw Error(fmt::format("sequence slot {} outside 0..{}", b.slot, slots_ - 1));
+      }
+      if (b.pos < 0 || b.pos >= capacity_) {
+        throw Error(fmt::format("position {} exceeds the context of {} positions", b.pos, capacity_),
+                    "use a shorter prompt or fewer new tokens");
+      }
+      if (r > 0 && rows[r - 1].slot == b.slot && rows[r - 1].pos + 1 != b.pos) {
+        throw Error("rows of one sequence must have consecutive positions");
+      }
+    }
+  }
+
+  T* cache_row(std::vector<T>& cache, int slot, int layer, int pos) {
+    return &cache[((static_cast<size_t>(slot) * c_.n_layers + layer) * capacity_ + pos) *
+                  c_.kv_dim()];
   }
 
   static const T* bias(const std::vector<T>& b) { return b.empty() ? nullptr : b.data(); }
 
+  void tap_layer(int l, SiteKind k, const std::vector<T>& buf, int n, int width) {
+    if (want_layer_[l][static_cast<int>(k) - static_cast<int>(SiteKind::attn_norm)]) {
+      tap({k, l}, buf, n, width);
+    }
+  }
+
+  void tap(const Site& site, const std::vector<T>& buf, int n, int width) {
+    TapTensor t;
+    if constexpr (std::is_same_v<T, float>) {
+      t.f32 = buf.data();
+    } else {
+      t.f64 = buf.data();
+    }
+    t.rows = n;
+    t.width = width;
+    t.seq = slot_.data();
+    t.pos = pos_.data();
+    hook_->on_tap(site, t);
+  }
+
   void resize(int n) {
     const size_t rows = static_cast<size_t>(n);
-    x_.resize(rows * c_.dim);                 // (n, dim) residual stream
-    xb_.resize(rows * c_.dim);                // (n, dim) normed input / block output
-    q_.resize(rows * c_.q_dim());             // (n, q_dim)
-    att_.resize(rows * c_.q_dim());           // (n, q_dim) attention output before o_proj
-    gate_.resize(rows * c_.hidden_dim);       // (n, hidden)
-    up_.resize(rows * c_.hidden_dim);         // (n, hidden)
-    logits_.resize(rows * c_.vocab_size);     // (n, vocab)
-    positions_.resize(rows);
+    x_.resize(rows * c_.dim);              // (n, dim) residual stream
+    xb_.resize(rows * c_.dim);             // (n, dim) normed input / block output
+    q_.resize(rows * c_.q_dim());          // (n, q_dim)
+    k_.resize(rows * c_.kv_dim());         // (n, kv_dim)
+    v_.resize(rows * c_.kv_dim());         // (n, kv_dim)
+    att_.resize(rows * c_.q_dim());        // (n, q_dim) attention output before o_proj
+    gate_.resize(rows * c_.hidden_dim);    // (n, hidden)
+    up_.resize(rows * c_.hidden_dim);      // (n, hidden)
+    logits_.resize(rows * c_.vocab_size);  // (n, vocab)
+    tokens_.resize(rows);
+    slot_.resize(rows);
+    pos_.resize(rows);
   }
 
   ModelConfig c_;
   int capacity_;
+  int slots_;
   std::vector<T> embed_, final_norm_, lm_head_, cos_, sin_;
   std::vector<Layer<T>> layers_;
   std::vector<T> k_cache_, v_cache_, scores_;
-  std::vector<T> x_, xb_, q_, att_, gate_, up_, logits_;
-  std::vector<int> positions_;
+  std::vector<T> x_, xb_, q_, k_, v_, att_, gate_, up_, logits_;
+  std::vector<int32_t> tokens_;
+  std::vector<int> slot_, pos_;
+  TapHook* hook_ = nullptr;
+  bool want_embed_ = false, want_final_norm_ = false, want_logits_ = false;
+  std::vector<std::array<bool, kLayerKinds>> want_layer_;
 };
 
 }  // namespace
 
-std::unique_ptr<Runtime> make_cpu_runtime(const Model& model, DType dtype, int capacity) {
-  if (dtype == DType::fp64) return std::make_unique<CpuRuntime<double>>(model, capacity);
-  return std::make_unique<CpuRuntime<float>>(model, capacity);
+std::unique_ptr<Runtime> make_cpu_runtime(const Model& model, DType dtype, int capacity,
+                                          int slots) {
+  if (dtype == DType::fp64) return std::make_unique<CpuRuntime<double>>(model, capacity, slots);
+  return std::make_unique<CpuRuntime<float>>(model, capacity, slots);
 }
 
 }  // namespace ds

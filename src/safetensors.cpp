@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/float_formats.h"
-#include "src/error.h"
+#include "common/float_formats.h"
+#include "common/error.h"
 
 namespace fs = std::filesystem;
 

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "src/error.h"
+#include "common/error.h"
 
 namespace ds {
 namespace {

@@ -1,7 +1,7 @@
 // Picks the tokenizer implementation from a path (tokenizer.json, model directory, tokenizer.bin).
 #include <fmt/format.h>
 
-#include "src/error.h"
+#include "common/error.h"
 #include "src/tokenizer.h"
 #include "src/tokenizer_load.h"
 

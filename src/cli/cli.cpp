@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "src/cli/commands.h"
-#include "src/error.h"
+#include "common/error.h"
 
 namespace ds {
 

@@ -7,7 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "src/error.h"
+#include "common/error.h"
 #include "src/tokenizer_load.h"
 
 namespace ds {

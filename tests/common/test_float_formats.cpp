@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <random>
 
-#include "kernels/float_formats.h"
+#include "common/float_formats.h"
 
 namespace {
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "src/error.h"
+#include "common/error.h"
 #include "src/sampler.h"
 
 TEST_CASE("greedy picks the lowest id among equal maxima", "[sampler]") {

@@ -1,0 +1,48 @@
+// Tap hook: the runtime's two-phase callback at every layer boundary (DESIGN.md "Tap sites").
+// Before a forward pass the runtime asks once per site whether it is wanted; during the pass it
+// hands over each wanted tensor exactly as the next operation consumes it. With no hook, or no
+// wanted site, nothing is copied.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace ds {
+
+enum class SiteKind { embed, attn_norm, attn_out, resid_mid, mlp_norm, mlp_out, out, final_norm, logits };
+
+struct Site {
+  SiteKind kind;
+  int layer = -1;  // for the per-layer kinds
+};
+
+// "embed", "L3/attn_out", "final_norm", "logits": the trace format's names.
+std::string site_name(const Site& s);
+
+// A tapped tensor: `rows` rows of `width` values (float or double, as the runtime computes),
+// row r belonging to sequence seq[r] at input position pos[r].
+struct TapTensor {
+  const float* f32 = nullptr;   // exactly one of f32 / f64 is set
+  const double* f64 = nullptr;
+  int rows = 0;
+  int width = 0;
+  const int* seq = nullptr;
+  const int* pos = nullptr;
+
+  double at(int r, int i) const {
+    const size_t k = static_cast<size_t>(r) * width + i;
+    return f32 != nullptr ? f32[k] : f64[k];
+  }
+};
+
+class TapHook {
+ public:
+  virtual ~TapHook() = default;
+  // Asked once per site before the runtime starts; false means the site is never handed over.
+  virtual bool wants(const Site& site) = 0;
+  // Called with each wanted tensor; the data is only valid during the call.
+  virtual void on_tap(const Site& site, const TapTensor& t) = 0;
+};
+
+}  // namespace ds

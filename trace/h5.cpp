@@ -1,0 +1,249 @@
+// HDF5 helpers: checked calls, owned ids, attributes, growing chunked datasets, row I/O.
+#include "trace/h5.h"
+
+#include <fmt/format.h>
+
+#include <mutex>
+
+#include "common/error.h"
+
+namespace ds::h5 {
+
+hid_t check_id(hid_t id, const char* call, const char* file, int line) {
+  if (id < 0) throw Error(fmt::format("HDF5 call failed: {} ({}:{})", call, file, line));
+  return id;
+}
+
+herr_t check_status(herr_t s, const char* call, const char* file, int line) {
+  if (s < 0) throw Error(fmt::format("HDF5 call failed: {} ({}:{})", call, file, line));
+  return s;
+}
+
+void silence_errors() {
+  static std::once_flag once;
+  std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
+}
+
+void Id::reset() {
+  if (id_ < 0) return;
+  switch (H5Iget_type(id_)) {
+    case H5I_FILE: H5Fclose(id_); break;
+    case H5I_GROUP: H5Gclose(id_); break;
+    case H5I_DATASET: H5Dclose(id_); break;
+    case H5I_ATTR: H5Aclose(id_); break;
+    case H5I_DATASPACE: H5Sclose(id_); break;
+    case H5I_DATATYPE: H5Tclose(id_); break;
+    case H5I_GENPROP_LST: H5Pclose(id_); break;
+    default: break;
+  }
+  id_ = H5I_INVALID_HID;
+}
+
+namespace {
+
+hid_t make_f16_type() {
+  hid_t t = DS_H5_ID(H5Tcopy(H5T_IEEE_F32LE));
+  DS_H5(H5Tset_fields(t, 15, 10, 5, 0, 10));
+  DS_H5(H5Tset_size(t, 2));
+  DS_H5(H5Tset_ebias(t, 15));
+  return t;
+}
+
+hid_t utf8_string_type() {
+  static hid_t t = [] {
+    hid_t s = DS_H5_ID(H5Tcopy(H5T_C_S1));
+    DS_H5(H5Tset_size(s, H5T_VARIABLE));
+    DS_H5(H5Tset_cset(s, H5T_CSET_UTF8));
+    return s;
+  }();
+  return t;
+}
+
+}  // namespace
+
+hid_t file_type(Elem e) {
+  static hid_t f16 = make_f16_type();
+  switch (e) {
+    case Elem::I32: return H5T_STD_I32LE;
+    case Elem::F32: return H5T_IEEE_F32LE;
+    case Elem::F16: return f16;
+    case Elem::BF16: return H5T_STD_U16LE;
+  }
+  return H5T_IEEE_F32LE;
+}
+
+size_t elem_size(Elem e) { return e == Elem::I32 || e == Elem::F32 ? 4 : 2; }
+
+const char* elem_name(Elem e) {
+  switch (e) {
+    case Elem::I32: return "int32";
+    case Elem::F32: return "float32";
+    case Elem::F16: return "float16";
+    case Elem::BF16: return "bf16";
+  }
+  return "?";
+}
+
+bool exists(hid_t loc, const std::string& path) {
+  // Checks each component, as H5Lexists requires the parents to exist.
+  size_t start = 0;
+  while (true) {
+    size_t slash = path.find('/', start);
+    std::string prefix = path.substr(0, slash);
+    if (H5Lexists(loc, prefix.c_str(), H5P_DEFAULT) <= 0) return false;
+    if (slash == std::string::npos) return true;
+    start = slash + 1;
+  }
+}
+
+Id create_group(hid_t loc, const std::string& name) {
+  return Id(DS_H5_ID(H5Gcreate2(loc, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
+}
+
+Id open_group(hid_t loc, const std::string& name) {
+  return Id(DS_H5_ID(H5Gopen2(loc, name.c_str(), H5P_DEFAULT)));
+}
+
+std::vector<std::string> list_children(hid_t group) {
+  H5G_info_t info{};
+  DS_H5(H5Gget_info(group, &info));
+  std::vector<std::string> names;
+  for (hsize_t i = 0; i < info.nlinks; ++i) {
+    ssize_t n = H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0,
+                                   H5P_DEFAULT);
+    if (n < 0) continue;
+    std::string name(static_cast<size_t>(n), '\0');
+    H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(), name.size() + 1,
+                       H5P_DEFAULT);
+    names.push_back(name);
+  }
+  return names;
+}
+
+void write_attr(hid_t obj, const std::string& name, const std::string& value) {
+  if (H5Aexists(obj, name.c_str()) > 0) DS_H5(H5Adelete(obj, name.c_str()));
+  Id space(DS_H5_ID(H5Screate(H5S_SCALAR)));
+  Id attr(DS_H5_ID(H5Acreate2(obj, name.c_str(), utf8_string_type(), space.get(), H5P_DEFAULT,
+                              H5P_DEFAULT)));
+  const char* p = value.c_str();
+  DS_H5(H5Awrite(attr.get(), utf8_string_type(), &p));
+}
+
+void write_attr(hid_t obj, const std::string& name, int64_t value) {
+  if (H5Aexists(obj, name.c_str()) > 0) {
+    Id attr(DS_H5_ID(H5Aopen(obj, name.c_str(), H5P_DEFAULT)));
+    DS_H5(H5Awrite(attr.get(), H5T_NATIVE_INT64, &value));
+    return;
+  }
+  Id space(DS_H5_ID(H5Screate(H5S_SCALAR)));
+  Id attr(DS_H5_ID(
+      H5Acreate2(obj, name.c_str(), H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT)));
+  DS_H5(H5Awrite(attr.get(), H5T_NATIVE_INT64, &value));
+}
+
+bool has_attr(hid_t obj, const std::string& name) { return H5Aexists(obj, name.c_str()) > 0; }
+
+std::string read_attr_string(hid_t obj, const std::string& name) {
+  Id attr(DS_H5_ID(H5Aopen(obj, name.c_str(), H5P_DEFAULT)));
+  Id type(DS_H5_ID(H5Aget_type(attr.get())));
+  if (H5Tget_class(type.get()) != H5T_STRING) {
+    throw Error(fmt::format("attribute '{}' is not a string", name));
+  }
+  if (H5Tis_variable_str(type.get()) > 0) {
+    char* p = nullptr;
+    DS_H5(H5Aread(attr.get(), utf8_string_type(), &p));
+    std::string s = p != nullptr ? p : "";
+    H5free_memory(p);
+    return s;
+  }
+  const size_t n = H5Tget_size(type.get());
+  std::string s(n, '\0');
+  Id mem(DS_H5_ID(H5Tcopy(H5T_C_S1)));
+  DS_H5(H5Tset_size(mem.get(), n));
+  DS_H5(H5Aread(attr.get(), mem.get(), s.data()));
+  s.resize(s.find('\0') == std::string::npos ? n : s.find('\0'));
+  return s;
+}
+
+int64_t read_attr_int(hid_t obj, const std::string& name) {
+  Id attr(DS_H5_ID(H5Aopen(obj, name.c_str(), H5P_DEFAULT)));
+  Id type(DS_H5_ID(H5Aget_type(attr.get())));
+  if (H5Tget_class(type.get()) != H5T_INTEGER) {
+    throw Error(fmt::format("attribute '{}' is not an integer", name));
+  }
+  int64_t v = 0;
+  DS_H5(H5Aread(attr.get(), H5T_NATIVE_INT64, &v));
+  return v;
+}
+
+Id create_growing(hid_t loc, const std::string& name, Elem e, int64_t width, int64_t chunk_rows) {
+  const int rank = width > 0 ? 2 : 1;
+  hsize_t dims[2] = {0, static_cast<hsize_t>(width)};
+  hsize_t maxdims[2] = {H5S_UNLIMITED, static_cast<hsize_t>(width)};
+  hsize_t chunk[2] = {static_cast<hsize_t>(std::max<int64_t>(1, chunk_rows)),
+                      static_cast<hsize_t>(std::max<int64_t>(1, width))};
+  Id space(DS_H5_ID(H5Screate_simple(rank, dims, maxdims)));
+  Id dcpl(DS_H5_ID(H5Pcreate(H5P_DATASET_CREATE)));
+  DS_H5(H5Pset_chunk(dcpl.get(), rank, chunk));
+  DS_H5(H5Pset_shuffle(dcpl.get()));
+  DS_H5(H5Pset_deflate(dcpl.get(), 1));
+  Id lcpl(DS_H5_ID(H5Pcreate(H5P_LINK_CREATE)));
+  DS_H5(H5Pset_create_intermediate_group(lcpl.get(), 1));
+  Id d(DS_H5_ID(H5Dcreate2(loc, name.c_str(), file_type(e), space.get(), lcpl.get(), dcpl.get(),
+                           H5P_DEFAULT)));
+  if (e == Elem::BF16) write_attr(d.get(), "dtype", std::string("bf16"));
+  return d;
+}
+
+void write_rows(hid_t dset, Elem e, int64_t at, int64_t rows, int64_t width, const void* data) {
+  if (rows <= 0) return;
+  const int rank = width > 0 ? 2 : 1;
+  hsize_t new_dims[2] = {static_cast<hsize_t>(at + rows), static_cast<hsize_t>(width)};
+  DS_H5(H5Dset_extent(dset, new_dims));
+  Id fspace(DS_H5_ID(H5Dget_space(dset)));
+  hsize_t start[2] = {static_cast<hsize_t>(at), 0};
+  hsize_t count[2] = {static_cast<hsize_t>(rows), static_cast<hsize_t>(width)};
+  DS_H5(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, count, nullptr));
+  Id mspace(DS_H5_ID(H5Screate_simple(rank, count, nullptr)));
+  DS_H5(H5Dwrite(dset, file_type(e), mspace.get(), fspace.get(), H5P_DEFAULT, data));
+}
+
+DatasetInfo dataset_info(hid_t dset) {
+  DatasetInfo info;
+  Id space(DS_H5_ID(H5Dget_space(dset)));
+  const int rank = H5Sget_simple_extent_ndims(space.get());
+  if (rank < 1 || rank > 2) throw Error(fmt::format("dataset of rank {}: expected 1 or 2", rank));
+  hsize_t dims[2] = {0, 0};
+  H5Sget_simple_extent_dims(space.get(), dims, nullptr);
+  for (int i = 0; i < rank; ++i) info.shape.push_back(static_cast<int64_t>(dims[i]));
+  Id type(DS_H5_ID(H5Dget_type(dset)));
+  const H5T_class_t cls = H5Tget_class(type.get());
+  const size_t size = H5Tget_size(type.get());
+  if (cls == H5T_FLOAT && size == 4) {
+    info.elem = Elem::F32;
+  } else if (cls == H5T_FLOAT && size == 2) {
+    info.elem = Elem::F16;
+  } else if (cls == H5T_INTEGER && size == 2 && has_attr(dset, "dtype") &&
+             read_attr_string(dset, "dtype") == "bf16") {
+    info.elem = Elem::BF16;
+  } else if (cls == H5T_INTEGER && size == 4) {
+    info.elem = Elem::I32;
+  } else {
+    throw Error(fmt::format("dataset has an unsupported element type (class {}, {} bytes)",
+                            static_cast<int>(cls), size));
+  }
+  return info;
+}
+
+void read_rows(hid_t dset, Elem e, int64_t begin, int64_t count, int64_t width, void* out) {
+  if (count <= 0) return;
+  const int rank = width > 0 ? 2 : 1;
+  Id fspace(DS_H5_ID(H5Dget_space(dset)));
+  hsize_t start[2] = {static_cast<hsize_t>(begin), 0};
+  hsize_t cnt[2] = {static_cast<hsize_t>(count), static_cast<hsize_t>(width)};
+  DS_H5(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, cnt, nullptr));
+  Id mspace(DS_H5_ID(H5Screate_simple(rank, cnt, nullptr)));
+  DS_H5(H5Dread(dset, file_type(e), mspace.get(), fspace.get(), H5P_DEFAULT, out));
+}
+
+}  // namespace ds::h5

@@ -1,0 +1,78 @@
+// Thin RAII layer over the HDF5 C API for the trace writer and reader. Every call is checked;
+// a failure throws ds::Error naming the call, file and line (HDF5's own error printing is off).
+#pragma once
+
+#include <hdf5.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ds::h5 {
+
+hid_t check_id(hid_t id, const char* call, const char* file, int line);
+herr_t check_status(herr_t s, const char* call, const char* file, int line);
+#define DS_H5_ID(call) ::ds::h5::check_id((call), #call, __FILE__, __LINE__)
+#define DS_H5(call) ::ds::h5::check_status((call), #call, __FILE__, __LINE__)
+
+// Turns off HDF5's automatic error stack printing (once per process).
+void silence_errors();
+
+// An owned HDF5 identifier, closed with the right H5?close on destruction.
+class Id {
+ public:
+  Id() = default;
+  explicit Id(hid_t id) : id_(id) {}
+  ~Id() { reset(); }
+  Id(Id&& o) noexcept : id_(std::exchange(o.id_, H5I_INVALID_HID)) {}
+  Id& operator=(Id&& o) noexcept {
+    if (this != &o) {
+      reset();
+      id_ = std::exchange(o.id_, H5I_INVALID_HID);
+    }
+    return *this;
+  }
+  Id(const Id&) = delete;
+  Id& operator=(const Id&) = delete;
+  hid_t get() const { return id_; }
+  explicit operator bool() const { return id_ >= 0; }
+  void reset();
+
+ private:
+  hid_t id_ = H5I_INVALID_HID;
+};
+
+// Element types of trace datasets. F16 is IEEE half (h5py reads it as float16); BF16 is stored
+// as uint16 with attribute dtype="bf16".
+enum class Elem { I32, F32, F16, BF16 };
+hid_t file_type(Elem e);  // not owned; valid for the process
+size_t elem_size(Elem e);
+const char* elem_name(Elem e);  // "int32", "float32", "float16", "bf16"
+
+bool exists(hid_t loc, const std::string& path);
+Id create_group(hid_t loc, const std::string& name);
+Id open_group(hid_t loc, const std::string& name);
+std::vector<std::string> list_children(hid_t group);
+
+void write_attr(hid_t obj, const std::string& name, const std::string& value);
+void write_attr(hid_t obj, const std::string& name, int64_t value);
+bool has_attr(hid_t obj, const std::string& name);
+std::string read_attr_string(hid_t obj, const std::string& name);
+int64_t read_attr_int(hid_t obj, const std::string& name);
+
+// A chunked, compressed dataset of `rank` 1 or 2 ([rows] or [rows, width]) that grows along rows.
+Id create_growing(hid_t loc, const std::string& name, Elem e, int64_t width, int64_t chunk_rows);
+// Appends `rows` rows (row-major, in the element's in-memory layout: int32, float, or uint16
+// bits for F16/BF16) at row `at` (the dataset is extended to at + rows).
+void write_rows(hid_t dset, Elem e, int64_t at, int64_t rows, int64_t width, const void* data);
+
+struct DatasetInfo {
+  std::vector<int64_t> shape;
+  Elem elem = Elem::F32;
+};
+DatasetInfo dataset_info(hid_t dset);
+// Reads rows [begin, begin + count) into `out` (element layout as in write_rows).
+void read_rows(hid_t dset, Elem e, int64_t begin, int64_t count, int64_t width, void* out);
+
+}  // namespace ds::h5

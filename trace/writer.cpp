@@ -1,0 +1,322 @@
+// Trace writer: HDF5 layout of format v1, filled by a background thread from a bounded queue.
+#include "trace/writer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+
+#include "common/error.h"
+#include "common/float_formats.h"
+#include "trace/h5.h"
+#include "trace/schema.h"
+#include "trace/topk.h"
+
+namespace fs = std::filesystem;
+
+namespace ds::trace {
+
+HiddenDtype parse_hidden_dtype(const std::string& s) {
+  if (s == "f32") return HiddenDtype::f32;
+  if (s == "f16") return HiddenDtype::f16;
+  if (s == "bf16") return HiddenDtype::bf16;
+  throw Error(fmt::format("unknown hidden dtype '{}'", s), "--hidden-dtype takes f32, f16 or bf16");
+}
+
+const char* hidden_dtype_name(HiddenDtype d) {
+  switch (d) {
+    case HiddenDtype::f32: return "f32";
+    case HiddenDtype::f16: return "f16";
+    case HiddenDtype::bf16: return "bf16";
+  }
+  return "?";
+}
+
+struct WriterFile {
+  h5::Id file;
+  std::chrono::steady_clock::time_point last_flush = std::chrono::steady_clock::now();
+};
+
+// Per-sequence datasets and how many rows / tokens are committed (consistent across datasets).
+struct TraceWriter::SeqState {
+  h5::Id group;
+  std::map<std::string, h5::Id> hidden;  // site -> dataset
+  h5::Id tokens, topk_ids, topk_logits, lse, full;
+  int64_t rows = 0;
+  int64_t n_tokens = 0;
+  int prompt_len = 0;
+};
+
+namespace {
+
+int64_t chunk_rows_for(int64_t width, size_t elem) {
+  const int64_t target = 256 * 1024;  // bytes per chunk: large enough to compress, small for decode
+  return std::clamp<int64_t>(target / std::max<int64_t>(1, width * static_cast<int64_t>(elem)), 1,
+                             1024);
+}
+
+h5::Elem hidden_elem(HiddenDtype d) {
+  switch (d) {
+    case HiddenDtype::f32: return h5::Elem::F32;
+    case HiddenDtype::f16: return h5::Elem::F16;
+    case HiddenDtype::bf16: return h5::Elem::BF16;
+  }
+  return h5::Elem::F32;
+}
+
+}  // namespace
+
+TraceWriter::TraceWriter(WriterOptions options, RunInfo info) : opt_(std::move(options)) {
+  h5::silence_errors();
+  if (opt_.topk < 1) throw Error(fmt::format("topk {} must be >= 1", opt_.topk), "--topk takes N >= 1");
+  if (fs::exists(opt_.path) && !opt_.force) {
+    throw Error(fmt::format("trace '{}' already exists", opt_.path.string()),
+                "pass --force to overwrite it, or choose another -o path");
+  }
+  if (opt_.path.has_parent_path() && !fs::exists(opt_.path.parent_path())) {
+    throw Error(fmt::format("folder '{}' does not exist", opt_.path.parent_path().string()));
+  }
+  if (const char* f = std::getenv("DRIFTSCOPE_TRACE_FAIL_AFTER_STEPS")) fail_after_steps_ = std::atoi(f);
+  file_ = std::make_unique<WriterFile>();
+  const hid_t fid = H5Fcreate(opt_.path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  if (fid < 0) {
+    throw Error(fmt::format("cannot create trace '{}'", opt_.path.string()),
+                "check that the folder is writable and the disk not full");
+  }
+  file_->file = h5::Id(fid);
+  const hid_t root = file_->file.get();
+  h5::write_attr(root, "format", std::string(kFormatName));
+  h5::write_attr(root, "format_version", int64_t{kFormatVersion});
+  h5::write_attr(root, "tool_version", info.tool_version);
+  h5::write_attr(root, "complete", int64_t{0});
+  h5::write_attr(root, "stop_reason", std::string("running"));
+  h5::Id meta = h5::create_group(root, "meta");
+  h5::write_attr(meta.get(), "config_json", info.config_json);
+  h5::write_attr(meta.get(), "model_json", info.model_json);
+  h5::write_attr(meta.get(), "env_json", info.env_json);
+  h5::write_attr(meta.get(), "command_line", info.command_line);
+  h5::Id seq = h5::create_group(root, "seq");
+  DS_H5(H5Fflush(root, H5F_SCOPE_GLOBAL));
+  thread_ = std::thread([this] { run(); });
+}
+
+TraceWriter::~TraceWriter() {
+  if (!finished_) {
+    try {
+      finish(false, "interrupted");
+    } catch (...) {
+    }
+  }
+}
+
+void TraceWriter::push(Message m) {
+  std::unique_lock lock(mu_);
+  not_full_.wait(lock, [&] { return queue_.size() < opt_.queue_steps || failed_; });
+  if (failed_ && !std::holds_alternative<Stop>(m)) {
+    throw Error(fmt::format("writing trace '{}' failed: {}", opt_.path.string(), error_),
+                "the trace keeps every step written before the failure (complete=0)");
+  }
+  queue_.push_back(std::move(m));
+  not_empty_.notify_one();
+}
+
+void TraceWriter::begin_sequence(int seq, const std::vector<int32_t>& prompt) {
+  push(Begin{seq, prompt});
+}
+void TraceWriter::append(StepRecord step) { push(std::move(step)); }
+void TraceWriter::end_sequence(int seq, const std::string& stop_reason) {
+  push(End{seq, stop_reason});
+}
+
+bool TraceWriter::failed() const {
+  std::lock_guard lock(mu_);
+  return failed_;
+}
+
+std::string TraceWriter::error() const {
+  std::lock_guard lock(mu_);
+  return error_;
+}
+
+void TraceWriter::run() {
+  while (true) {
+    Message m;
+    {
+      std::unique_lock lock(mu_);
+      not_empty_.wait(lock, [&] { return !queue_.empty(); });
+      m = std::move(queue_.front());
+      queue_.pop_front();
+      not_full_.notify_one();
+    }
+    if (std::holds_alternative<Stop>(m)) return;
+    if (failed()) continue;  // after a failure, drain without writing
+    try {
+      std::visit([this](auto& msg) {
+        if constexpr (!std::is_same_v<std::decay_t<decltype(msg)>, Stop>) handle(msg);
+      }, m);
+      maybe_flush(false);
+    } catch (const std::exception& e) {
+      if (auto* step = std::get_if<StepRecord>(&m)) {
+        if (auto it = seqs_.find(step->seq); it != seqs_.end()) rollback(*it->second);
+      }
+      std::lock_guard lock(mu_);
+      failed_ = true;
+      error_ = e.what();
+      not_full_.notify_all();
+    }
+  }
+}
+
+void TraceWriter::handle(Begin& m) {
+  auto s = std::make_unique<SeqState>();
+  h5::Id seq_group = h5::open_group(file_->file.get(), "seq");
+  s->group = h5::create_group(seq_group.get(), std::to_string(m.seq));
+  s->prompt_len = static_cast<int>(m.prompt.size());
+  s->tokens = h5::create_growing(s->group.get(), "tokens", h5::Elem::I32, 0, 4096);
+  h5::write_rows(s->tokens.get(), h5::Elem::I32, 0, static_cast<int64_t>(m.prompt.size()), 0,
+                 m.prompt.data());
+  s->n_tokens = static_cast<int64_t>(m.prompt.size());
+  h5::write_attr(s->group.get(), "prompt_len", int64_t{s->prompt_len});
+  h5::write_attr(s->group.get(), "gen_len", int64_t{0});
+  h5::write_attr(s->group.get(), "stop_reason", std::string("running"));
+  seqs_[m.seq] = std::move(s);
+}
+
+void TraceWriter::handle(StepRecord& m) {
+  auto it = seqs_.find(m.seq);
+  if (it == seqs_.end()) throw Error(fmt::format("trace writer: step for unknown sequence {}", m.seq));
+  SeqState& s = *it->second;
+  if (fail_after_steps_ >= 0 && steps_written_ >= fail_after_steps_) {
+    throw Error("No space left on device (injected by DRIFTSCOPE_TRACE_FAIL_AFTER_STEPS)");
+  }
+  const int64_t at = s.rows;
+  const int64_t n = m.n_rows;
+  const h5::Elem he = hidden_elem(opt_.hidden_dtype);
+  std::vector<uint16_t> bits;
+  for (auto& h : m.hidden) {
+    auto& d = s.hidden[h.site];
+    if (!d) {
+      d = h5::create_growing(s.group.get(), "hidden/" + h.site, he, h.width,
+                             chunk_rows_for(h.width, h5::elem_size(he)));
+    }
+    if (he == h5::Elem::F32) {
+      h5::write_rows(d.get(), he, at, n, h.width, h.values.data());
+    } else {
+      bits.resize(h.values.size());
+      for (size_t i = 0; i < bits.size(); ++i) {
+        bits[i] = he == h5::Elem::F16 ? f32_to_f16_bits(h.values[i]) : f32_to_bf16_bits(h.values[i]);
+      }
+      h5::write_rows(d.get(), he, at, n, h.width, bits.data());
+    }
+  }
+  if (!m.logits.empty()) {
+    const int V = m.vocab;
+    const int K = std::min(opt_.topk, V);
+    if (!s.topk_ids) {
+      s.topk_ids = h5::create_growing(s.group.get(), "logits/topk_ids", h5::Elem::I32, K,
+                                      chunk_rows_for(K, 4));
+      s.topk_logits = h5::create_growing(s.group.get(), "logits/topk_logits", h5::Elem::F32, K,
+                                         chunk_rows_for(K, 4));
+      s.lse = h5::create_growing(s.group.get(), "logits/lse", h5::Elem::F32, 0, 4096);
+      if (opt_.full_logits) {
+        s.full = h5::create_growing(s.group.get(), "logits/full", h5::Elem::F32, V,
+                                    chunk_rows_for(V, 4));
+      }
+    }
+    std::vector<int32_t> ids(static_cast<size_t>(n) * K);
+    std::vector<float> vals(static_cast<size_t>(n) * K), lse(n), full;
+    for (int64_t r = 0; r < n; ++r) {
+      std::span<const double> row(m.logits.data() + r * V, static_cast<size_t>(V));
+      TopK t = top_k(row, K);
+      for (int k = 0; k < K; ++k) {
+        ids[r * K + k] = t.ids[k];
+        vals[r * K + k] = static_cast<float>(t.logits[k]);
+      }
+      lse[r] = static_cast<float>(log_sum_exp(row));
+    }
+    h5::write_rows(s.topk_ids.get(), h5::Elem::I32, at, n, K, ids.data());
+    h5::write_rows(s.topk_logits.get(), h5::Elem::F32, at, n, K, vals.data());
+    h5::write_rows(s.lse.get(), h5::Elem::F32, at, n, 0, lse.data());
+    if (s.full) {
+      full.assign(m.logits.begin(), m.logits.end());
+      h5::write_rows(s.full.get(), h5::Elem::F32, at, n, V, full.data());
+    }
+  }
+  h5::write_rows(s.tokens.get(), h5::Elem::I32, s.n_tokens,
+                 static_cast<int64_t>(m.new_tokens.size()), 0, m.new_tokens.data());
+  s.rows += n;
+  s.n_tokens += static_cast<int64_t>(m.new_tokens.size());
+  h5::write_attr(s.group.get(), "gen_len", s.n_tokens - s.prompt_len);
+  ++steps_written_;
+}
+
+void TraceWriter::handle(End& m) {
+  auto it = seqs_.find(m.seq);
+  if (it == seqs_.end()) return;
+  h5::write_attr(it->second->group.get(), "stop_reason", m.stop_reason);
+}
+
+// Cuts every dataset of the sequence back to the last fully written step.
+void TraceWriter::rollback(SeqState& s) {
+  auto cut = [](const h5::Id& d, int64_t rows) {
+    if (!d) return;
+    hsize_t dims[2] = {0, 0};
+    h5::Id space(H5Dget_space(d.get()));
+    if (!space) return;
+    const int rank = H5Sget_simple_extent_dims(space.get(), dims, nullptr);
+    if (rank < 1) return;
+    dims[0] = static_cast<hsize_t>(rows);
+    H5Dset_extent(d.get(), dims);
+  };
+  for (auto& [site, d] : s.hidden) cut(d, s.rows);
+  cut(s.topk_ids, s.rows);
+  cut(s.topk_logits, s.rows);
+  cut(s.lse, s.rows);
+  cut(s.full, s.rows);
+  cut(s.tokens, s.n_tokens);
+}
+
+void TraceWriter::maybe_flush(bool force) {
+  const auto now = std::chrono::steady_clock::now();
+  if (force || now - file_->last_flush > std::chrono::milliseconds(500)) {
+    DS_H5(H5Fflush(file_->file.get(), H5F_SCOPE_GLOBAL));
+    file_->last_flush = now;
+  }
+}
+
+bool TraceWriter::finish(bool complete, const std::string& stop_reason) {
+  if (finished_) return !failed();
+  finished_ = true;
+  {
+    std::unique_lock lock(mu_);
+    queue_.push_back(Stop{});  // never blocks: Stop may exceed the bound
+    not_empty_.notify_one();
+  }
+  thread_.join();
+  const bool ok = !failed();
+  try {
+    const hid_t root = file_->file.get();
+    for (auto& [i, s] : seqs_) {
+      if (h5::read_attr_string(s->group.get(), "stop_reason") == "running") {
+        h5::write_attr(s->group.get(), "stop_reason", std::string("interrupted"));
+      }
+    }
+    h5::write_attr(root, "complete", int64_t{complete && ok ? 1 : 0});
+    h5::write_attr(root, "stop_reason", ok ? stop_reason : std::string("interrupted"));
+    if (!ok) h5::write_attr(root, "error", error());
+    seqs_.clear();
+    maybe_flush(true);
+  } catch (const std::exception& e) {
+    std::lock_guard lock(mu_);
+    if (!failed_) {
+      failed_ = true;
+      error_ = e.what();
+    }
+  }
+  seqs_.clear();
+  file_.reset();
+  return !failed();
+}
+
+}  // namespace ds::trace

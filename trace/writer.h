@@ -1,0 +1,116 @@
+// Trace writer (format v1, docs/trace-format.md): a background thread that appends each forward
+// step's tapped hidden states, logits summary and tokens to chunked, compressed HDF5 datasets,
+// so that compute never waits on the disk beyond a bounded queue. An interrupted run or a write
+// error leaves a readable file with complete=0 holding every step written so far.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <variant>
+#include <vector>
+
+namespace ds::trace {
+
+enum class HiddenDtype { f32, f16, bf16 };
+HiddenDtype parse_hidden_dtype(const std::string& s);  // throws ds::Error naming the value
+const char* hidden_dtype_name(HiddenDtype d);
+
+struct WriterOptions {
+  std::filesystem::path path;
+  HiddenDtype hidden_dtype = HiddenDtype::f32;
+  int topk = 20;
+  bool full_logits = false;
+  bool force = false;        // overwrite an existing file
+  size_t queue_steps = 64;   // steps buffered before append() blocks
+};
+
+// The /meta attributes and the tool version (root attribute).
+struct RunInfo {
+  std::string tool_version;
+  std::string config_json = "{}";
+  std::string model_json = "{}";
+  std::string env_json = "{}";
+  std::string command_line;
+};
+
+struct HiddenRows {
+  std::string site;           // "embed", "L0/out", ...
+  int width = 0;
+  std::vector<float> values;  // (n_rows, width) as the runtime produced them (fp64 rounded)
+};
+
+// One forward pass of one sequence: n_rows new positions, appended after the rows already written.
+struct StepRecord {
+  int seq = 0;
+  int n_rows = 0;
+  std::vector<HiddenRows> hidden;
+  int vocab = 0;
+  std::vector<double> logits;          // (n_rows, vocab); empty: no logits for this step
+  std::vector<int32_t> new_tokens;     // tokens chosen after this step, appended to tokens
+};
+
+class TraceWriter {
+ public:
+  // Creates the file (refusing to overwrite one without options.force) and starts the thread.
+  TraceWriter(WriterOptions options, RunInfo info);
+  // Finishes as interrupted if finish() was not called.
+  ~TraceWriter();
+  TraceWriter(const TraceWriter&) = delete;
+  TraceWriter& operator=(const TraceWriter&) = delete;
+
+  void begin_sequence(int seq, const std::vector<int32_t>& prompt);
+  // Queues a step; blocks while the queue is full. Throws ds::Error once the writer has failed.
+  void append(StepRecord step);
+  void end_sequence(int seq, const std::string& stop_reason);
+  // Drains the queue, writes root attributes complete and stop_reason, closes the file.
+  // Returns false (with error()) when a write failed; the file then holds the steps before it.
+  bool finish(bool complete, const std::string& stop_reason);
+
+  bool failed() const;
+  std::string error() const;
+  const WriterOptions& options() const { return opt_; }
+
+ private:
+  struct Begin {
+    int seq;
+    std::vector<int32_t> prompt;
+  };
+  struct End {
+    int seq;
+    std::string stop_reason;
+  };
+  struct Stop {};
+  using Message = std::variant<Begin, StepRecord, End, Stop>;
+
+  struct SeqState;
+  void run();
+  void handle(Begin& m);
+  void handle(StepRecord& m);
+  void handle(End& m);
+  void push(Message m);
+  void rollback(SeqState& s);
+  void maybe_flush(bool force);
+
+  WriterOptions opt_;
+  std::unique_ptr<struct WriterFile> file_;
+  std::map<int, std::unique_ptr<SeqState>> seqs_;  // writer thread only
+  int steps_written_ = 0;
+  int fail_after_steps_ = -1;                       // test hook: DRIFTSCOPE_TRACE_FAIL_AFTER_STEPS
+
+  mutable std::mutex mu_;
+  std::condition_variable not_empty_, not_full_;
+  std::deque<Message> queue_;
+  bool failed_ = false;
+  std::string error_;
+  bool finished_ = false;
+  std::thread thread_;
+};
+
+}  // namespace ds::trace
