@@ -46,6 +46,10 @@ GenerateResult generate(Runtime& rt, std::span<const int32_t> prompt, const Gene
       break;
     }
     if (step + 1 == opt.max_new) break;
+    if (opt.should_stop && opt.should_stop()) {
+      res.stop_reason = "interrupted";
+      break;
+    }
     if (static_cast<int>(res.tokens.size()) >= rt.capacity()) {  // the sequence fills the context
       res.stop_reason = "context";
       break;

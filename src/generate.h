@@ -18,12 +18,13 @@ struct GenerateOptions {
   SamplingParams sampling;
   std::optional<int32_t> eos_id;  // stop when generated; none = never
   uint64_t stream = 0;            // which prompt this is (decorrelates sampling noise)
+  std::function<bool()> should_stop;  // polled between steps; true ends with "interrupted"
 };
 
 struct GenerateResult {
   std::vector<int32_t> tokens;  // prompt tokens then generated tokens
   int prompt_len = 0;
-  std::string stop_reason;      // "eos", "max_new" or "context"
+  std::string stop_reason;      // "eos", "max_new", "context" or "interrupted"
 };
 
 // Called after each generated token with the whole sequence so far.

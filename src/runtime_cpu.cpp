@@ -202,7 +202,7 @@ class CpuRuntime final : public Runtime {
     }
     t.rows = n;
     t.width = width;
-    t.seq = slot_.data();
+    t.slot = slot_.data();
     t.pos = pos_.data();
     hook_->on_tap(site, t);
   }

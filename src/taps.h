@@ -21,19 +21,14 @@ struct Site {
 std::string site_name(const Site& s);
 
 // A tapped tensor: `rows` rows of `width` values (float or double, as the runtime computes),
-// row r belonging to sequence seq[r] at input position pos[r].
+// row r belonging to the sequence in KV-cache slot slot[r], at input position pos[r].
 struct TapTensor {
   const float* f32 = nullptr;   // exactly one of f32 / f64 is set
   const double* f64 = nullptr;
   int rows = 0;
   int width = 0;
-  const int* seq = nullptr;
+  const int* slot = nullptr;
   const int* pos = nullptr;
-
-  double at(int r, int i) const {
-    const size_t k = static_cast<size_t>(r) * width + i;
-    return f32 != nullptr ? f32[k] : f64[k];
-  }
 };
 
 class TapHook {

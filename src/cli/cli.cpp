@@ -15,7 +15,24 @@
 
 namespace ds {
 
+namespace {
+std::string g_invocation;
+
+std::string shell_quote(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                        "0123456789-_./=,:+@%") == std::string::npos) {
+    return s;
+  }
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+}  // namespace
+
+const std::string& invocation() { return g_invocation; }
+
 int cli_main(int argc, char** argv) {
+  for (int i = 0; i < argc; ++i) g_invocation += (i ? " " : "") + shell_quote(argv[i]);
   std::signal(SIGPIPE, SIG_IGN);  // `driftscope ... | head` ends quietly
   CLI::App app{
       "driftscope: find where two runs of the same LLM, under two runtime configurations, part "
@@ -26,6 +43,8 @@ int cli_main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("driftscope ") + DRIFTSCOPE_VERSION);
   std::vector<std::pair<std::string, CommandRun>> commands = {
       {"generate", register_generate(app)},
+      {"run", register_run(app)},
+      {"show", register_show(app)},
   };
   try {
     app.parse(argc, argv);

@@ -1,10 +1,15 @@
 // The command-line interface: parses arguments, runs one command, maps errors to exit codes.
 #pragma once
 
+#include <string>
+
 namespace ds {
 
 // Exit codes: 0 success; 1 a --fail-on condition held (diff); 2 usage or input error;
 // 3 internal error. Errors print "driftscope: <message>" and, when the user can fix it, "hint: ...".
 int cli_main(int argc, char** argv);
+
+// The command line this process was started with, shell-quoted where needed (for traces).
+const std::string& invocation();
 
 }  // namespace ds

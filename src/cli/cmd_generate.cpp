@@ -7,7 +7,9 @@
 
 #include "src/cli/commands.h"
 #include "src/cli/model_args.h"
+#include "src/cli/run_config_args.h"
 #include "src/generate.h"
+#include "src/run_config.h"
 #include "src/runtime.h"
 
 namespace ds {
@@ -15,12 +17,7 @@ namespace {
 
 struct GenerateArgs {
   ModelArgs model;
-  int max_new = 256;
-  double temperature = 0.0;
-  double top_p = 1.0;
-  int top_k = 0;
-  uint64_t seed = 0;
-  std::string dtype = "fp32";
+  RunConfig config;
   bool ids = false;
   bool quiet = false;
 };
@@ -47,17 +44,17 @@ class TextStreamer {
 };
 
 int run_generate(const GenerateArgs& a) {
-  const DType dtype = parse_dtype(a.dtype);
+  validate(a.config);
   GenerateOptions opt;
-  opt.max_new = a.max_new;
-  opt.sampling = {a.temperature, a.top_p, a.top_k, a.seed};
-  validate(opt.sampling);
+  opt.max_new = a.config.max_new;
+  opt.sampling = a.config.sampling();
   LoadedModel lm = load_model_and_prompt(a.model, /*need_tokenizer=*/!a.ids);
   const ModelConfig& c = lm.model.config;
   opt.eos_id = c.eos_id;
   if (lm.tokenizer && lm.tokenizer->eos_id()) opt.eos_id = lm.tokenizer->eos_id();
-  auto rt = make_cpu_runtime(
-      lm.model, dtype, needed_capacity(static_cast<int>(lm.prompt.size()), a.max_new, c.max_seq_len));
+  auto rt = make_cpu_runtime(lm.model, compute_dtype(a.config),
+                             needed_capacity(static_cast<int>(lm.prompt.size()), opt.max_new,
+                                             c.max_seq_len));
 
   std::optional<TextStreamer> streamer;
   if (!a.ids) streamer.emplace(*lm.tokenizer);
@@ -76,7 +73,7 @@ int run_generate(const GenerateArgs& a) {
   if (!a.quiet) {
     const int n_new = static_cast<int>(res.tokens.size()) - res.prompt_len;
     fmt::print(stderr, "[{} {} | prompt {} tokens, generated {} | stop: {} | {:.1f} tok/s]\n",
-               lm.model.path.filename().string(), a.dtype, res.prompt_len, n_new, res.stop_reason,
+               lm.model.path.filename().string(), a.config.dtype, res.prompt_len, n_new, res.stop_reason,
                secs > 0 ? n_new / secs : 0.0);
   }
   return 0;
@@ -91,17 +88,7 @@ CommandRun register_generate(CLI::App& app) {
       "Generate text from a prompt on the CPU reference backend (greedy unless --temperature > 0). "
       "Stops at EOS, after --max-new tokens, or at the model's context length.");
   add_model_options(*cmd, args->model);
-  cmd->add_option("-n,--max-new", args->max_new, "maximum number of new tokens")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--temperature", args->temperature, "sampling temperature; 0 = greedy (ties: lowest id)")
-      ->capture_default_str();
-  cmd->add_option("--top-p", args->top_p, "nucleus sampling mass, 0 < p <= 1")->capture_default_str();
-  cmd->add_option("--top-k", args->top_k, "sample among the k most likely tokens; 0 = all")
-      ->capture_default_str();
-  cmd->add_option("--seed", args->seed, "seed of the sampling noise")->capture_default_str();
-  cmd->add_option("--dtype", args->dtype, "compute precision: fp32, or fp64 (the oracle)")
-      ->capture_default_str();
+  add_run_config_options(*cmd, args->config);
   cmd->add_flag("--ids", args->ids, "print token ids (prompt and generated) instead of text");
   cmd->add_flag("-q,--quiet", args->quiet, "no summary line on stderr");
   return [args] { return run_generate(*args); };

@@ -50,15 +50,20 @@ std::vector<int32_t> parse_id_list(const std::string& s) {
   return out;
 }
 
-LoadedModel load_model_and_prompt(const ModelArgs& args, bool need_tokenizer) {
+LoadedModel load_model_and_prompt(const ModelArgs& args, bool need_tokenizer, bool want_prompt) {
   LoadedModel lm;
   lm.model = load_model(args.model.empty() ? default_model_path() : std::filesystem::path(args.model));
-  const bool text_prompt = !args.prompt_ids.has_value();
-  if (need_tokenizer || text_prompt || !args.tokenizer.empty()) {
-    const auto tok_path =
+  const bool text_prompt = want_prompt && !args.prompt_ids.has_value();
+  const bool required = need_tokenizer || text_prompt || !args.tokenizer.empty();
+  try {  // without a need for one, a tokenizer is still loaded when found (for decoding, traces)
+    lm.tokenizer_path =
         args.tokenizer.empty() ? find_tokenizer(lm.model) : std::filesystem::path(args.tokenizer);
-    lm.tokenizer = load_tokenizer(tok_path, lm.model.config.vocab_size);
+    lm.tokenizer = load_tokenizer(lm.tokenizer_path, lm.model.config.vocab_size);
+  } catch (const Error&) {
+    if (required) throw;
+    lm.tokenizer_path.clear();
   }
+  if (!want_prompt) return lm;
   if (text_prompt) {
     lm.prompt = lm.tokenizer->encode(args.prompt.value_or(""), /*add_special=*/true);
     if (lm.prompt.empty()) {

@@ -29,12 +29,16 @@ void add_model_options(CLI::App& cmd, ModelArgs& args);
 struct LoadedModel {
   Model model;
   std::unique_ptr<Tokenizer> tokenizer;  // null only when not needed and not found
-  std::vector<int32_t> prompt;
+  std::filesystem::path tokenizer_path;
+  std::vector<int32_t> prompt;           // empty when want_prompt was false
 };
 
-// Loads the model; loads the tokenizer when `need_tokenizer` or when the prompt is text; encodes
-// the prompt (BOS per the tokenizer's config; no prompt = BOS only) or parses --prompt-ids.
-LoadedModel load_model_and_prompt(const ModelArgs& args, bool need_tokenizer);
+// Loads the model and, when found, its tokenizer (an error when `need_tokenizer`, the prompt is
+// text, or --tokenizer was given, and it cannot be loaded); with
+// `want_prompt`, encodes the prompt (BOS per the tokenizer's config; no prompt = BOS only) or
+// parses --prompt-ids.
+LoadedModel load_model_and_prompt(const ModelArgs& args, bool need_tokenizer,
+                                  bool want_prompt = true);
 
 // Parses "1,2,3" (spaces allowed); throws ds::Error naming the bad item.
 std::vector<int32_t> parse_id_list(const std::string& s);

@@ -145,7 +145,8 @@ std::vector<double> ref_rope_inv_freq(const RefConfig& c) {
 }
 
 std::vector<double> ref_forward(const RefConfig& c, const RefWeights& w,
-                                std::span<const int32_t> tokens) {
+                                std::span<const int32_t> tokens,
+                                std::vector<std::vector<double>>* layer_out) {
   const int T = static_cast<int>(tokens.size());
   const int D = c.dim, hd = c.head_dim(), Q = c.heads * hd, KV = c.kv_heads * hd;
   const std::vector<double> inv_freq = ref_rope_inv_freq(c);
@@ -174,6 +175,7 @@ std::vector<double> ref_forward(const RefConfig& c, const RefWeights& w,
       g.v[i] = s * u.v[i];
     }
     add_into(x, linear(g, L.down_proj, no_bias, D));
+    if (layer_out != nullptr) layer_out->push_back(x.v);  // residual after the MLP: (T, dim)
   }
   Mat h = rms_norm(x, w.norm, c.rms_norm_eps);
   Mat logits = linear(h, c.tied ? w.embed_tokens : w.lm_head, no_bias, c.vocab);

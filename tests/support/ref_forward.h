@@ -61,7 +61,9 @@ struct RefWeights {
 std::vector<double> ref_rope_inv_freq(const RefConfig& c);
 
 // Logits for tokens[0..T-1] at positions 0..T-1: (T, vocab), row t predicts tokens[t+1].
+// With layer_out, also each layer's output residual stream, (T, dim) per layer.
 std::vector<double> ref_forward(const RefConfig& c, const RefWeights& w,
-                                std::span<const int32_t> tokens);
+                                std::span<const int32_t> tokens,
+                                std::vector<std::vector<double>>* layer_out = nullptr);
 
 }  // namespace ds::test

@@ -3,6 +3,8 @@
 // It shares no code with the loaders: its own safetensors writer and its own bf16/f16 rounding.
 #pragma once
 
+#include "tests/support/temp_dir.h"
+
 #include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -77,17 +79,5 @@ void write_hf_directory(const std::filesystem::path& dir, const nlohmann::json& 
 SyntheticModel write_synthetic_checkpoint(const std::filesystem::path& dir,
                                           const SyntheticSpec& spec);
 
-// A fresh directory under temp_directory_path(), removed with everything in it on destruction.
-class TempDir {
- public:
-  explicit TempDir(const std::string& tag = "driftscope-test");
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
 
 }  // namespace ds::test

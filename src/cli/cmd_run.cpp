@@ -1,0 +1,116 @@
+// `driftscope run`: generate under one run configuration and record every layer boundary into a
+// trace file (format v1).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "common/error.h"
+#include "src/cli/cli.h"
+#include "src/cli/commands.h"
+#include "src/cli/interrupt.h"
+#include "src/cli/model_args.h"
+#include "src/cli/progress.h"
+#include "src/cli/run_config_args.h"
+#include "src/run_metadata.h"
+#include "src/trace_recorder.h"
+#include "src/traced_run.h"
+
+namespace ds {
+namespace {
+
+struct RunArgs {
+  ModelArgs model;
+  RunConfig config;
+  std::string prompts_file;
+  std::string probes = "default";
+  std::string hidden_dtype = "f32";
+  int topk = 20;
+  bool full_logits = false;
+  std::string output;
+  bool force = false;
+  bool quiet = false;
+};
+
+int run_run(const RunArgs& a) {
+  validate(a.config);
+  const auto hidden_dtype = trace::parse_hidden_dtype(a.hidden_dtype);
+  if (a.topk < 1) throw Error(fmt::format("topk {} must be >= 1", a.topk), "--topk takes N >= 1");
+  if (std::filesystem::exists(a.output) && !a.force) {
+    throw Error(fmt::format("trace '{}' already exists", a.output),
+                "pass --force to overwrite it, or choose another -o path");
+  }
+  LoadedModel lm = load_model_and_prompt(a.model, /*need_tokenizer=*/false,
+                                         /*want_prompt=*/a.prompts_file.empty());
+  std::vector<Prompt> prompts;
+  if (a.prompts_file.empty()) {
+    prompts.push_back({a.model.prompt, lm.prompt});
+  } else {
+    if (a.model.prompt || a.model.prompt_ids) {
+      throw Error("--prompts cannot be combined with --prompt or --prompt-ids");
+    }
+    prompts = read_prompts_file(a.prompts_file, lm.tokenizer.get());
+  }
+
+  TracedRunOptions opt;
+  opt.config = a.config;
+  opt.sites = resolve_probes(a.probes, lm.model.config.n_layers);
+  opt.writer.path = a.output;
+  opt.writer.hidden_dtype = hidden_dtype;
+  opt.writer.topk = a.topk;
+  opt.writer.full_logits = a.full_logits;
+  opt.writer.force = a.force;
+  opt.info.tool_version = DRIFTSCOPE_VERSION;
+  opt.info.config_json = traced_config_json(a.config, a.probes, opt.writer);
+  opt.info.model_json = model_identity_json(lm.model, lm.tokenizer.get(), lm.tokenizer_path);
+  opt.info.env_json = environment_json();
+  opt.info.command_line = invocation();
+  opt.eos_id = lm.tokenizer && lm.tokenizer->eos_id() ? lm.tokenizer->eos_id() : lm.model.config.eos_id;
+  opt.should_stop = interrupt_requested;
+  Progress progress("run");
+  opt.progress = [&](int seq, int n, int generated) {
+    progress.update(seq, n, generated, a.config.max_new);
+  };
+  install_interrupt_handlers();
+  TracedRunResult res = run_traced(lm.model, prompts, opt);
+  progress.done();
+  if (!a.quiet) {
+    int tokens = 0;
+    for (const auto& s : res.sequences) tokens += static_cast<int>(s.tokens.size()) - s.prompt_len;
+    fmt::print(stderr, "driftscope: wrote {} ({} of {} sequences, {} generated tokens, {} hidden "
+                       "sites){}\n",
+               a.output, res.sequences.size(), prompts.size(), tokens, opt.sites.size(),
+               res.complete ? "" : " — interrupted: complete=0");
+  }
+  return res.complete ? 0 : 130;
+}
+
+}  // namespace
+
+CommandRun register_run(CLI::App& app) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "run",
+      "Generate under one run configuration and record hidden states at every tapped layer "
+      "boundary, plus top-K logits, into an HDF5 trace (docs/trace-format.md). Ctrl-C stops at "
+      "the next token and leaves a readable trace with complete=0.");
+  add_model_options(*cmd, args->model);
+  add_run_config_options(*cmd, args->config);
+  cmd->add_option("--prompts", args->prompts_file,
+                  "file of prompts: one per line, or JSONL {\"text\": ...} / {\"ids\": [...]}");
+  cmd->add_option("--probes", args->probes,
+                  "hidden sites to record: default (embed, L*/attn_out, L*/mlp_out, L*/out, "
+                  "final_norm), all, none, or a list like embed,L0/attn_norm,L*/out")
+      ->capture_default_str();
+  cmd->add_option("--hidden-dtype", args->hidden_dtype, "storage of hidden states: f32, f16, bf16")
+      ->capture_default_str();
+  cmd->add_option("--topk", args->topk, "logits kept per position (sorted, with log-sum-exp)")
+      ->capture_default_str();
+  cmd->add_flag("--full-logits", args->full_logits, "also store every logits row in full");
+  cmd->add_option("-o,--output", args->output, "trace file to write (.h5)")->required();
+  cmd->add_flag("--force", args->force, "overwrite an existing trace file");
+  cmd->add_flag("-q,--quiet", args->quiet, "no summary line on stderr");
+  return [args] { return run_run(*args); };
+}
+
+}  // namespace ds

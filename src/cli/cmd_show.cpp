@@ -1,0 +1,104 @@
+// `driftscope show trace.h5`: what a trace holds — config, model, prompts and continuations,
+// recorded sites with shapes and dtypes, size on disk, complete or not.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "src/cli/commands.h"
+#include "src/tokenizer_load.h"
+#include "trace/summary.h"
+
+namespace ds {
+namespace {
+
+struct ShowArgs {
+  std::string path;
+  bool json = false;
+};
+
+// The tokenizer recorded in the trace, when its file is still there; else null (ids printed).
+std::unique_ptr<Tokenizer> recorded_tokenizer(const nlohmann::json& model) {
+  try {
+    const auto& tok = model.at("tokenizer");
+    if (tok.is_null()) return nullptr;
+    const std::filesystem::path p = tok.at("path").get<std::string>();
+    if (!std::filesystem::exists(p)) return nullptr;
+    return load_tokenizer(p, model.at("config").at("vocab_size").get<int>());
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
+
+std::string human_bytes(uint64_t b) {
+  if (b < 10 * 1024) return fmt::format("{} B", b);
+  if (b < 10 * 1024 * 1024) return fmt::format("{:.1f} KiB", b / 1024.0);
+  if (b < 10ull * 1024 * 1024 * 1024) return fmt::format("{:.1f} MiB", b / 1048576.0);
+  return fmt::format("{:.1f} GiB", b / 1073741824.0);
+}
+
+int run_show(const ShowArgs& a) {
+  const trace::TraceSummary s = trace::summarize(trace::TraceReader::open(a.path));
+  if (a.json) {
+    fmt::print("{}\n", trace::to_json(s));
+    return 0;
+  }
+  const auto model = nlohmann::json::parse(s.model_json, nullptr, false);
+  const auto config = nlohmann::json::parse(s.config_json, nullptr, false);
+  auto tok = model.is_object() ? recorded_tokenizer(model) : nullptr;
+  fmt::print("trace     {} ({}, format v{}, driftscope {})\n", s.path, human_bytes(s.file_bytes),
+             s.format_version, s.tool_version);
+  fmt::print("status    {}\n", s.complete ? "complete" : fmt::format("INCOMPLETE (complete=0, {})", s.stop_reason));
+  if (model.is_object()) {
+    fmt::print("model     {} {} ({} layers, dim {}, vocab {}) {}\n",
+               model.value("architecture", "?"), model.value("format", "?"),
+               model["config"].value("n_layers", 0), model["config"].value("dim", 0),
+               model["config"].value("vocab_size", 0), model.value("path", ""));
+    for (const auto& f : model["files"]) {
+      fmt::print("          {} sha256 {}\n", f.value("name", "?"), f.value("sha256", "?"));
+    }
+  }
+  if (config.is_object()) {
+    std::vector<std::string> kv;
+    for (const auto& [k, v] : config.items()) kv.push_back(fmt::format("{}={}", k, v.dump()));
+    fmt::print("config    {}\n", fmt::join(kv, " "));
+  }
+  fmt::print("command   {}\n", s.command_line);
+  for (const auto& q : s.sequences) {
+    fmt::print("\nseq {}    prompt {} tokens, generated {}, stop: {}, {} positions recorded\n",
+               q.index, q.prompt_len, q.gen_len, q.stop_reason, q.rows);
+    std::vector<int32_t> prompt(q.tokens.begin(), q.tokens.begin() + std::min<size_t>(q.prompt_len, q.tokens.size()));
+    std::vector<int32_t> cont(q.tokens.begin() + prompt.size(), q.tokens.end());
+    if (tok) {
+      fmt::print("  prompt        {}\n", nlohmann::json(tok->decode(prompt)).dump());
+      fmt::print("  continuation  {}\n", nlohmann::json(tok->decode(cont)).dump());
+    } else {
+      fmt::print("  prompt ids        {}\n", fmt::join(prompt, " "));
+      fmt::print("  continuation ids  {}\n", fmt::join(cont, " "));
+    }
+    if (q.topk > 0) {
+      fmt::print("  logits        top-{} ids/logits + lse{}\n", q.topk, q.has_full_logits ? " + full" : "");
+    }
+    if (!q.sites.empty()) {
+      const auto& f = q.sites.front();
+      fmt::print("  hidden        {} sites, each [{}, {}] {} ({} ... {})\n", q.sites.size(),
+                 f.shape[0], f.shape.size() > 1 ? f.shape[1] : 0, h5::elem_name(f.elem),
+                 f.name, q.sites.back().name);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+CommandRun register_show(CLI::App& app) {
+  auto args = std::make_shared<ShowArgs>();
+  CLI::App* cmd = app.add_subcommand("show", "Summarize a trace: config, model, prompts and "
+                                             "continuations, recorded sites, size, completeness.");
+  cmd->add_option("trace", args->path, "trace file (.h5)")->required();
+  cmd->add_flag("--json", args->json, "print the summary as JSON");
+  return [args] { return run_show(*args); };
+}
+
+}  // namespace ds

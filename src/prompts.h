@@ -1,0 +1,26 @@
+// Prompt lists for `driftscope run --prompts FILE`: one prompt per line, or JSONL objects with
+// "text" or "ids".
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "src/tokenizer.h"
+
+namespace ds {
+
+struct Prompt {
+  std::optional<std::string> text;  // as written (absent for "ids" prompts)
+  std::vector<int32_t> ids;         // what the model consumes
+};
+
+// Reads FILE: a line starting with '{' is a JSON object {"text": "..."} or {"ids": [..]};
+// any other non-empty line is text ("\n" inside text must be written in JSONL). Text is
+// encoded with `tok` (add_special per its config); ids are used as given. Throws ds::Error
+// naming the line for malformed input or when text needs a tokenizer that is absent.
+std::vector<Prompt> read_prompts_file(const std::filesystem::path& path, const Tokenizer* tok);
+
+}  // namespace ds

@@ -1,0 +1,40 @@
+// A traced run: every prompt generated under one run config, every wanted site recorded into a
+// trace file. The writer is finished in all cases, so an interrupted run leaves a readable trace.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "src/generate.h"
+#include "src/model.h"
+#include "src/prompts.h"
+#include "src/run_config.h"
+#include "trace/writer.h"
+
+namespace ds {
+
+struct TracedRunOptions {
+  RunConfig config;
+  std::vector<std::string> sites;    // hidden sites to record (see resolve_probes)
+  trace::WriterOptions writer;
+  trace::RunInfo info;
+  std::optional<int32_t> eos_id;
+  std::function<bool()> should_stop;                        // e.g. SIGINT seen
+  std::function<void(int seq, int n_seqs, int generated)> progress;  // after every token
+};
+
+struct TracedRunResult {
+  std::vector<GenerateResult> sequences;  // those started (the last may be partial)
+  bool complete = false;                  // every prompt ran to its own stop
+};
+
+// The fully resolved configuration recorded as /meta config_json: the run config's fields plus
+// a "trace" object (probes, hidden_dtype, topk, full_logits).
+std::string traced_config_json(const RunConfig& config, const std::string& probes,
+                               const trace::WriterOptions& writer);
+
+TracedRunResult run_traced(const Model& model, const std::vector<Prompt>& prompts,
+                           const TracedRunOptions& opt);
+
+}  // namespace ds

@@ -1,0 +1,126 @@
+// `driftscope run` and `show` end to end: interruption by SIGINT, a write failure, and the
+// summary in text and JSON.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/paths.h"
+#include "tests/support/run_cli.h"
+#include "tests/support/temp_dir.h"
+#include "trace/reader.h"
+
+namespace fs = std::filesystem;
+using ds::test::run_cli;
+
+namespace {
+
+// Every dataset of every sequence holds the same number of rows, and tokens one more
+// (the token chosen from the last row) — or, for a sequence cut before its first step, only the prompt.
+void check_consistent(const ds::trace::TraceReader& r) {
+  for (int i : r.sequence_indices()) {
+    auto s = r.sequence(i);
+    INFO("seq " << i << " rows " << s.rows << " tokens " << s.tokens.size());
+    for (const auto& site : s.sites) CHECK(site.shape[0] == s.rows);
+    if (s.rows == 0) {
+      CHECK(s.tokens.size() == static_cast<size_t>(s.prompt_len));
+    } else {
+      CHECK(s.tokens.size() == static_cast<size_t>(s.rows) + 1);
+    }
+    CHECK(r.topk(i, 0, s.rows).ids.size() == static_cast<size_t>(s.rows * s.topk));
+  }
+}
+
+void write_prompts(const fs::path& p, int n) {
+  std::ofstream out(p);
+  for (int i = 0; i < n; ++i) out << "Once upon a time there was a cat number " << i << "\n";
+}
+
+}  // namespace
+
+TEST_CASE("run + show: a complete trace", "[cli][trace]") {
+  ds::test::TempDir dir;
+  const auto t = dir.path() / "t.h5";
+  auto r = run_cli("run --prompt 'Once upon a time' -n 12 -o " + t.string());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  auto s = run_cli("show " + t.string());
+  REQUIRE(s.exit_code == 0);
+  CHECK(s.out.find("status    complete") != std::string::npos);
+  CHECK(s.out.find("\"Once upon a time\"") != std::string::npos);
+  CHECK(s.out.find("17 sites, each [16, 64] float32") != std::string::npos);
+  auto j = run_cli("show --json " + t.string());
+  REQUIRE(j.exit_code == 0);
+  auto doc = nlohmann::json::parse(j.out);
+  CHECK(doc["complete"] == true);
+  CHECK(doc["config"]["dtype"] == "fp32");
+  CHECK(doc["model"]["files"][0]["sha256"] ==
+        "b0a507e7ad0f626624f17112325e66691f9076d622e1d3274d103d00299f2696");
+  CHECK(doc["sequences"][0]["rows"] == 16);
+  // Overwriting needs --force.
+  CHECK(run_cli("run -n 2 -o " + t.string()).exit_code == 2);
+  CHECK(run_cli("run -n 2 --force -q -o " + t.string()).exit_code == 0);
+}
+
+TEST_CASE("run: SIGINT leaves a readable, consistent trace with complete=0", "[cli][trace][interrupt]") {
+  ds::test::TempDir dir;
+  const auto prompts = dir.path() / "prompts.txt";
+  write_prompts(prompts, 400);
+  const auto t = dir.path() / "int.h5";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const std::string out = t.string(), p = prompts.string();
+    int devnull = ::open("/dev/null", O_WRONLY);
+    dup2(devnull, 1);
+    dup2(devnull, 2);
+    execl(ds::test::exe().c_str(), "driftscope", "run", "--prompts", p.c_str(), "-n", "400",
+          "--probes", "all", "-o", out.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Wait until some steps are on disk, then interrupt.
+  for (int i = 0; i < 100 && (!fs::exists(t) || fs::file_size(t) < 200000); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 130);
+  auto r = ds::trace::TraceReader::open(t);
+  CHECK_FALSE(r.complete());
+  CHECK(r.stop_reason() == "interrupted");
+  const auto seqs = r.sequence_indices();
+  REQUIRE(!seqs.empty());
+  CHECK(seqs.size() < 400);
+  CHECK(r.sequence(seqs.back()).stop_reason == "interrupted");
+  check_consistent(r);
+  auto s = run_cli("show " + t.string());
+  CHECK(s.exit_code == 0);
+  CHECK(s.out.find("INCOMPLETE") != std::string::npos);
+}
+
+TEST_CASE("run: a write failure leaves every step written before it", "[cli][trace][interrupt]") {
+  ds::test::TempDir dir;
+  const auto t2 = dir.path() / "fail2.h5";
+  const std::string cmd = "DRIFTSCOPE_TRACE_FAIL_AFTER_STEPS=7 '" + ds::test::exe() +
+                          "' run -n 50 -o " + t2.string() + " >/dev/null 2>" +
+                          (dir.path() / "err.txt").string();
+  const int status = std::system(cmd.c_str());
+  CHECK(WEXITSTATUS(status) == 2);
+  std::ifstream err(dir.path() / "err.txt");
+  std::string msg((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
+  CHECK(msg.find("No space left on device") != std::string::npos);
+  auto reader = ds::trace::TraceReader::open(t2);
+  CHECK_FALSE(reader.complete());
+  auto s = reader.sequence(0);
+  CHECK(s.rows == 1 + 6);  // the prefill (BOS) and 6 decode steps were written before step 8 failed
+  check_consistent(reader);
+}

@@ -1,0 +1,205 @@
+// Trace reader: validation of the root attributes and lazy, row-range reads of datasets.
+#include "trace/reader.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "common/error.h"
+#include "common/float_formats.h"
+#include "trace/schema.h"
+
+namespace fs = std::filesystem;
+
+namespace ds::trace {
+
+TraceReader TraceReader::open(const fs::path& path) {
+  h5::silence_errors();
+  if (!fs::exists(path)) {
+    throw Error(fmt::format("trace '{}' does not exist", path.string()),
+                "write one with `driftscope run -o FILE`");
+  }
+  if (H5Fis_hdf5(path.c_str()) <= 0) {
+    throw Error(fmt::format("'{}' is not an HDF5 file", path.string()),
+                "a driftscope trace is the .h5 file written by `driftscope run`");
+  }
+  const hid_t fid = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (fid < 0) {
+    throw Error(fmt::format("cannot open '{}' (damaged HDF5 file?)", path.string()),
+                "a run killed with SIGKILL may leave an unreadable file; Ctrl-C and SIGTERM do not");
+  }
+  TraceReader r;
+  r.path_ = path;
+  r.file_ = std::make_shared<h5::Id>(fid);
+  const hid_t root = fid;
+  if (!h5::has_attr(root, "format") || h5::read_attr_string(root, "format") != kFormatName) {
+    throw Error(fmt::format("'{}' is an HDF5 file but not a driftscope trace", path.string()),
+                "its root has no attribute format=\"driftscope-trace\"");
+  }
+  r.format_version_ = static_cast<int>(h5::read_attr_int(root, "format_version"));
+  if (r.format_version_ != kFormatVersion) {
+    throw Error(fmt::format("trace '{}' has format_version {}, this driftscope reads version {}",
+                            path.string(), r.format_version_, kFormatVersion),
+                "use the driftscope version that wrote it (tool_version attribute), or upgrade");
+  }
+  auto str = [&](hid_t obj, const char* name) {
+    return h5::has_attr(obj, name) ? h5::read_attr_string(obj, name) : std::string();
+  };
+  r.complete_ = h5::has_attr(root, "complete") && h5::read_attr_int(root, "complete") == 1;
+  r.stop_reason_ = str(root, "stop_reason");
+  r.tool_version_ = str(root, "tool_version");
+  if (!h5::exists(root, "meta") || !h5::exists(root, "seq")) {
+    throw Error(fmt::format("trace '{}' lacks the /meta or /seq group", path.string()),
+                "the file is damaged or was not written by driftscope");
+  }
+  h5::Id meta = h5::open_group(root, "meta");
+  r.config_json_ = str(meta.get(), "config_json");
+  r.model_json_ = str(meta.get(), "model_json");
+  r.env_json_ = str(meta.get(), "env_json");
+  r.command_line_ = str(meta.get(), "command_line");
+  return r;
+}
+
+uint64_t TraceReader::file_size() const { return fs::file_size(path_); }
+
+std::vector<int> TraceReader::sequence_indices() const {
+  h5::Id seq = h5::open_group(file_->get(), "seq");
+  std::vector<int> out;
+  for (const auto& name : h5::list_children(seq.get())) {
+    try {
+      out.push_back(std::stoi(name));
+    } catch (const std::exception&) {
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+h5::Id TraceReader::dataset(int seq, const std::string& rel) const {
+  const std::string p = fmt::format("seq/{}/{}", seq, rel);
+  if (!h5::exists(file_->get(), p)) {
+    throw Error(fmt::format("trace '{}' has no dataset /{}", path_.string(), p),
+                "see `driftscope show` for what the trace holds");
+  }
+  return h5::Id(DS_H5_ID(H5Dopen2(file_->get(), p.c_str(), H5P_DEFAULT)));
+}
+
+SequenceInfo TraceReader::sequence(int seq) const {
+  const std::string g = fmt::format("seq/{}", seq);
+  if (!h5::exists(file_->get(), g)) {
+    throw Error(fmt::format("trace '{}' has no sequence {}", path_.string(), seq));
+  }
+  h5::Id group = h5::open_group(file_->get(), g);
+  SequenceInfo s;
+  s.index = seq;
+  s.prompt_len = static_cast<int>(h5::read_attr_int(group.get(), "prompt_len"));
+  s.gen_len = static_cast<int>(h5::read_attr_int(group.get(), "gen_len"));
+  s.stop_reason = h5::read_attr_string(group.get(), "stop_reason");
+  {
+    h5::Id d = dataset(seq, "tokens");
+    auto info = h5::dataset_info(d.get());
+    s.tokens.resize(static_cast<size_t>(info.shape[0]));
+    h5::read_rows(d.get(), h5::Elem::I32, 0, info.shape[0], 0, s.tokens.data());
+  }
+  int64_t rows = -1;
+  auto take_rows = [&](int64_t r) { rows = rows < 0 ? r : std::min(rows, r); };
+  if (h5::exists(group.get(), "hidden")) {
+    h5::Id hidden = h5::open_group(group.get(), "hidden");
+    // Forward order: embed, L0..L{n-1} (each in kLayerSiteKinds order), final_norm.
+    std::vector<std::string> names;
+    for (const auto& child : h5::list_children(hidden.get())) {
+      if (child.size() > 1 && child[0] == 'L' && std::isdigit(static_cast<unsigned char>(child[1]))) {
+        h5::Id layer = h5::open_group(hidden.get(), child);
+        for (const char* kind : kLayerSiteKinds) {
+          if (h5::exists(layer.get(), kind)) names.push_back(child + "/" + kind);
+        }
+      } else {
+        names.push_back(child);
+      }
+    }
+    auto order = [](const std::string& n) -> std::pair<int, int> {
+      if (n == "embed") return {-1, 0};
+      if (n == "final_norm") return {1 << 30, 0};
+      const int layer = std::stoi(n.substr(1, n.find('/') - 1));
+      const std::string kind = n.substr(n.find('/') + 1);
+      int k = 0;
+      for (const char* kk : kLayerSiteKinds) {
+        if (kind == kk) break;
+        ++k;
+      }
+      return {layer, k};
+    };
+    std::sort(names.begin(), names.end(),
+              [&](const std::string& a, const std::string& b) { return order(a) < order(b); });
+    for (const auto& n : names) {
+      h5::Id d = dataset(seq, "hidden/" + n);
+      auto info = h5::dataset_info(d.get());
+      s.sites.push_back({n, info.shape, info.elem});
+      take_rows(info.shape[0]);
+    }
+  }
+  if (h5::exists(group.get(), "logits/topk_ids")) {
+    h5::Id d = dataset(seq, "logits/topk_ids");
+    auto info = h5::dataset_info(d.get());
+    s.topk = info.shape.size() == 2 ? static_cast<int>(info.shape[1]) : 0;
+    take_rows(info.shape[0]);
+    take_rows(h5::dataset_info(dataset(seq, "logits/lse").get()).shape[0]);
+    take_rows(h5::dataset_info(dataset(seq, "logits/topk_logits").get()).shape[0]);
+  }
+  s.has_full_logits = h5::exists(group.get(), "logits/full");
+  if (s.has_full_logits) take_rows(h5::dataset_info(dataset(seq, "logits/full").get()).shape[0]);
+  s.rows = std::max<int64_t>(0, rows);
+  return s;
+}
+
+std::vector<float> TraceReader::hidden(int seq, const std::string& site, int64_t begin,
+                                       int64_t count) const {
+  h5::Id d = dataset(seq, "hidden/" + site);
+  auto info = h5::dataset_info(d.get());
+  if (info.shape.size() != 2 || begin < 0 || begin + count > info.shape[0]) {
+    throw Error(fmt::format("rows {}..{} of hidden/{} are outside its {} rows", begin,
+                            begin + count, site, info.shape[0]));
+  }
+  const int64_t width = info.shape[1];
+  std::vector<float> out(static_cast<size_t>(count * width));
+  if (info.elem == h5::Elem::F32) {
+    h5::read_rows(d.get(), info.elem, begin, count, width, out.data());
+  } else {
+    std::vector<uint16_t> bits(out.size());
+    h5::read_rows(d.get(), info.elem, begin, count, width, bits.data());
+    for (size_t i = 0; i < bits.size(); ++i) {
+      out[i] = info.elem == h5::Elem::F16 ? f16_bits_to_f32(bits[i]) : bf16_bits_to_f32(bits[i]);
+    }
+  }
+  return out;
+}
+
+TopKRows TraceReader::topk(int seq, int64_t begin, int64_t count) const {
+  h5::Id ids = dataset(seq, "logits/topk_ids");
+  h5::Id vals = dataset(seq, "logits/topk_logits");
+  auto info = h5::dataset_info(ids.get());
+  TopKRows t;
+  t.k = static_cast<int>(info.shape[1]);
+  t.ids.resize(static_cast<size_t>(count * t.k));
+  t.logits.resize(static_cast<size_t>(count * t.k));
+  h5::read_rows(ids.get(), h5::Elem::I32, begin, count, t.k, t.ids.data());
+  h5::read_rows(vals.get(), h5::Elem::F32, begin, count, t.k, t.logits.data());
+  return t;
+}
+
+std::vector<float> TraceReader::lse(int seq, int64_t begin, int64_t count) const {
+  h5::Id d = dataset(seq, "logits/lse");
+  std::vector<float> out(static_cast<size_t>(count));
+  h5::read_rows(d.get(), h5::Elem::F32, begin, count, 0, out.data());
+  return out;
+}
+
+std::vector<float> TraceReader::full_logits(int seq, int64_t begin, int64_t count) const {
+  h5::Id d = dataset(seq, "logits/full");
+  const int64_t V = h5::dataset_info(d.get()).shape[1];
+  std::vector<float> out(static_cast<size_t>(count * V));
+  h5::read_rows(d.get(), h5::Elem::F32, begin, count, V, out.data());
+  return out;
+}
+
+}  // namespace ds::trace

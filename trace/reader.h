@@ -1,0 +1,74 @@
+// Trace reader (format v1): opens and validates a trace, then reads datasets lazily, row ranges
+// at a time, so a trace of any size is never loaded whole.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "trace/h5.h"
+
+namespace ds::trace {
+
+struct SiteInfo {
+  std::string name;              // "embed", "L0/attn_out", ...
+  std::vector<int64_t> shape;    // [rows, width]
+  h5::Elem elem = h5::Elem::F32;
+};
+
+struct SequenceInfo {
+  int index = 0;
+  int prompt_len = 0;
+  int gen_len = 0;
+  std::string stop_reason;
+  std::vector<int32_t> tokens;   // prompt then generated tokens
+  int64_t rows = 0;              // positions that went through the forward pass (all datasets)
+  std::vector<SiteInfo> sites;   // hidden sites in forward order
+  int topk = 0;                  // K of logits/topk_*; 0 when no logits were recorded
+  bool has_full_logits = false;
+};
+
+struct TopKRows {
+  int k = 0;
+  std::vector<int32_t> ids;      // (rows, k)
+  std::vector<float> logits;     // (rows, k)
+};
+
+class TraceReader {
+ public:
+  // Throws ds::Error with a hint for a missing file, a file that is not HDF5, an HDF5 file that
+  // is not a driftscope trace, or a trace of an unsupported format_version.
+  static TraceReader open(const std::filesystem::path& path);
+
+  const std::filesystem::path& path() const { return path_; }
+  int format_version() const { return format_version_; }
+  bool complete() const { return complete_; }
+  const std::string& stop_reason() const { return stop_reason_; }
+  const std::string& tool_version() const { return tool_version_; }
+  const std::string& config_json() const { return config_json_; }
+  const std::string& model_json() const { return model_json_; }
+  const std::string& env_json() const { return env_json_; }
+  const std::string& command_line() const { return command_line_; }
+  uint64_t file_size() const;
+
+  std::vector<int> sequence_indices() const;  // sorted
+  SequenceInfo sequence(int seq) const;
+
+  // Rows [begin, begin+count) of a hidden site, converted to float (f16/bf16 widened exactly).
+  std::vector<float> hidden(int seq, const std::string& site, int64_t begin, int64_t count) const;
+  TopKRows topk(int seq, int64_t begin, int64_t count) const;
+  std::vector<float> lse(int seq, int64_t begin, int64_t count) const;
+  std::vector<float> full_logits(int seq, int64_t begin, int64_t count) const;  // (count, V)
+
+ private:
+  h5::Id dataset(int seq, const std::string& rel) const;
+  std::filesystem::path path_;
+  std::shared_ptr<h5::Id> file_;
+  int format_version_ = 0;
+  bool complete_ = false;
+  std::string stop_reason_, tool_version_, config_json_, model_json_, env_json_, command_line_;
+};
+
+}  // namespace ds::trace

@@ -1,0 +1,61 @@
+// Trace summaries for `show`.
+#include "trace/summary.h"
+
+#include <nlohmann/json.hpp>
+
+namespace ds::trace {
+
+TraceSummary summarize(const TraceReader& r) {
+  TraceSummary s;
+  s.path = r.path().string();
+  s.file_bytes = r.file_size();
+  s.format_version = r.format_version();
+  s.tool_version = r.tool_version();
+  s.complete = r.complete();
+  s.stop_reason = r.stop_reason();
+  s.config_json = r.config_json();
+  s.model_json = r.model_json();
+  s.env_json = r.env_json();
+  s.command_line = r.command_line();
+  for (int i : r.sequence_indices()) s.sequences.push_back(r.sequence(i));
+  return s;
+}
+
+std::string to_json(const TraceSummary& s) {
+  auto parse = [](const std::string& text) {
+    auto j = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+    return j.is_discarded() ? nlohmann::ordered_json(text) : j;
+  };
+  nlohmann::ordered_json j;
+  j["path"] = s.path;
+  j["file_bytes"] = s.file_bytes;
+  j["format_version"] = s.format_version;
+  j["tool_version"] = s.tool_version;
+  j["complete"] = s.complete;
+  j["stop_reason"] = s.stop_reason;
+  j["config"] = parse(s.config_json);
+  j["model"] = parse(s.model_json);
+  j["env"] = parse(s.env_json);
+  j["command_line"] = s.command_line;
+  j["sequences"] = nlohmann::ordered_json::array();
+  for (const auto& q : s.sequences) {
+    nlohmann::ordered_json sj;
+    sj["index"] = q.index;
+    sj["prompt_len"] = q.prompt_len;
+    sj["gen_len"] = q.gen_len;
+    sj["stop_reason"] = q.stop_reason;
+    sj["rows"] = q.rows;
+    sj["tokens"] = q.tokens;
+    sj["topk"] = q.topk;
+    sj["full_logits"] = q.has_full_logits;
+    sj["sites"] = nlohmann::ordered_json::array();
+    for (const auto& site : q.sites) {
+      sj["sites"].push_back(
+          {{"name", site.name}, {"shape", site.shape}, {"dtype", h5::elem_name(site.elem)}});
+    }
+    j["sequences"].push_back(sj);
+  }
+  return j.dump(2);
+}
+
+}  // namespace ds::trace

@@ -1,0 +1,29 @@
+// What a trace holds, in one struct: root status, metadata, and per sequence the tokens and the
+// recorded sites with shapes and dtypes. Used by `driftscope show` and tests.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trace/reader.h"
+
+namespace ds::trace {
+
+struct TraceSummary {
+  std::string path;
+  uint64_t file_bytes = 0;
+  int format_version = 0;
+  std::string tool_version;
+  bool complete = false;
+  std::string stop_reason;
+  std::string config_json, model_json, env_json, command_line;
+  std::vector<SequenceInfo> sequences;
+};
+
+TraceSummary summarize(const TraceReader& reader);
+
+// The summary as JSON (sites with name, shape, dtype; tokens; metadata parsed as objects).
+std::string to_json(const TraceSummary& s);
+
+}  // namespace ds::trace
