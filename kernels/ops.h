@@ -1,6 +1,8 @@
-// Backend-neutral op calls of the transformer: pointers, sizes and knobs, no model knowledge.
-// The CPU reference (kernels/cpu) implements each for T = float and T = double with plain loops
-// and an explicit reduction order, documented per op below and in docs/numerics.md.
+// Backend-neutral op calls of the transformer: pointers, sizes and numerics knobs, no model
+// knowledge. The CPU reference (kernels/cpu) implements each for T = float and T = double with
+// plain loops in the reduction order documented here (and in docs/numerics.md). Reduced
+// precision is emulated on T = float: `Round` says to which storage format an op's output is
+// rounded (round to nearest even), exactly where a GPU kernel would store it.
 #pragma once
 
 #include <cstddef>
@@ -8,45 +10,95 @@
 
 namespace ds::ops {
 
+// Storage format of an op's output (and of weights): none = keep T.
+enum class Round { none, f16, bf16 };
+
+// Rounds n values in place to the storage format.
+template <typename T>
+void round_to(T* x, size_t n, Round r);
+
+// How a GEMM reduces: K is split into `split_k` contiguous chunks (sizes differ by at most one,
+// larger first); each chunk is summed from k = start upwards in the accumulator (fp32 = T, or
+// fp16: every partial sum rounded to fp16, as HGEMM with fp16 accumulation); the chunk sums are
+// added in chunk order; the bias (if any) is added; the result is rounded to `out`.
+struct GemmNumerics {
+  Round out = Round::none;
+  bool accum_f16 = false;
+  int split_k = 1;
+};
+
+// y[m][n] = sum_k x[m][k] * w[n][k] (+ b[n])                 x: (M, K), w: (N, K), y: (M, N)
+// Row strides: x rows are ldx apart, w rows ldw apart (ldx, ldw >= K), y rows N apart.
+template <typename T>
+void matmul(T* y, const T* x, int ldx, const T* w, int ldw, const T* b, int M, int N, int K,
+            const GemmNumerics& g);
+
+// Tensor-parallel row-parallel GEMM (o_proj, down_proj): K is cut into `tp` equal shards, each
+// shard's GEMM (numerics g, split-K inside the shard) is rounded to g.out, and the shard results
+// are all-reduced in the given order, each addition rounded to g.out:
+//   ring: ((p0 + p1) + p2) + ...        tree: pairwise, (p0 + p1) + (p2 + p3), ...
+// scratch: at least (tp + 1) * M * N values.
+enum class AllReduce { ring, tree };
+template <typename T>
+void matmul_row_parallel(T* y, const T* x, const T* w, int M, int N, int K, int tp, AllReduce order,
+                         const GemmNumerics& g, T* scratch);
+
 // out[r] = table[ids[r]]                                  out: (n, dim), table: (vocab, dim)
 template <typename T>
 void embedding(T* out, const T* table, const int32_t* ids, int n, int dim);
 
-// y[r][i] = (x[r][i] * inv_rms) * w[i], inv_rms = 1 / sqrt(sum_i x[r][i]^2 / dim + eps);
+// y[r][i] = round((x[r][i] * inv_rms) * w[i]), inv_rms = 1 / sqrt(sum_i x[r][i]^2 / dim + eps);
 // the sum of squares runs over i = 0..dim-1 in order, accumulated in T.   x, y: (rows, dim)
 template <typename T>
-void rmsnorm(T* y, const T* x, const T* w, int rows, int dim, double eps);
-
-// y[m][n] = (sum_{k=0..K-1} x[m][k] * w[n][k]) + b[n], summed in order of k, accumulated in T;
-// the bias (optional, may be null) is added after the sum.    x: (M, K), w: (N, K), y: (M, N)
-template <typename T>
-void matmul(T* y, const T* x, const T* w, const T* b, int M, int N, int K);
+void rmsnorm(T* y, const T* x, const T* w, int rows, int dim, double eps, Round out);
 
 // Rotary embedding, half-split layout: for each head and i < head_dim/2, with c = cos[p][i],
-// s = sin[p][i] at the row's position p:  x[i] <- x[i]*c - x[i+h]*s ; x[i+h] <- x[i+h]*c + x[i]*s.
-// x: (rows, n_heads * head_dim); cos, sin: (max_pos, head_dim/2)
+// s = sin[p][i] at the row's position p:  x[i] <- x[i]*c - x[i+h]*s ; x[i+h] <- x[i+h]*c + x[i]*s,
+// then rounded to `out`.  x: (rows, n_heads * head_dim); cos, sin: (max_pos, head_dim/2)
 template <typename T>
 void rope(T* x, int rows, int n_heads, int head_dim, const int* positions, const T* cos,
-          const T* sin);
+          const T* sin, Round out);
 
-// Causal grouped-query attention of `rows` queries against a KV cache. Query row r at position
-// positions[r] attends keys t = max(0, p - window + 1) .. p (window 0 = unlimited); query head h
-// reads kv head h / (n_heads / n_kv_heads). Scores are (q . k) * scale with the dot product summed
-// over d in order; softmax subtracts the max, sums exp() over t in order, divides each term;
-// out = sum over t in order of p_t * v_t.
+// How attention reduces over keys.
+//  splits = 1: scores s_t = (q . k_t) * scale (dot summed over d in order); softmax subtracts the
+//    max, sums exp() over t in order, divides each term; p_t rounded to p_round; out = sum over
+//    t in order of p_t * v_t.
+//  splits > 1 (split-KV / flash-decoding): keys cut into `splits` contiguous chunks; per chunk
+//    c: m_c = max s, l_c = sum exp(s - m_c), o_c = sum exp(s - m_c) (rounded to p_round) * v;
+//    merged in chunk order with m = max m_c: out = sum o_c e^(m_c - m) / sum l_c e^(m_c - m).
+//  accum_f16: dot products and the weighted sums of v accumulate in fp16. out rounded to `out`.
+struct AttnNumerics {
+  Round p_round = Round::none;
+  Round out = Round::none;
+  bool accum_f16 = false;
+  int splits = 1;
+};
+
+// Causal grouped-query attention of `rows` queries against one sequence's KV cache. Query row r
+// at position positions[r] attends keys t = max(0, p - window + 1) .. p (window 0 = unlimited);
+// query head h reads kv head h / (n_heads / n_kv_heads).
 // q, out: (rows, n_heads*head_dim); k_cache, v_cache: (capacity, n_kv_heads*head_dim);
-// scratch: at least (max position + 1) values.
+// scratch: at least 2 * (max position + 1) + head_dim values.
 template <typename T>
 void attention(T* out, const T* q, const T* k_cache, const T* v_cache, int rows,
                const int* positions, int n_heads, int n_kv_heads, int head_dim, int window,
-               T scale, T* scratch);
+               T scale, const AttnNumerics& a, T* scratch);
 
-// out[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + exp(-x))
+// out[i] = round(silu(gate[i]) * up[i]), silu(x) = x / (1 + exp(-x))
 template <typename T>
-void swiglu(T* out, const T* gate, const T* up, size_t n);
+void swiglu(T* out, const T* gate, const T* up, size_t n, Round r);
 
-// y[i] = a[i] + b[i] (y may alias a)
+// y[i] = round(a[i] + b[i]) (y may alias a)
 template <typename T>
-void add(T* y, const T* a, const T* b, size_t n);
+void add(T* y, const T* a, const T* b, size_t n, Round r);
+
+// The split-K a BLAS-like library would pick for an (M, N, K) GEMM (gemm_policy=heuristic):
+// a GEMV kernel for M = 1 reduces K in 4 parts, small-M kernels (M <= 16) split K in 2, large
+// tiles do not split; never fewer than 16 K values per part.
+int heuristic_split_k(int M, int N, int K);
+
+// The split-KV count a flash-decoding kernel would pick (attn_splits=auto, heuristic policy):
+// enough key chunks of >= 64 keys to fill 132 SMs with (sequences * heads) blocks, at most 16.
+int heuristic_attn_splits(int kv_len, int sequences, int n_heads);
 
 }  // namespace ds::ops

@@ -68,4 +68,23 @@ std::vector<Prompt> read_prompts_file(const std::filesystem::path& path, const T
   return out;
 }
 
+void apply_add_bos(std::vector<Prompt>& prompts, const std::string& policy,
+                   std::optional<int32_t> bos) {
+  if (policy == "auto") return;
+  if (!bos) {
+    if (policy == "off") return;
+    throw Error("add_bos on: the model and tokenizer declare no BOS token",
+                "use --add-bos auto or off");
+  }
+  for (auto& p : prompts) {
+    const bool has = !p.ids.empty() && p.ids.front() == *bos;
+    if (policy == "on" && !has) p.ids.insert(p.ids.begin(), *bos);
+    if (policy == "off" && has) p.ids.erase(p.ids.begin());
+    if (p.ids.empty()) {
+      throw Error("add_bos off leaves an empty prompt (it held only BOS)",
+                  "give a prompt with text, or use --add-bos auto");
+    }
+  }
+}
+
 }  // namespace ds

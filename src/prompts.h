@@ -23,4 +23,10 @@ struct Prompt {
 // naming the line for malformed input or when text needs a tokenizer that is absent.
 std::vector<Prompt> read_prompts_file(const std::filesystem::path& path, const Tokenizer* tok);
 
+// The add_bos knob: "auto" leaves prompts as encoded (text: the tokenizer's config; ids: as
+// given); "on" puts `bos` first where it is missing; "off" removes a leading `bos`.
+// Throws ds::Error when "on" is asked and the model has no BOS token.
+void apply_add_bos(std::vector<Prompt>& prompts, const std::string& policy,
+                   std::optional<int32_t> bos);
+
 }  // namespace ds

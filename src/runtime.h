@@ -7,15 +7,31 @@
 #include <string>
 #include <vector>
 
+#include "kernels/ops.h"
 #include "src/model.h"
 #include "src/taps.h"
 
 namespace ds {
 
-// Compute precision of the CPU reference: fp32, or fp64 (the oracle).
-enum class DType { fp32, fp64 };
+// Precision of a run (DESIGN.md "Configuration knobs"): fp64 (the oracle), fp32, fp16 and bf16
+// (weights, activations and KV cache stored in that format, compute in fp32 unless
+// accum_f16), layercast (weights stored bf16, upcast per matmul, everything else fp32).
+enum class DType { fp64, fp32, fp16, bf16, layercast };
 DType parse_dtype(const std::string& s);  // throws ds::Error naming the bad value
 const char* dtype_name(DType d);
+
+enum class GemmPolicy { invariant, heuristic };
+
+// Every knob of the runtime that changes the numbers.
+struct Numerics {
+  DType dtype = DType::fp32;
+  bool accum_f16 = false;            // GEMM / attention accumulation in fp16
+  GemmPolicy gemm_policy = GemmPolicy::invariant;
+  int split_k = 0;                   // 0 = auto: 1 when invariant, from the shape when heuristic
+  int tp = 1;                        // tensor-parallel degree of row-parallel layers
+  ops::AllReduce allreduce = ops::AllReduce::ring;
+  int attn_splits = 0;               // 0 = auto: 1 when invariant, from the batch when heuristic
+};
 
 // One input row of a forward pass: token `token` of the sequence in KV-cache slot `slot`, at
 // position `pos`. Rows of one slot are contiguous, in increasing consecutive positions.
@@ -45,7 +61,11 @@ class Runtime {
 };
 
 // A CPU reference runtime with `slots` KV caches of `capacity` positions each (capacity at most
-// the model's context length).
+// the model's context length). Throws ds::Error when the numerics do not fit the model (tp not
+// dividing the heads or the MLP width).
+std::unique_ptr<Runtime> make_cpu_runtime(const Model& model, const Numerics& numerics,
+                                          int capacity, int slots = 1);
+// The same with default knobs for a precision.
 std::unique_ptr<Runtime> make_cpu_runtime(const Model& model, DType dtype, int capacity,
                                           int slots = 1);
 

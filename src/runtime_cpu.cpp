@@ -14,12 +14,25 @@
 namespace ds {
 
 DType parse_dtype(const std::string& s) {
-  if (s == "fp32") return DType::fp32;
   if (s == "fp64") return DType::fp64;
-  throw Error(fmt::format("unknown dtype '{}'", s), "--dtype takes fp32 or fp64");
+  if (s == "fp32") return DType::fp32;
+  if (s == "fp16") return DType::fp16;
+  if (s == "bf16") return DType::bf16;
+  if (s == "layercast") return DType::layercast;
+  throw Error(fmt::format("unknown dtype '{}'", s),
+              "--dtype takes fp64, fp32, fp16, bf16 or layercast");
 }
 
-const char* dtype_name(DType d) { return d == DType::fp32 ? "fp32" : "fp64"; }
+const char* dtype_name(DType d) {
+  switch (d) {
+    case DType::fp64: return "fp64";
+    case DType::fp32: return "fp32";
+    case DType::fp16: return "fp16";
+    case DType::bf16: return "bf16";
+    case DType::layercast: return "layercast";
+  }
+  return "?";
+}
 
 void Runtime::forward(std::span<const int32_t> tokens, int pos, std::vector<double>& logits) {
   std::vector<BatchRow> rows(tokens.size());
@@ -30,8 +43,27 @@ void Runtime::forward(std::span<const int32_t> tokens, int pos, std::vector<doub
 namespace {
 
 template <typename T>
-std::vector<T> cast(const auto& v) {
-  return std::vector<T>(v.begin(), v.end());
+std::vector<T> cast(const auto& v, ops::Round r = ops::Round::none) {
+  std::vector<T> out(v.begin(), v.end());
+  ops::round_to(out.data(), out.size(), r);
+  return out;
+}
+
+// Storage format of weights and of activations (incl. KV cache) for a precision.
+ops::Round weight_round(DType d) {
+  switch (d) {
+    case DType::fp16: return ops::Round::f16;
+    case DType::bf16:
+    case DType::layercast: return ops::Round::bf16;
+    default: return ops::Round::none;
+  }
+}
+ops::Round act_round(DType d) {
+  switch (d) {
+    case DType::fp16: return ops::Round::f16;
+    case DType::bf16: return ops::Round::bf16;
+    default: return ops::Round::none;
+  }
 }
 
 template <typename T>
@@ -44,22 +76,29 @@ constexpr int kLayerKinds = 6;  // attn_norm, attn_out, resid_mid, mlp_norm, mlp
 template <typename T>
 class CpuRuntime final : public Runtime {
  public:
-  CpuRuntime(const Model& m, int capacity, int slots)
-      : c_(m.config), capacity_(capacity), slots_(slots) {
+  CpuRuntime(const Model& m, const Numerics& nx, int capacity, int slots)
+      : c_(m.config), nx_(nx), act_(act_round(nx.dtype)), capacity_(capacity), slots_(slots) {
     if (capacity <= 0 || capacity > c_.max_seq_len) {
       throw Error(fmt::format("KV cache capacity {} outside 1..{} (the model's context length)",
                               capacity, c_.max_seq_len));
     }
     if (slots <= 0) throw Error(fmt::format("{} sequence slots requested, need >= 1", slots));
-    embed_ = cast<T>(m.weights.embed);
-    for (const auto& w : m.weights.layers) {
-      layers_.push_back({cast<T>(w.attn_norm), cast<T>(w.wq), cast<T>(w.wk), cast<T>(w.wv),
-                         cast<T>(w.bq), cast<T>(w.bk), cast<T>(w.bv), cast<T>(w.wo),
-                         cast<T>(w.mlp_norm), cast<T>(w.w_gate), cast<T>(w.w_up),
-                         cast<T>(w.w_down)});
+    if (nx.tp < 1 || c_.n_heads % nx.tp != 0 || c_.n_kv_heads % nx.tp != 0 ||
+        c_.hidden_dim % nx.tp != 0) {
+      throw Error(fmt::format("tp {} does not divide the model's {} heads, {} key/value heads and "
+                              "MLP width {}", nx.tp, c_.n_heads, c_.n_kv_heads, c_.hidden_dim),
+                  "choose a tensor-parallel degree that divides all three");
     }
-    final_norm_ = cast<T>(m.weights.final_norm);
-    if (!m.weights.lm_head.empty()) lm_head_ = cast<T>(m.weights.lm_head);
+    const ops::Round wr = weight_round(nx.dtype);
+    embed_ = cast<T>(m.weights.embed, wr);
+    for (const auto& w : m.weights.layers) {
+      layers_.push_back({cast<T>(w.attn_norm, wr), cast<T>(w.wq, wr), cast<T>(w.wk, wr),
+                         cast<T>(w.wv, wr), cast<T>(w.bq, wr), cast<T>(w.bk, wr),
+                         cast<T>(w.bv, wr), cast<T>(w.wo, wr), cast<T>(w.mlp_norm, wr),
+                         cast<T>(w.w_gate, wr), cast<T>(w.w_up, wr), cast<T>(w.w_down, wr)});
+    }
+    final_norm_ = cast<T>(m.weights.final_norm, wr);
+    if (!m.weights.lm_head.empty()) lm_head_ = cast<T>(m.weights.lm_head, wr);
     RopeTable rt = rope_table(c_, capacity);
     cos_ = cast<T>(rt.cos);
     sin_ = cast<T>(rt.sin);
@@ -106,10 +145,10 @@ class CpuRuntime final : public Runtime {
       attention_block(l, n);
       mlp_block(l, n);
     }
-    ops::rmsnorm(xb_.data(), x_.data(), final_norm_.data(), n, c_.dim, c_.rms_norm_eps);
+    ops::rmsnorm(xb_.data(), x_.data(), final_norm_.data(), n, c_.dim, c_.rms_norm_eps, act_);
     if (want_final_norm_) tap({SiteKind::final_norm}, xb_, n, c_.dim);
     const std::vector<T>& cls = lm_head_.empty() ? embed_ : lm_head_;
-    ops::matmul<T>(logits_.data(), xb_.data(), cls.data(), nullptr, n, c_.vocab_size, c_.dim);
+    gemm(logits_.data(), xb_.data(), cls.data(), nullptr, n, c_.vocab_size, c_.dim);
     if (want_logits_) tap({SiteKind::logits}, logits_, n, c_.vocab_size);
     logits.assign(logits_.begin(), logits_.begin() + static_cast<size_t>(n) * c_.vocab_size);
   }
@@ -119,32 +158,34 @@ class CpuRuntime final : public Runtime {
   void attention_block(int l, int n) {
     const Layer<T>& w = layers_[l];
     const int D = c_.dim, Q = c_.q_dim(), KV = c_.kv_dim();
-    ops::rmsnorm(xb_.data(), x_.data(), w.attn_norm.data(), n, D, c_.rms_norm_eps);
+    ops::rmsnorm(xb_.data(), x_.data(), w.attn_norm.data(), n, D, c_.rms_norm_eps, act_);
     tap_layer(l, SiteKind::attn_norm, xb_, n, D);
-    ops::matmul(q_.data(), xb_.data(), w.wq.data(), bias(w.bq), n, Q, D);  // (n, q_dim)
-    ops::matmul(k_.data(), xb_.data(), w.wk.data(), bias(w.bk), n, KV, D);  // (n, kv_dim)
-    ops::matmul(v_.data(), xb_.data(), w.wv.data(), bias(w.bv), n, KV, D);  // (n, kv_dim)
-    ops::rope(q_.data(), n, c_.n_heads, c_.head_dim, pos_.data(), cos_.data(), sin_.data());
-    ops::rope(k_.data(), n, c_.n_kv_heads, c_.head_dim, pos_.data(), cos_.data(), sin_.data());
-    for (int r = 0; r < n; ++r) {  // append to each row's slot cache
+    gemm(q_.data(), xb_.data(), w.wq.data(), bias(w.bq), n, Q, D);  // (n, q_dim)
+    gemm(k_.data(), xb_.data(), w.wk.data(), bias(w.bk), n, KV, D);  // (n, kv_dim)
+    gemm(v_.data(), xb_.data(), w.wv.data(), bias(w.bv), n, KV, D);  // (n, kv_dim)
+    ops::rope(q_.data(), n, c_.n_heads, c_.head_dim, pos_.data(), cos_.data(), sin_.data(), act_);
+    ops::rope(k_.data(), n, c_.n_kv_heads, c_.head_dim, pos_.data(), cos_.data(), sin_.data(), act_);
+    for (int r = 0; r < n; ++r) {  // append to each row's slot cache (stored like activations)
       std::memcpy(cache_row(k_cache_, slot_[r], l, pos_[r]), &k_[static_cast<size_t>(r) * KV],
                   sizeof(T) * KV);
       std::memcpy(cache_row(v_cache_, slot_[r], l, pos_[r]), &v_[static_cast<size_t>(r) * KV],
                   sizeof(T) * KV);
     }
     const T scale = T(1.0 / std::sqrt(static_cast<double>(c_.head_dim)));
+    const int n_seqs = count_sequences(n);
     for (int r0 = 0; r0 < n;) {  // attention per sequence: rows of one slot are contiguous
       int r1 = r0 + 1;
       while (r1 < n && slot_[r1] == slot_[r0]) ++r1;
       const size_t off = static_cast<size_t>(r0) * Q;
+      ops::AttnNumerics an{act_, act_, nx_.accum_f16, attn_splits(r1 - r0, pos_[r1 - 1] + 1, n_seqs)};
       ops::attention(&att_[off], &q_[off], cache_row(k_cache_, slot_[r0], l, 0),
                      cache_row(v_cache_, slot_[r0], l, 0), r1 - r0, &pos_[r0], c_.n_heads,
-                     c_.n_kv_heads, c_.head_dim, c_.sliding_window, scale, scores_.data());
+                     c_.n_kv_heads, c_.head_dim, c_.sliding_window, scale, an, scores_.data());
       r0 = r1;
     }
-    ops::matmul<T>(xb_.data(), att_.data(), w.wo.data(), nullptr, n, D, Q);  // (n, dim)
+    row_parallel_gemm(xb_.data(), att_.data(), w.wo.data(), n, D, Q);  // (n, dim)
     tap_layer(l, SiteKind::attn_out, xb_, n, D);
-    ops::add(x_.data(), x_.data(), xb_.data(), static_cast<size_t>(n) * D);
+    ops::add(x_.data(), x_.data(), xb_.data(), static_cast<size_t>(n) * D, act_);
     tap_layer(l, SiteKind::resid_mid, x_, n, D);
   }
 
@@ -152,15 +193,48 @@ class CpuRuntime final : public Runtime {
   void mlp_block(int l, int n) {
     const Layer<T>& w = layers_[l];
     const int D = c_.dim, F = c_.hidden_dim;
-    ops::rmsnorm(xb_.data(), x_.data(), w.mlp_norm.data(), n, D, c_.rms_norm_eps);
+    ops::rmsnorm(xb_.data(), x_.data(), w.mlp_norm.data(), n, D, c_.rms_norm_eps, act_);
     tap_layer(l, SiteKind::mlp_norm, xb_, n, D);
-    ops::matmul<T>(gate_.data(), xb_.data(), w.w_gate.data(), nullptr, n, F, D);  // (n, hidden)
-    ops::matmul<T>(up_.data(), xb_.data(), w.w_up.data(), nullptr, n, F, D);      // (n, hidden)
-    ops::swiglu(gate_.data(), gate_.data(), up_.data(), static_cast<size_t>(n) * F);
-    ops::matmul<T>(xb_.data(), gate_.data(), w.w_down.data(), nullptr, n, D, F);  // (n, dim)
+    gemm(gate_.data(), xb_.data(), w.w_gate.data(), nullptr, n, F, D);  // (n, hidden)
+    gemm(up_.data(), xb_.data(), w.w_up.data(), nullptr, n, F, D);      // (n, hidden)
+    ops::swiglu(gate_.data(), gate_.data(), up_.data(), static_cast<size_t>(n) * F, act_);
+    row_parallel_gemm(xb_.data(), gate_.data(), w.w_down.data(), n, D, F);  // (n, dim)
     tap_layer(l, SiteKind::mlp_out, xb_, n, D);
-    ops::add(x_.data(), x_.data(), xb_.data(), static_cast<size_t>(n) * D);
+    ops::add(x_.data(), x_.data(), xb_.data(), static_cast<size_t>(n) * D, act_);
     tap_layer(l, SiteKind::out, x_, n, D);
+  }
+
+  // The GEMM numerics for an (M, N, K) product under the configured policy.
+  ops::GemmNumerics gemm_numerics(int M, int N, int K) const {
+    int split = nx_.split_k;
+    if (split == 0) {
+      split = nx_.gemm_policy == GemmPolicy::heuristic ? ops::heuristic_split_k(M, N, K) : 1;
+    }
+    return {act_, nx_.accum_f16, split};
+  }
+
+  void gemm(T* y, const T* x, const T* w, const T* b, int M, int N, int K) {
+    ops::matmul(y, x, K, w, K, b, M, N, K, gemm_numerics(M, N, K));
+  }
+
+  // o_proj / down_proj: K split over tp ranks, partial results all-reduced.
+  void row_parallel_gemm(T* y, const T* x, const T* w, int M, int N, int K) {
+    if (nx_.tp > 1) tp_scratch_.resize(static_cast<size_t>(nx_.tp + 1) * M * N);
+    ops::matmul_row_parallel(y, x, w, M, N, K, nx_.tp, nx_.allreduce,
+                             gemm_numerics(M, N, K / nx_.tp), tp_scratch_.data());
+  }
+
+  // Split-KV count for one sequence's attention call (`rows` query rows, kv_len keys).
+  int attn_splits(int rows, int kv_len, int n_seqs) const {
+    if (nx_.attn_splits > 0) return nx_.attn_splits;
+    if (nx_.gemm_policy == GemmPolicy::invariant || rows > 1) return 1;  // prefill: no split-KV
+    return ops::heuristic_attn_splits(kv_len, n_seqs, c_.n_heads);
+  }
+
+  int count_sequences(int n) const {
+    int seqs = n > 0 ? 1 : 0;
+    for (int r = 1; r < n; ++r) seqs += slot_[r] != slot_[r - 1];
+    return seqs;
   }
 
   void check_rows(std::span<const BatchRow> rows) const {
@@ -224,12 +298,14 @@ class CpuRuntime final : public Runtime {
   }
 
   ModelConfig c_;
+  Numerics nx_;
+  ops::Round act_;  // storage format of activations and the KV cache
   int capacity_;
   int slots_;
   std::vector<T> embed_, final_norm_, lm_head_, cos_, sin_;
   std::vector<Layer<T>> layers_;
   std::vector<T> k_cache_, v_cache_, scores_;
-  std::vector<T> x_, xb_, q_, k_, v_, att_, gate_, up_, logits_;
+  std::vector<T> x_, xb_, q_, k_, v_, att_, gate_, up_, logits_, tp_scratch_;
   std::vector<int32_t> tokens_;
   std::vector<int> slot_, pos_;
   TapHook* hook_ = nullptr;
@@ -239,10 +315,19 @@ class CpuRuntime final : public Runtime {
 
 }  // namespace
 
+std::unique_ptr<Runtime> make_cpu_runtime(const Model& model, const Numerics& numerics,
+                                          int capacity, int slots) {
+  if (numerics.dtype == DType::fp64) {
+    return std::make_unique<CpuRuntime<double>>(model, numerics, capacity, slots);
+  }
+  return std::make_unique<CpuRuntime<float>>(model, numerics, capacity, slots);
+}
+
 std::unique_ptr<Runtime> make_cpu_runtime(const Model& model, DType dtype, int capacity,
                                           int slots) {
-  if (dtype == DType::fp64) return std::make_unique<CpuRuntime<double>>(model, capacity, slots);
-  return std::make_unique<CpuRuntime<float>>(model, capacity, slots);
+  Numerics nx;
+  nx.dtype = dtype;
+  return make_cpu_runtime(model, nx, capacity, slots);
 }
 
 }  // namespace ds

@@ -22,13 +22,17 @@ uint64_t splitmix64(uint64_t x) {
 
 }  // namespace
 
-int32_t argmax_lowest_id(std::span<const double> logits) {
+int32_t argmax(std::span<const double> logits, bool highest_id) {
   int32_t best = 0;
   for (size_t i = 1; i < logits.size(); ++i) {
-    if (logits[i] > logits[best]) best = static_cast<int32_t>(i);
+    if (logits[i] > logits[best] || (highest_id && logits[i] == logits[best])) {
+      best = static_cast<int32_t>(i);
+    }
   }
   return best;
 }
+
+int32_t argmax_lowest_id(std::span<const double> logits) { return argmax(logits, false); }
 
 double sampling_uniform(uint64_t seed, uint64_t stream, uint64_t step) {
   const uint64_t h = splitmix64(splitmix64(splitmix64(seed) ^ stream) ^ step);
@@ -44,11 +48,28 @@ void validate(const SamplingParams& p) {
     throw Error(fmt::format("top_p {} is outside (0, 1]", p.top_p), "--top-p takes 0 < p <= 1");
   }
   if (p.top_k < 0) throw Error(fmt::format("top_k {} is negative", p.top_k), "--top-k takes >= 0");
+  if (!(p.repetition_penalty > 0)) {
+    throw Error(fmt::format("repetition_penalty {} is invalid", p.repetition_penalty),
+                "--repetition-penalty takes a value > 0 (1 = off)");
+  }
 }
 
-int32_t sample_next(std::span<const double> logits, const SamplingParams& params, uint64_t stream,
-                    uint64_t step) {
-  if (params.temperature == 0.0) return argmax_lowest_id(logits);
+int32_t sample_next(std::span<const double> raw, const SamplingParams& params, uint64_t stream,
+                    uint64_t step, std::span<const int32_t> history) {
+  std::vector<double> penalised;
+  std::span<const double> logits = raw;
+  if (params.repetition_penalty != 1.0 && !history.empty()) {
+    penalised.assign(raw.begin(), raw.end());
+    std::vector<bool> seen(raw.size(), false);
+    for (int32_t id : history) {
+      if (id < 0 || static_cast<size_t>(id) >= raw.size() || seen[id]) continue;
+      seen[id] = true;
+      double& l = penalised[id];
+      l = l > 0 ? l / params.repetition_penalty : l * params.repetition_penalty;
+    }
+    logits = penalised;
+  }
+  if (params.temperature == 0.0) return argmax(logits, params.highest_id_ties);
   const size_t V = logits.size();
   std::vector<int32_t> order(V);
   std::iota(order.begin(), order.end(), 0);

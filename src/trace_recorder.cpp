@@ -78,15 +78,22 @@ void TraceRecorder::on_tap(const Site& site, const TapTensor& t) {
     }
     trace::StepRecord& step = pending_[bound->second];
     step.seq = bound->second;
-    step.n_rows = r1 - r0;
+    // A step's rows may come in several passes (chunked prefill): append to what is pending.
+    const size_t n = static_cast<size_t>(r1 - r0) * t.width;
     if (logits) {
       step.vocab = t.width;
-      step.logits.resize(static_cast<size_t>(r1 - r0) * t.width);
-      copy_rows(t, r0, r1, step.logits.data());
+      step.logits.resize(step.logits.size() + n);
+      copy_rows(t, r0, r1, step.logits.data() + step.logits.size() - n);
+      step.n_rows += r1 - r0;
     } else {
-      trace::HiddenRows h{name, t.width, std::vector<float>(static_cast<size_t>(r1 - r0) * t.width)};
-      copy_rows(t, r0, r1, h.values.data());  // fp64 values round to float32 here
-      step.hidden.push_back(std::move(h));
+      auto h = std::find_if(step.hidden.begin(), step.hidden.end(),
+                            [&](const trace::HiddenRows& x) { return x.site == name; });
+      if (h == step.hidden.end()) {
+        step.hidden.push_back({name, t.width, {}});
+        h = step.hidden.end() - 1;
+      }
+      h->values.resize(h->values.size() + n);
+      copy_rows(t, r0, r1, h->values.data() + h->values.size() - n);  // fp64 rounds to float32
     }
     r0 = r1;
   }

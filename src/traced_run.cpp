@@ -24,6 +24,7 @@ std::string traced_config_json(const RunConfig& config, const std::string& probe
 TracedRunResult run_traced(const Model& model, const std::vector<Prompt>& prompts,
                            const TracedRunOptions& opt) {
   validate(opt.config);
+  validate_for_model(opt.config, model.config);
   const ModelConfig& c = model.config;
   int longest = 0;
   for (const auto& p : prompts) {
@@ -32,33 +33,45 @@ TracedRunResult run_traced(const Model& model, const std::vector<Prompt>& prompt
   }
   trace::TraceWriter writer(opt.writer, opt.info);
   TraceRecorder recorder(writer, opt.sites);
-  auto rt = make_cpu_runtime(model, compute_dtype(opt.config),
-                             needed_capacity(longest, opt.config.max_new, c.max_seq_len));
+  const int batch = std::min<int>(opt.config.batch, std::max<size_t>(1, prompts.size()));
+  auto rt = make_cpu_runtime(model, numerics(opt.config),
+                             needed_capacity(longest, opt.config.max_new, c.max_seq_len), batch);
   rt->set_tap_hook(&recorder);
+  GenerateOptions g;
+  g.max_new = opt.config.max_new;
+  g.sampling = opt.config.sampling();
+  g.eos_id = opt.eos_id;
+  g.prefill_chunk = opt.config.prefill_chunk;
+  g.prefix_cache = opt.config.prefix_cache == "on";
+  g.should_stop = opt.should_stop;
 
   TracedRunResult result;
   bool stopped = false;
-  for (size_t i = 0; i < prompts.size() && !stopped; ++i) {
+  for (size_t first = 0; first < prompts.size() && !stopped; first += batch) {
     if (opt.should_stop && opt.should_stop()) break;
-    const int seq = static_cast<int>(i);
-    writer.begin_sequence(seq, prompts[i].ids);
-    recorder.bind_slot(0, seq);
-    GenerateOptions g;
-    g.max_new = opt.config.max_new;
-    g.sampling = opt.config.sampling();
-    g.eos_id = opt.eos_id;
-    g.stream = i;
-    g.should_stop = opt.should_stop;
-    GenerateResult r = generate(*rt, prompts[i].ids, g, [&](const std::vector<int32_t>& tokens) {
-      recorder.commit(seq, {tokens.back()});
-      if (opt.progress) {
-        opt.progress(seq, static_cast<int>(prompts.size()),
-                     static_cast<int>(tokens.size() - prompts[i].ids.size()));
-      }
-    });
-    writer.end_sequence(seq, r.stop_reason);
-    stopped = r.stop_reason == "interrupted";
-    result.sequences.push_back(std::move(r));
+    const size_t last = std::min(prompts.size(), first + batch);
+    std::vector<SequenceRequest> group;
+    for (size_t i = first; i < last; ++i) {
+      const int seq = static_cast<int>(i);
+      writer.begin_sequence(seq, prompts[i].ids);
+      recorder.bind_slot(static_cast<int>(i - first), seq);
+      group.push_back({prompts[i].ids, i});
+    }
+    auto results = generate_batch(
+        *rt, group, g,
+        [&](int slot, std::optional<int32_t> token, const std::vector<int32_t>& tokens) {
+          const int seq = static_cast<int>(first) + slot;
+          recorder.commit(seq, token ? std::vector<int32_t>{*token} : std::vector<int32_t>{});
+          if (opt.progress) {
+            opt.progress(seq, static_cast<int>(prompts.size()),
+                         static_cast<int>(tokens.size() - prompts[seq].ids.size()));
+          }
+        });
+    for (size_t k = 0; k < results.size(); ++k) {
+      writer.end_sequence(static_cast<int>(first + k), results[k].stop_reason);
+      stopped |= results[k].stop_reason == "interrupted";
+      result.sequences.push_back(std::move(results[k]));
+    }
   }
   result.complete = !stopped && result.sequences.size() == prompts.size();
   if (!writer.finish(result.complete, result.complete ? "finished" : "interrupted")) {

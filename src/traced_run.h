@@ -15,7 +15,7 @@
 namespace ds {
 
 struct TracedRunOptions {
-  RunConfig config;
+  RunConfig config;  // batch, prefill_chunk, prefix_cache and the numerics knobs all apply
   std::vector<std::string> sites;    // hidden sites to record (see resolve_probes)
   trace::WriterOptions writer;
   trace::RunInfo info;

@@ -1,10 +1,106 @@
-// CPU reference implementation of kernels/ops.h: plain loops in the documented reduction order.
+// CPU reference implementation of kernels/ops.h: plain loops in the documented reduction order,
+// with reduced-precision storage and accumulation emulated on float.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
+#include "common/float_formats.h"
 #include "kernels/ops.h"
 
 namespace ds::ops {
+namespace {
+
+template <typename T>
+inline T rnd(T v, Round r) {
+  if (r == Round::none) return v;
+  const float f = static_cast<float>(v);
+  return static_cast<T>(r == Round::f16 ? round_to_f16(f) : round_to_bf16(f));
+}
+
+// sum_{k=k0..k1-1} x[k] * w[k] in order, in T or with every partial sum rounded to fp16.
+template <typename T>
+inline T dot(const T* x, const T* w, int k0, int k1, bool accum_f16) {
+  T acc = 0;
+  if (!accum_f16) {
+    for (int k = k0; k < k1; ++k) acc += x[k] * w[k];
+  } else {
+    for (int k = k0; k < k1; ++k) acc = rnd<T>(acc + x[k] * w[k], Round::f16);
+  }
+  return acc;
+}
+
+// Adds b to acc in the accumulator's precision.
+template <typename T>
+inline T acc_add(T acc, T b, bool accum_f16) {
+  return accum_f16 ? rnd<T>(acc + b, Round::f16) : acc + b;
+}
+
+}  // namespace
+
+template <typename T>
+void round_to(T* x, size_t n, Round r) {
+  if (r == Round::none) return;
+  for (size_t i = 0; i < n; ++i) x[i] = rnd(x[i], r);
+}
+
+template <typename T>
+void matmul(T* y, const T* x, int ldx, const T* w, int ldw, const T* b, int M, int N, int K,
+            const GemmNumerics& g) {
+  const int splits = std::clamp(g.split_k, 1, std::max(1, K));
+  const int base = K / splits, extra = K % splits;
+  for (int m = 0; m < M; ++m) {
+    const T* xm = x + static_cast<size_t>(m) * ldx;
+    for (int n = 0; n < N; ++n) {
+      const T* wn = w + static_cast<size_t>(n) * ldw;
+      int k0 = 0;
+      T acc = 0;
+      for (int c = 0; c < splits; ++c) {
+        const int k1 = k0 + base + (c < extra ? 1 : 0);
+        const T part = dot(xm, wn, k0, k1, g.accum_f16);
+        acc = c == 0 ? part : acc_add(acc, part, g.accum_f16);
+        k0 = k1;
+      }
+      if (b != nullptr) acc = acc + b[n];
+      y[static_cast<size_t>(m) * N + n] = rnd(acc, g.out);
+    }
+  }
+}
+
+template <typename T>
+void matmul_row_parallel(T* y, const T* x, const T* w, int M, int N, int K, int tp, AllReduce order,
+                         const GemmNumerics& g, T* scratch) {
+  if (tp <= 1) {
+    matmul(y, x, K, w, K, static_cast<const T*>(nullptr), M, N, K, g);
+    return;
+  }
+  const int ks = K / tp;
+  const size_t mn = static_cast<size_t>(M) * N;
+  for (int s = 0; s < tp; ++s) {  // each rank's partial result, stored in the activation format
+    matmul(scratch + s * mn, x + static_cast<size_t>(s) * ks, K, w + static_cast<size_t>(s) * ks, K,
+           static_cast<const T*>(nullptr), M, N, ks, g);
+  }
+  if (order == AllReduce::ring) {
+    std::memcpy(y, scratch, sizeof(T) * mn);
+    for (int s = 1; s < tp; ++s) {
+      for (size_t i = 0; i < mn; ++i) y[i] = rnd(y[i] + scratch[s * mn + i], g.out);
+    }
+    return;
+  }
+  // tree: combine neighbours level by level; an odd one out moves up unchanged
+  for (int width = tp; width > 1; width = (width + 1) / 2) {
+    for (int s = 0; 2 * s + 1 < width; ++s) {
+      T* dst = scratch + s * mn;
+      const T* a = scratch + (2 * s) * mn;
+      const T* c = scratch + (2 * s + 1) * mn;
+      for (size_t i = 0; i < mn; ++i) dst[i] = rnd(a[i] + c[i], g.out);
+    }
+    if (width % 2 == 1 && width > 1) {
+      std::memmove(scratch + (width / 2) * mn, scratch + (width - 1) * mn, sizeof(T) * mn);
+    }
+  }
+  std::memcpy(y, scratch, sizeof(T) * mn);
+}
 
 template <typename T>
 void embedding(T* out, const T* table, const int32_t* ids, int n, int dim) {
@@ -15,33 +111,20 @@ void embedding(T* out, const T* table, const int32_t* ids, int n, int dim) {
 }
 
 template <typename T>
-void rmsnorm(T* y, const T* x, const T* w, int rows, int dim, double eps) {
+void rmsnorm(T* y, const T* x, const T* w, int rows, int dim, double eps, Round out) {
   for (int r = 0; r < rows; ++r) {
     const T* xr = x + static_cast<size_t>(r) * dim;
     T* yr = y + static_cast<size_t>(r) * dim;
     T ss = 0;
     for (int i = 0; i < dim; ++i) ss += xr[i] * xr[i];
     const T inv = T(1) / std::sqrt(ss / T(dim) + T(eps));
-    for (int i = 0; i < dim; ++i) yr[i] = (xr[i] * inv) * w[i];
-  }
-}
-
-template <typename T>
-void matmul(T* y, const T* x, const T* w, const T* b, int M, int N, int K) {
-  for (int m = 0; m < M; ++m) {
-    const T* xm = x + static_cast<size_t>(m) * K;
-    for (int n = 0; n < N; ++n) {
-      const T* wn = w + static_cast<size_t>(n) * K;
-      T acc = 0;
-      for (int k = 0; k < K; ++k) acc += xm[k] * wn[k];
-      y[static_cast<size_t>(m) * N + n] = b != nullptr ? acc + b[n] : acc;
-    }
+    for (int i = 0; i < dim; ++i) yr[i] = rnd((xr[i] * inv) * w[i], out);
   }
 }
 
 template <typename T>
 void rope(T* x, int rows, int n_heads, int head_dim, const int* positions, const T* cos,
-          const T* sin) {
+          const T* sin, Round out) {
   const int half = head_dim / 2;
   for (int r = 0; r < rows; ++r) {
     const T* c = cos + static_cast<size_t>(positions[r]) * half;
@@ -51,8 +134,8 @@ void rope(T* x, int rows, int n_heads, int head_dim, const int* positions, const
       for (int i = 0; i < half; ++i) {
         const T x0 = v[i];
         const T x1 = v[i + half];
-        v[i] = x0 * c[i] - x1 * s[i];
-        v[i + half] = x1 * c[i] + x0 * s[i];
+        v[i] = rnd(x0 * c[i] - x1 * s[i], out);
+        v[i + half] = rnd(x1 * c[i] + x0 * s[i], out);
       }
     }
   }
@@ -61,62 +144,115 @@ void rope(T* x, int rows, int n_heads, int head_dim, const int* positions, const
 template <typename T>
 void attention(T* out, const T* q, const T* k_cache, const T* v_cache, int rows,
                const int* positions, int n_heads, int n_kv_heads, int head_dim, int window,
-               T scale, T* scratch) {
+               T scale, const AttnNumerics& a, T* scratch) {
   const int group = n_heads / n_kv_heads;
   const size_t q_stride = static_cast<size_t>(n_heads) * head_dim;
   const size_t kv_stride = static_cast<size_t>(n_kv_heads) * head_dim;
+  std::vector<T> part;  // split-KV partials: per chunk m, l, o[head_dim]
   for (int r = 0; r < rows; ++r) {
     const int p = positions[r];
     const int t0 = window > 0 && p - window + 1 > 0 ? p - window + 1 : 0;
+    const int n_keys = p - t0 + 1;
+    const int splits = std::clamp(a.splits, 1, n_keys);
     for (int h = 0; h < n_heads; ++h) {
       const T* qh = q + r * q_stride + static_cast<size_t>(h) * head_dim;
       const size_t kv_off = static_cast<size_t>(h / group) * head_dim;
-      T max_score = -INFINITY;
-      for (int t = t0; t <= p; ++t) {
-        const T* kt = k_cache + t * kv_stride + kv_off;
-        T dot = 0;
-        for (int d = 0; d < head_dim; ++d) dot += qh[d] * kt[d];
-        scratch[t] = dot * scale;
-        if (scratch[t] > max_score) max_score = scratch[t];
-      }
-      T sum = 0;
-      for (int t = t0; t <= p; ++t) {
-        scratch[t] = std::exp(scratch[t] - max_score);
-        sum += scratch[t];
-      }
-      for (int t = t0; t <= p; ++t) scratch[t] /= sum;
       T* oh = out + r * q_stride + static_cast<size_t>(h) * head_dim;
-      for (int d = 0; d < head_dim; ++d) oh[d] = 0;
       for (int t = t0; t <= p; ++t) {
-        const T* vt = v_cache + t * kv_stride + kv_off;
-        for (int d = 0; d < head_dim; ++d) oh[d] += scratch[t] * vt[d];
+        scratch[t] = dot(qh, k_cache + t * kv_stride + kv_off, 0, head_dim, a.accum_f16) * scale;
       }
+      if (splits == 1) {
+        T max_score = -INFINITY;
+        for (int t = t0; t <= p; ++t) max_score = std::max(max_score, scratch[t]);
+        T sum = 0;
+        for (int t = t0; t <= p; ++t) {
+          scratch[t] = std::exp(scratch[t] - max_score);
+          sum += scratch[t];
+        }
+        for (int t = t0; t <= p; ++t) scratch[t] = rnd(scratch[t] / sum, a.p_round);
+        for (int d = 0; d < head_dim; ++d) oh[d] = 0;
+        for (int t = t0; t <= p; ++t) {
+          const T* vt = v_cache + t * kv_stride + kv_off;
+          for (int d = 0; d < head_dim; ++d) oh[d] = acc_add(oh[d], scratch[t] * vt[d], a.accum_f16);
+        }
+        round_to(oh, head_dim, a.out);
+        continue;
+      }
+      // split-KV: per chunk max, sum of exp and unnormalised output, then the standard merge
+      const int stride = head_dim + 2;
+      part.assign(static_cast<size_t>(splits) * stride, T(0));
+      const int base = n_keys / splits, extra = n_keys % splits;
+      int c0 = t0;
+      for (int c = 0; c < splits; ++c) {
+        const int c1 = c0 + base + (c < extra ? 1 : 0);
+        T* pc = &part[static_cast<size_t>(c) * stride];
+        T m = -INFINITY;
+        for (int t = c0; t < c1; ++t) m = std::max(m, scratch[t]);
+        T l = 0;
+        for (int t = c0; t < c1; ++t) {
+          const T e = std::exp(scratch[t] - m);
+          l += e;
+          const T ep = rnd(e, a.p_round);
+          const T* vt = v_cache + t * kv_stride + kv_off;
+          for (int d = 0; d < head_dim; ++d) pc[2 + d] = acc_add(pc[2 + d], ep * vt[d], a.accum_f16);
+        }
+        pc[0] = m;
+        pc[1] = l;
+        c0 = c1;
+      }
+      T m = -INFINITY;
+      for (int c = 0; c < splits; ++c) m = std::max(m, part[static_cast<size_t>(c) * stride]);
+      T l = 0;
+      for (int d = 0; d < head_dim; ++d) oh[d] = 0;
+      for (int c = 0; c < splits; ++c) {
+        const T* pc = &part[static_cast<size_t>(c) * stride];
+        const T f = std::exp(pc[0] - m);
+        l += pc[1] * f;
+        for (int d = 0; d < head_dim; ++d) oh[d] += pc[2 + d] * f;
+      }
+      for (int d = 0; d < head_dim; ++d) oh[d] = rnd(oh[d] / l, a.out);
     }
   }
 }
 
 template <typename T>
-void swiglu(T* out, const T* gate, const T* up, size_t n) {
+void swiglu(T* out, const T* gate, const T* up, size_t n, Round r) {
   for (size_t i = 0; i < n; ++i) {
     const T g = gate[i];
-    out[i] = (g / (T(1) + std::exp(-g))) * up[i];
+    out[i] = rnd((g / (T(1) + std::exp(-g))) * up[i], r);
   }
 }
 
 template <typename T>
-void add(T* y, const T* a, const T* b, size_t n) {
-  for (size_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+void add(T* y, const T* a, const T* b, size_t n, Round r) {
+  for (size_t i = 0; i < n; ++i) y[i] = rnd(a[i] + b[i], r);
 }
 
-#define DS_INSTANTIATE(T)                                                                     \
-  template void embedding<T>(T*, const T*, const int32_t*, int, int);                         \
-  template void rmsnorm<T>(T*, const T*, const T*, int, int, double);                         \
-  template void matmul<T>(T*, const T*, const T*, const T*, int, int, int);                   \
-  template void rope<T>(T*, int, int, int, const int*, const T*, const T*);                   \
-  template void attention<T>(T*, const T*, const T*, const T*, int, const int*, int, int, int, \
-                             int, T, T*);                                                     \
-  template void swiglu<T>(T*, const T*, const T*, size_t);                                    \
-  template void add<T>(T*, const T*, const T*, size_t);
+int heuristic_split_k(int M, int /*N*/, int K) {
+  const int s = M == 1 ? 4 : (M <= 16 ? 2 : 1);
+  return std::max(1, std::min(s, K / 16));
+}
+
+int heuristic_attn_splits(int kv_len, int sequences, int n_heads) {
+  const int blocks = std::max(1, sequences * n_heads);
+  const int by_sms = std::max(1, 132 / blocks);
+  const int by_len = std::max(1, kv_len / 64);
+  return std::min({16, by_sms, by_len});
+}
+
+#define DS_INSTANTIATE(T)                                                                       \
+  template void round_to<T>(T*, size_t, Round);                                                 \
+  template void matmul<T>(T*, const T*, int, const T*, int, const T*, int, int, int,            \
+                          const GemmNumerics&);                                                 \
+  template void matmul_row_parallel<T>(T*, const T*, const T*, int, int, int, int, AllReduce,   \
+                                       const GemmNumerics&, T*);                                \
+  template void embedding<T>(T*, const T*, const int32_t*, int, int);                           \
+  template void rmsnorm<T>(T*, const T*, const T*, int, int, double, Round);                    \
+  template void rope<T>(T*, int, int, int, const int*, const T*, const T*, Round);              \
+  template void attention<T>(T*, const T*, const T*, const T*, int, const int*, int, int, int,  \
+                             int, T, const AttnNumerics&, T*);                                  \
+  template void swiglu<T>(T*, const T*, const T*, size_t, Round);                               \
+  template void add<T>(T*, const T*, const T*, size_t, Round);
 
 DS_INSTANTIATE(float)
 DS_INSTANTIATE(double)

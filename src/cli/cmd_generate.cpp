@@ -9,6 +9,7 @@
 #include "src/cli/model_args.h"
 #include "src/cli/run_config_args.h"
 #include "src/generate.h"
+#include "src/prompts.h"
 #include "src/run_config.h"
 #include "src/runtime.h"
 
@@ -17,7 +18,7 @@ namespace {
 
 struct GenerateArgs {
   ModelArgs model;
-  RunConfig config;
+  RunConfigArgs run;
   bool ids = false;
   bool quiet = false;
 };
@@ -44,15 +45,22 @@ class TextStreamer {
 };
 
 int run_generate(const GenerateArgs& a) {
-  validate(a.config);
-  GenerateOptions opt;
-  opt.max_new = a.config.max_new;
-  opt.sampling = a.config.sampling();
+  const RunConfig& rc = a.run.config;
+  validate(rc);
+  if (print_dry_run(a.run)) return 0;
   LoadedModel lm = load_model_and_prompt(a.model, /*need_tokenizer=*/!a.ids);
   const ModelConfig& c = lm.model.config;
-  opt.eos_id = c.eos_id;
-  if (lm.tokenizer && lm.tokenizer->eos_id()) opt.eos_id = lm.tokenizer->eos_id();
-  auto rt = make_cpu_runtime(lm.model, compute_dtype(a.config),
+  validate_for_model(rc, c);
+  std::vector<Prompt> prompts{{a.model.prompt, lm.prompt}};
+  apply_add_bos(prompts, rc.add_bos, lm.bos_id());
+  lm.prompt = prompts[0].ids;
+  GenerateOptions opt;
+  opt.max_new = rc.max_new;
+  opt.sampling = rc.sampling();
+  opt.prefill_chunk = rc.prefill_chunk;
+  opt.prefix_cache = rc.prefix_cache == "on";
+  opt.eos_id = lm.eos_id();
+  auto rt = make_cpu_runtime(lm.model, numerics(rc),
                              needed_capacity(static_cast<int>(lm.prompt.size()), opt.max_new,
                                              c.max_seq_len));
 
@@ -73,7 +81,7 @@ int run_generate(const GenerateArgs& a) {
   if (!a.quiet) {
     const int n_new = static_cast<int>(res.tokens.size()) - res.prompt_len;
     fmt::print(stderr, "[{} {} | prompt {} tokens, generated {} | stop: {} | {:.1f} tok/s]\n",
-               lm.model.path.filename().string(), a.config.dtype, res.prompt_len, n_new, res.stop_reason,
+               lm.model.path.filename().string(), rc.dtype, res.prompt_len, n_new, res.stop_reason,
                secs > 0 ? n_new / secs : 0.0);
   }
   return 0;
@@ -88,10 +96,13 @@ CommandRun register_generate(CLI::App& app) {
       "Generate text from a prompt on the CPU reference backend (greedy unless --temperature > 0). "
       "Stops at EOS, after --max-new tokens, or at the model's context length.");
   add_model_options(*cmd, args->model);
-  add_run_config_options(*cmd, args->config);
+  add_run_config_options(*cmd, args->run);
   cmd->add_flag("--ids", args->ids, "print token ids (prompt and generated) instead of text");
   cmd->add_flag("-q,--quiet", args->quiet, "no summary line on stderr");
-  return [args] { return run_generate(*args); };
+  return [args, cmd] {
+    apply_config_file(*cmd, args->run);
+    return run_generate(*args);
+  };
 }
 
 }  // namespace ds

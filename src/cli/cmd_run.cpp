@@ -21,7 +21,7 @@ namespace {
 
 struct RunArgs {
   ModelArgs model;
-  RunConfig config;
+  RunConfigArgs run;
   std::string prompts_file;
   std::string probes = "default";
   std::string hidden_dtype = "f32";
@@ -33,7 +33,12 @@ struct RunArgs {
 };
 
 int run_run(const RunArgs& a) {
-  validate(a.config);
+  const RunConfig& rc = a.run.config;
+  validate(rc);
+  if (print_dry_run(a.run)) return 0;
+  if (a.output.empty()) {
+    throw Error("run needs an output file", "pass -o trace.h5");
+  }
   const auto hidden_dtype = trace::parse_hidden_dtype(a.hidden_dtype);
   if (a.topk < 1) throw Error(fmt::format("topk {} must be >= 1", a.topk), "--topk takes N >= 1");
   if (std::filesystem::exists(a.output) && !a.force) {
@@ -51,9 +56,10 @@ int run_run(const RunArgs& a) {
     }
     prompts = read_prompts_file(a.prompts_file, lm.tokenizer.get());
   }
+  apply_add_bos(prompts, rc.add_bos, lm.bos_id());
 
   TracedRunOptions opt;
-  opt.config = a.config;
+  opt.config = rc;
   opt.sites = resolve_probes(a.probes, lm.model.config.n_layers);
   opt.writer.path = a.output;
   opt.writer.hidden_dtype = hidden_dtype;
@@ -61,15 +67,15 @@ int run_run(const RunArgs& a) {
   opt.writer.full_logits = a.full_logits;
   opt.writer.force = a.force;
   opt.info.tool_version = DRIFTSCOPE_VERSION;
-  opt.info.config_json = traced_config_json(a.config, a.probes, opt.writer);
+  opt.info.config_json = traced_config_json(rc, a.probes, opt.writer);
   opt.info.model_json = model_identity_json(lm.model, lm.tokenizer.get(), lm.tokenizer_path);
   opt.info.env_json = environment_json();
   opt.info.command_line = invocation();
-  opt.eos_id = lm.tokenizer && lm.tokenizer->eos_id() ? lm.tokenizer->eos_id() : lm.model.config.eos_id;
+  opt.eos_id = lm.eos_id();
   opt.should_stop = interrupt_requested;
   Progress progress("run");
   opt.progress = [&](int seq, int n, int generated) {
-    progress.update(seq, n, generated, a.config.max_new);
+    progress.update(seq, n, generated, rc.max_new);
   };
   install_interrupt_handlers();
   TracedRunResult res = run_traced(lm.model, prompts, opt);
@@ -95,7 +101,7 @@ CommandRun register_run(CLI::App& app) {
       "boundary, plus top-K logits, into an HDF5 trace (docs/trace-format.md). Ctrl-C stops at "
       "the next token and leaves a readable trace with complete=0.");
   add_model_options(*cmd, args->model);
-  add_run_config_options(*cmd, args->config);
+  add_run_config_options(*cmd, args->run);
   cmd->add_option("--prompts", args->prompts_file,
                   "file of prompts: one per line, or JSONL {\"text\": ...} / {\"ids\": [...]}");
   cmd->add_option("--probes", args->probes,
@@ -107,10 +113,13 @@ CommandRun register_run(CLI::App& app) {
   cmd->add_option("--topk", args->topk, "logits kept per position (sorted, with log-sum-exp)")
       ->capture_default_str();
   cmd->add_flag("--full-logits", args->full_logits, "also store every logits row in full");
-  cmd->add_option("-o,--output", args->output, "trace file to write (.h5)")->required();
+  cmd->add_option("-o,--output", args->output, "trace file to write (.h5); required");
   cmd->add_flag("--force", args->force, "overwrite an existing trace file");
   cmd->add_flag("-q,--quiet", args->quiet, "no summary line on stderr");
-  return [args] { return run_run(*args); };
+  return [args, cmd] {
+    apply_config_file(*cmd, args->run);
+    return run_run(*args);
+  };
 }
 
 }  // namespace ds

@@ -50,6 +50,16 @@ std::vector<int32_t> parse_id_list(const std::string& s) {
   return out;
 }
 
+std::optional<int32_t> LoadedModel::bos_id() const {
+  if (tokenizer && tokenizer->bos_id()) return tokenizer->bos_id();
+  return model.config.bos_id;
+}
+
+std::optional<int32_t> LoadedModel::eos_id() const {
+  if (tokenizer && tokenizer->eos_id()) return tokenizer->eos_id();
+  return model.config.eos_id;
+}
+
 LoadedModel load_model_and_prompt(const ModelArgs& args, bool need_tokenizer, bool want_prompt) {
   LoadedModel lm;
   lm.model = load_model(args.model.empty() ? default_model_path() : std::filesystem::path(args.model));

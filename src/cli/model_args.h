@@ -31,6 +31,10 @@ struct LoadedModel {
   std::unique_ptr<Tokenizer> tokenizer;  // null only when not needed and not found
   std::filesystem::path tokenizer_path;
   std::vector<int32_t> prompt;           // empty when want_prompt was false
+
+  // BOS / EOS: the tokenizer's when it declares them, else the model config's.
+  std::optional<int32_t> bos_id() const;
+  std::optional<int32_t> eos_id() const;
 };
 
 // Loads the model and, when found, its tokenizer (an error when `need_tokenizer`, the prompt is

@@ -1,25 +1,103 @@
-// CLI flags of the run configuration.
+// CLI flags of the run configuration; every knob of DESIGN.md's table.
 #include "src/cli/run_config_args.h"
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <fstream>
+
+#include "common/error.h"
 
 namespace ds {
 
-void add_run_config_options(CLI::App& cmd, RunConfig& c) {
-  cmd.add_option("--device", c.device, "backend: cpu (the reference)")->capture_default_str();
-  cmd.add_option("--dtype", c.dtype, "compute precision: fp32, or fp64 (the oracle)")
-      ->capture_default_str();
+void add_run_config_options(CLI::App& cmd, RunConfigArgs& a) {
+  RunConfig& c = a.config;
+  cmd.add_option("--config", a.config_file,
+                 "read the run configuration from a TOML file (keys: the field names, e.g. "
+                 "dtype = \"bf16\"); flags given on the command line win");
+  const char* g = "Run configuration (docs/configurations.md)";
+  cmd.add_option("--device", c.device, "backend: cpu (reference; emulates GPU numerics) or cuda")
+      ->capture_default_str()->group(g);
+  cmd.add_option("--dtype", c.dtype, "precision: fp64 (oracle), fp32, fp16, bf16, layercast")
+      ->capture_default_str()->group(g);
+  cmd.add_option("--accum", c.accum, "GEMM/attention accumulation: fp32, fp16")
+      ->capture_default_str()->group(g);
+  cmd.add_option("--batch", c.batch, "prompts co-batched in each forward pass")
+      ->capture_default_str()->group(g);
+  cmd.add_option("--gemm-policy", c.gemm_policy,
+                 "invariant (same reduction order for any batch) or heuristic (split-K from the "
+                 "GEMM shape, like BLAS libraries)")
+      ->capture_default_str()->group(g);
+  cmd.add_option("--split-k", c.split_k, "K-split of every GEMM: auto or N")
+      ->capture_default_str()->group(g);
+  cmd.add_option("--tp", c.tp, "tensor-parallel degree (row-parallel layers reduce in tp shards)")
+      ->capture_default_str()->group(g);
+  cmd.add_option("--allreduce", c.allreduce, "order of the tp all-reduce: ring, tree")
+      ->capture_default_str()->group(g);
+  cmd.add_option("--attn-splits", c.attn_splits, "split-KV attention chunks: auto or N")
+      ->capture_default_str()->group(g);
+  cmd.add_option("--prefill-chunk", c.prefill_chunk, "prompt tokens per prefill pass; 0 = all")
+      ->capture_default_str()->group(g);
+  cmd.add_option("--prefix-cache", c.prefix_cache,
+                 "on: the prompt prefix's KV comes from an earlier pass of its own")
+      ->capture_default_str()->group(g);
+  cmd.add_option("--tie-break", c.tie_break, "greedy ties: lowest_id, highest_id")
+      ->capture_default_str()->group(g);
+  cmd.add_option("--add-bos", c.add_bos, "auto (tokenizer config), on, off")
+      ->capture_default_str()->group(g);
+  cmd.add_option("--repetition-penalty", c.repetition_penalty, "1 = off")
+      ->capture_default_str()->group(g);
   cmd.add_option("-n,--max-new", c.max_new, "maximum number of new tokens per prompt")
-      ->capture_default_str();
-  cmd.add_option("--temperature", c.temperature,
-                 "sampling temperature; 0 = greedy (ties: lowest id)")
-      ->capture_default_str();
-  cmd.add_option("--top-p", c.top_p, "nucleus sampling mass, 0 < p <= 1")->capture_default_str();
+      ->capture_default_str()->group(g);
+  cmd.add_option("--temperature", c.temperature, "0 = greedy")->capture_default_str()->group(g);
+  cmd.add_option("--top-p", c.top_p, "nucleus sampling mass, 0 < p <= 1")
+      ->capture_default_str()->group(g);
   cmd.add_option("--top-k", c.top_k, "sample among the k most likely tokens; 0 = all")
-      ->capture_default_str();
+      ->capture_default_str()->group(g);
   cmd.add_option("--seed", c.seed,
-                 "seed of the sampling noise (drawn per prompt and step, so runs share it)")
-      ->capture_default_str();
+                 "seed of the sampling noise, drawn per (prompt, step) so runs share it")
+      ->capture_default_str()->group(g);
+  cmd.add_option("--cuda-graphs", c.cuda_graphs, "GPU only: off, on")->capture_default_str()->group(g);
+  cmd.add_option("--tf32", c.tf32, "GPU only: off, on")->capture_default_str()->group(g);
+  cmd.add_flag("--dry-run", a.dry_run, "print the resolved configuration and exit");
+}
+
+void apply_config_file(CLI::App& cmd, const RunConfigArgs& a) {
+  if (a.config_file.empty()) return;
+  std::ifstream in(a.config_file);
+  if (!in) {
+    throw Error(fmt::format("cannot read config file '{}'", a.config_file),
+                "--config takes a TOML file such as configs/bf16-bs8.toml");
+  }
+  std::vector<CLI::ConfigItem> items;
+  try {
+    items = CLI::ConfigTOML().from_config(in);
+  } catch (const CLI::Error& e) {
+    throw Error(fmt::format("{}: {}", a.config_file, e.what()));
+  }
+  for (const auto& item : items) {
+    if (item.name == "++" || item.name == "--") continue;  // section markers
+    std::string name = item.name;
+    for (char& ch : name) ch = ch == '_' ? '-' : ch;
+    CLI::Option* op = cmd.get_option_no_throw("--" + name);
+    if (op == nullptr || name == "config" || name == "dry-run") {
+      throw Error(fmt::format("{}: unknown key '{}'", a.config_file, item.fullname()),
+                  "keys are run-config fields: dtype, accum, batch, gemm_policy, split_k, tp, ...");
+    }
+    if (op->count() > 0) continue;  // given on the command line
+    try {
+      op->add_result(item.inputs);
+      op->run_callback();
+    } catch (const CLI::Error& e) {
+      throw Error(fmt::format("{}: bad value for '{}': {}", a.config_file, item.name, e.what()));
+    }
+  }
+}
+
+bool print_dry_run(const RunConfigArgs& a) {
+  if (!a.dry_run) return false;
+  fmt::print("{}", to_toml(a.config));
+  return true;
 }
 
 }  // namespace ds

@@ -1,4 +1,5 @@
-// CLI flags of the run configuration (field names with dashes), shared by generate and run.
+// CLI flags of the run configuration (the field names with dashes), shared by generate, run and
+// demo, plus --config FILE (CLI11 TOML) and --dry-run.
 #pragma once
 
 #include "src/run_config.h"
@@ -9,6 +10,20 @@ class App;
 
 namespace ds {
 
-void add_run_config_options(CLI::App& cmd, RunConfig& config);
+struct RunConfigArgs {
+  RunConfig config;
+  std::string config_file;
+  bool dry_run = false;
+};
+
+void add_run_config_options(CLI::App& cmd, RunConfigArgs& args);
+
+// Applies --config FILE (TOML; keys are the field names, with '_' or '-') to the options of
+// `cmd` that were not given on the command line: flags win over the file. Throws ds::Error
+// naming an unknown key or a bad value. Call after parsing, before using args.config.
+void apply_config_file(CLI::App& cmd, const RunConfigArgs& args);
+
+// With --dry-run: prints the resolved config (TOML, as --config reads it) and returns true.
+bool print_dry_run(const RunConfigArgs& args);
 
 }  // namespace ds

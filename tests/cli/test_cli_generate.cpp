@@ -125,7 +125,7 @@ TEST_CASE("unknown token id: clear error, exit 2", "[cli][errors]") {
 }
 
 TEST_CASE("bad option values: clear error, exit 2", "[cli][errors]") {
-  check_input_error(run_cli("generate --dtype fp8"), "unknown dtype 'fp8'");
+  check_input_error(run_cli("generate --dtype fp8"), "invalid dtype 'fp8'");
   check_input_error(run_cli("generate --top-p 1.5"), "top_p");
   auto r = run_cli("generate --no-such-flag");
   CHECK(r.exit_code == 2);
