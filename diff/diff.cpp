@@ -1,0 +1,556 @@
+// Pairwise diff of two traces: model and config checks, sequence alignment by index, then the
+// logits and hidden-state metrics streamed over row blocks (docs/metrics.md).
+#include "diff/diff.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "common/error.h"
+#include "diff/metrics.h"
+#include "diff/tolerances.h"
+
+namespace ds::diff {
+namespace {
+
+using nlohmann::json;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+json parse_object(const std::string& text) {
+  json j = json::parse(text.empty() ? std::string("{}") : text, nullptr, false);
+  return j.is_object() ? j : json::object();
+}
+
+struct ModelIdentity {
+  std::vector<std::string> files;   // "name sha256", in recorded order
+  std::vector<std::string> hashes;  // sorted sha256 values
+  std::string tokenizer_sha;
+  int n_layers = -1;
+  bool known = false;
+};
+
+ModelIdentity model_identity(const std::string& model_json) {
+  ModelIdentity m;
+  const json j = parse_object(model_json);
+  if (j.contains("files") && j["files"].is_array()) {
+    for (const auto& f : j["files"]) {
+      if (!f.is_object() || !f.contains("sha256") || !f["sha256"].is_string()) continue;
+      const std::string sha = f["sha256"].get<std::string>();
+      m.files.push_back(fmt::format("{} {}", f.value("name", std::string("?")), sha));
+      m.hashes.push_back(sha);
+    }
+  }
+  std::sort(m.hashes.begin(), m.hashes.end());
+  m.known = !m.hashes.empty();
+  if (j.contains("tokenizer") && j["tokenizer"].is_object()) {
+    m.tokenizer_sha = j["tokenizer"].value("sha256", std::string());
+  }
+  if (j.contains("config") && j["config"].is_object())
+    m.n_layers = j["config"].value("n_layers", -1);
+  return m;
+}
+
+void flatten(const json& j, const std::string& prefix, std::map<std::string, json>& out) {
+  if (j.is_object() && (prefix.empty() || !j.empty())) {
+    for (const auto& [k, v] : j.items()) flatten(v, prefix.empty() ? k : prefix + "." + k, out);
+  } else {
+    out[prefix] = j;
+  }
+}
+
+// -1 for embed, n_layers for final_norm, l for "L<l>/...".
+int site_layer(const std::string& site, int n_layers) {
+  if (site.size() > 1 && site[0] == 'L' && std::isdigit(static_cast<unsigned char>(site[1]))) {
+    return std::stoi(site.substr(1));
+  }
+  if (site == "embed") return -1;
+  return n_layers;
+}
+
+std::string safe_decode(const DiffOptions& opt, const std::vector<int32_t>& ids) {
+  if (!opt.decode || ids.empty()) return {};
+  try {
+    return opt.decode(ids);
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
+std::vector<int32_t> slice(const std::vector<int32_t>& v, int64_t begin, int64_t end) {
+  begin = std::clamp<int64_t>(begin, 0, static_cast<int64_t>(v.size()));
+  end = std::clamp<int64_t>(end, begin, static_cast<int64_t>(v.size()));
+  return {v.begin() + begin, v.begin() + end};
+}
+
+// The text `ids` add after `context`: decode(context + ids) minus decode(context). Decoding ids
+// alone loses what depends on what precedes them (SentencePiece drops the leading space of the
+// first piece, byte-fallback pieces need their neighbours).
+std::string decode_after(const DiffOptions& opt, const std::vector<int32_t>& context,
+                         const std::vector<int32_t>& ids) {
+  if (!opt.decode || ids.empty()) return {};
+  std::vector<int32_t> all = context;
+  all.insert(all.end(), ids.begin(), ids.end());
+  const std::string head = safe_decode(opt, context), whole = safe_decode(opt, all);
+  if (!context.empty() && whole.size() >= head.size() && whole.compare(0, head.size(), head) == 0) {
+    return whole.substr(head.size());
+  }
+  return safe_decode(opt, ids);
+}
+
+// max that lets a NaN win (NaN always fails); also reports where the maximum was.
+void track_max(double v, int64_t at, double& best, int64_t& best_at) {
+  if (std::isnan(best)) return;
+  if (std::isnan(v) || best_at < 0 || v > best) {
+    best = v;
+    best_at = at;
+  }
+}
+
+std::vector<TokenProb> top5(const trace::TopKRows& t, double lse, const DiffOptions& opt,
+                            const std::vector<int32_t>& context) {
+  std::vector<TokenProb> out;
+  for (int k = 0; k < std::min(5, t.k); ++k) {
+    TokenProb p;
+    p.id = t.ids[static_cast<size_t>(k)];
+    p.logit = t.logits[static_cast<size_t>(k)];
+    p.prob = std::exp(p.logit - lse);
+    p.text = decode_after(opt, context, {p.id});
+    out.push_back(p);
+  }
+  return out;
+}
+
+bool same_bits(const void* a, const void* b, size_t bytes) {
+  return std::memcmp(a, b, bytes) == 0;
+}
+
+class SequenceDiff {
+ public:
+  SequenceDiff(const trace::TraceReader& a, const trace::TraceReader& b, int index,
+               const DiffOptions& opt, int n_layers)
+      : A_(a),
+        B_(b),
+        idx_(index),
+        opt_(opt),
+        n_layers_(n_layers),
+        sa_(a.sequence(index)),
+        sb_(b.sequence(index)) {}
+
+  SequenceReport run() {
+    s_.index = idx_;
+    s_.prompt_len_a = sa_.prompt_len;
+    s_.prompt_len_b = sb_.prompt_len;
+    s_.gen_len_a = sa_.gen_len;
+    s_.gen_len_b = sb_.gen_len;
+    s_.rows_a = sa_.rows;
+    s_.rows_b = sb_.rows;
+    s_.stop_reason_a = sa_.stop_reason;
+    s_.stop_reason_b = sb_.stop_reason;
+    align();
+    compare_logits();
+    compare_hidden();
+    classify();
+    return std::move(s_);
+  }
+
+ private:
+  // Tokens, prompts, first flip and the compared range: rows whose inputs are identical.
+  void align() {
+    const auto& ta = sa_.tokens;
+    const auto& tb = sb_.tokens;
+    const size_t common = std::min(ta.size(), tb.size());
+    size_t d = 0;
+    while (d < common && ta[d] == tb[d]) ++d;
+    const int64_t min_prompt = std::min(sa_.prompt_len, sb_.prompt_len);
+    s_.prompt_equal = sa_.prompt_len == sb_.prompt_len && static_cast<int64_t>(d) >= min_prompt;
+    if (!s_.prompt_equal) {
+      PromptDiff p;
+      p.first_index = std::min<int64_t>(static_cast<int64_t>(d), min_prompt);
+      p.prompt_a = slice(ta, 0, sa_.prompt_len);
+      p.prompt_b = slice(tb, 0, sb_.prompt_len);
+      p.text_a = safe_decode(opt_, p.prompt_a);
+      p.text_b = safe_decode(opt_, p.prompt_b);
+      s_.prompt_diff = std::move(p);
+    }
+    s_.compared = std::min<int64_t>(static_cast<int64_t>(d), std::min(sa_.rows, sb_.rows));
+    if (s_.prompt_equal && d < common) {
+      FirstFlip f;
+      f.position = static_cast<int64_t>(d);
+      f.step = static_cast<int>(f.position - sa_.prompt_len);
+      f.row = f.position - 1;
+      f.token_a = ta[d];
+      f.token_b = tb[d];
+      const auto before = slice(ta, f.position - opt_.context_tokens, f.position);
+      f.text_a = decode_after(opt_, before, {f.token_a});
+      f.text_b = decode_after(opt_, before, {f.token_b});
+      f.context = safe_decode(opt_, before);
+      f.continuation_a =
+          decode_after(opt_, before, slice(ta, f.position, f.position + opt_.context_tokens));
+      f.continuation_b =
+          decode_after(opt_, before, slice(tb, f.position, f.position + opt_.context_tokens));
+      if (sa_.topk > 0 && sb_.topk > 0 && f.row < sa_.rows && f.row < sb_.rows) {
+        const auto ka = A_.topk(idx_, f.row, 1), kb = B_.topk(idx_, f.row, 1);
+        const double la = A_.lse(idx_, f.row, 1)[0], lb = B_.lse(idx_, f.row, 1)[0];
+        f.top5_a = top5(ka, la, opt_, before);
+        f.top5_b = top5(kb, lb, opt_, before);
+        auto m = [](const std::vector<TokenProb>& t, bool logit) {
+          if (t.size() < 2) return kNaN;
+          return logit ? t[0].logit - t[1].logit : t[0].prob - t[1].prob;
+        };
+        f.margin_a = m(f.top5_a, false);
+        f.margin_b = m(f.top5_b, false);
+        f.margin_logit_a = m(f.top5_a, true);
+        f.margin_logit_b = m(f.top5_b, true);
+      }
+      s_.first_flip = std::move(f);
+    } else if (ta.size() != tb.size() && s_.prompt_equal) {
+      s_.notes.push_back(fmt::format(
+          "no token differs, but A holds {} generated tokens (stop: {}) and B {} (stop: {})",
+          sa_.gen_len, sa_.stop_reason, sb_.gen_len, sb_.stop_reason));
+    }
+    if (sa_.rows != sb_.rows && !s_.first_flip && s_.prompt_equal) {
+      s_.notes.push_back(fmt::format("A holds {} positions and B {}: compared over the first {}",
+                                     sa_.rows, sb_.rows, s_.compared));
+    }
+    if (!s_.prompt_equal) {
+      s_.notes.push_back(fmt::format(
+          "prompts differ: only the {} positions before the first differing token are compared",
+          s_.compared));
+    }
+  }
+
+  void compare_logits() {
+    const int64_t n = s_.compared;
+    if (sa_.topk == 0 || sb_.topk == 0) {
+      if (sa_.topk != sb_.topk) {
+        s_.notes.push_back(
+            fmt::format("only {} recorded logits: no logits metrics", sa_.topk ? "A" : "B"));
+      }
+      return;
+    }
+    s_.has_logits = true;
+    LogitsStats& L = s_.logits;
+    L.topk_a = sa_.topk;
+    L.topk_b = sb_.topk;
+    L.top5_size = std::min({5, sa_.topk, sb_.topk});
+    L.positions = n;
+    L.kl_exact = sa_.has_full_logits && sb_.has_full_logits;
+    if (n == 0) return;
+    // Rows per block: the widest dataset read at once is the full row (V floats) or the top-K.
+    int64_t width = std::max(sa_.topk, sb_.topk);
+    if (sa_.has_full_logits) width = std::max<int64_t>(width, A_.full_logits(idx_, 0, 1).size());
+    if (sb_.has_full_logits) width = std::max<int64_t>(width, B_.full_logits(idx_, 0, 1).size());
+    const int64_t block = std::max<int64_t>(1, opt_.block_bytes / (4 * width));
+    const int64_t first_choice = std::max(0, sa_.prompt_len - 1);
+    double sum_sq = 0, sum_j = 0, sum_kl = 0;
+    L.top5_jaccard_min = 1;
+    L.kl_max = 0;
+    L.margin_logit_min = kNaN;
+    s_.positions.reserve(static_cast<size_t>(n));
+    for (int64_t begin = 0; begin < n; begin += block) {
+      const int64_t cnt = std::min(block, n - begin);
+      const auto ta = A_.topk(idx_, begin, cnt), tb = B_.topk(idx_, begin, cnt);
+      const auto la = A_.lse(idx_, begin, cnt), lb = B_.lse(idx_, begin, cnt);
+      std::vector<float> fa, fb;
+      if (sa_.has_full_logits) fa = A_.full_logits(idx_, begin, cnt);
+      if (sb_.has_full_logits) fb = B_.full_logits(idx_, begin, cnt);
+      if (L.identical) {
+        L.identical = ta.k == tb.k && ta.ids == tb.ids &&
+                      same_bits(ta.logits.data(), tb.logits.data(), ta.logits.size() * 4) &&
+                      same_bits(la.data(), lb.data(), la.size() * 4) &&
+                      (fa.empty() || fb.empty() ||
+                       (fa.size() == fb.size() && same_bits(fa.data(), fb.data(), fa.size() * 4)));
+      }
+      const size_t va = fa.size() / static_cast<size_t>(cnt),
+                   vb = fb.size() / static_cast<size_t>(cnt);
+      for (int64_t r = 0; r < cnt; ++r) {
+        const int64_t row = begin + r;
+        const size_t ka = static_cast<size_t>(ta.k), kb = static_cast<size_t>(tb.k);
+        LogitsRow ra{
+            {ta.ids.data() + r * ka, ka},
+            {ta.logits.data() + r * ka, ka},
+            la[r],
+            fa.empty() ? std::span<const float>() : std::span<const float>(fa.data() + r * va, va)};
+        LogitsRow rb{
+            {tb.ids.data() + r * kb, kb},
+            {tb.logits.data() + r * kb, kb},
+            lb[r],
+            fb.empty() ? std::span<const float>() : std::span<const float>(fb.data() + r * vb, vb)};
+        PositionRow p;
+        p.jaccard = jaccard(ra.ids, rb.ids, L.top5_size);
+        const Margin ma = margin(ra), mb = margin(rb);
+        p.margin_logit_a = ma.logit;
+        p.margin_logit_b = mb.logit;
+        p.margin_prob_a = ma.prob;
+        p.margin_prob_b = mb.prob;
+        bool bounded = false, exact = false;
+        const double dl = top1_logprob_delta(ra, rb, bounded);
+        sum_sq += dl * dl;
+        L.logprob_bounded += bounded;
+        p.kl = kl_divergence(ra, rb, exact);
+        p.logit_drift = logit_drift(ra, rb, L.top5_size);
+        L.top1_mismatch += ra.ids[0] != rb.ids[0];
+        if (row >= first_choice) {
+          ++L.choice_rows;
+          // At risk: a perturbation of the observed size acting in opposite directions on the two
+          // leading tokens (2·drift) would close A's top-1/top-2 logit margin. NaN counts.
+          p.at_risk = !(p.margin_logit_a >= 2 * p.logit_drift);
+          L.at_risk += p.at_risk;
+          if (!std::isnan(ma.logit) &&
+              (std::isnan(L.margin_logit_min) || ma.logit < L.margin_logit_min)) {
+            L.margin_logit_min = ma.logit;
+            L.margin_logit_min_position = row;
+          }
+        }
+        sum_j += p.jaccard;
+        L.top5_jaccard_min = std::min(L.top5_jaccard_min, p.jaccard);
+        sum_kl += p.kl;
+        track_max(p.kl, row, L.kl_max, L.kl_max_position);
+        s_.positions.push_back(p);
+      }
+    }
+    L.logprob_rmse = std::sqrt(sum_sq / static_cast<double>(n));
+    L.top5_jaccard_mean = sum_j / static_cast<double>(n);
+    L.kl_mean = sum_kl / static_cast<double>(n);
+  }
+
+  void compare_hidden() {
+    const int64_t n = s_.compared;
+    std::map<std::string, const trace::SiteInfo*> in_b;
+    for (const auto& site : sb_.sites) in_b[site.name] = &site;
+    std::vector<std::pair<const trace::SiteInfo*, const trace::SiteInfo*>> common;
+    std::set<std::string> seen;
+    for (const auto& site : sa_.sites) {
+      seen.insert(site.name);
+      auto it = in_b.find(site.name);
+      if (it == in_b.end()) {
+        s_.sites_only_a.push_back(site.name);
+      } else if (site.shape.size() != 2 || it->second->shape.size() != 2 ||
+                 site.shape[1] != it->second->shape[1]) {
+        s_.notes.push_back(fmt::format("site {} has width {} in A and {} in B: not compared",
+                                       site.name, site.shape.size() > 1 ? site.shape[1] : 0,
+                                       it->second->shape.size() > 1 ? it->second->shape[1] : 0));
+      } else {
+        common.emplace_back(&site, it->second);
+      }
+    }
+    for (const auto& site : sb_.sites) {
+      if (!seen.count(site.name)) s_.sites_only_b.push_back(site.name);
+    }
+    // The layer view uses each layer's residual output, or its last recorded site.
+    std::map<int, std::string> layer_site;
+    for (const auto& [sa, sb] : common) {
+      const int l = site_layer(sa->name, n_layers_);
+      if (l < 0 || l >= n_layers_) continue;
+      auto& cur = layer_site[l];
+      if (cur.size() < 4 || cur.substr(cur.size() - 4) != "/out") cur = sa->name;
+    }
+    for (const auto& [sa, sb] : common) {
+      SiteDrift d;
+      d.site = sa->name;
+      d.layer = site_layer(sa->name, n_layers_);
+      d.dtype = coarser_storage(sa->elem, sb->elem);
+      d.noise_floor = noise_floor(sa->elem, sb->elem);
+      const int64_t width = sa->shape[1];
+      const int64_t block =
+          std::max<int64_t>(1, opt_.block_bytes / (4 * std::max<int64_t>(1, width)));
+      std::vector<double> rel(static_cast<size_t>(n)), cos(static_cast<size_t>(n)),
+          mabs(static_cast<size_t>(n));
+      d.rel_l2_max = 0;
+      d.max_abs = 0;
+      d.cos_min = 1;
+      int64_t cos_at = -1, abs_at = -1;
+      for (int64_t begin = 0; begin < n; begin += block) {
+        const int64_t cnt = std::min(block, n - begin);
+        const auto va = A_.hidden(idx_, d.site, begin, cnt);
+        const auto vb = B_.hidden(idx_, d.site, begin, cnt);
+        for (int64_t r = 0; r < cnt; ++r) {
+          const size_t off = static_cast<size_t>(r * width), w = static_cast<size_t>(width);
+          const RowDrift rd = row_drift({va.data() + off, w}, {vb.data() + off, w});
+          const int64_t row = begin + r;
+          rel[static_cast<size_t>(row)] = rd.rel_l2;
+          cos[static_cast<size_t>(row)] = rd.cos;
+          mabs[static_cast<size_t>(row)] = rd.max_abs;
+          s_.hidden_identical &= rd.identical;
+          d.nan_positions += rd.non_finite;
+          const bool above = rd.non_finite || rd.rel_l2 > d.noise_floor;
+          d.above_floor += above;
+          if (above && !s_.onset) s_.onset = Onset{d.site, row, rd.rel_l2, d.noise_floor};
+          track_max(rd.rel_l2, row, d.rel_l2_max, d.rel_l2_max_position);
+          track_max(rd.max_abs, row, d.max_abs, abs_at);
+          track_max(-rd.cos, row, d.cos_min, cos_at);  // the minimum, as the max of −cos
+        }
+      }
+      if (cos_at >= 0) d.cos_min = -d.cos_min;
+      if (n == 0) d.rel_l2_max_position = -1;
+      const int layer = d.layer;
+      auto ls = layer_site.find(layer);
+      if (ls != layer_site.end() && ls->second == d.site) {
+        LayerDrift ld;
+        ld.layer = layer;
+        ld.site = d.site;
+        ld.rel_l2.assign(rel.begin(), rel.end());
+        s_.layers.push_back(std::move(ld));
+      }
+      d.rel_l2_median = n ? median_finite(rel) : 0;
+      d.cos_median = n ? median_finite(cos) : 1;
+      d.max_abs_median = n ? median_finite(mabs) : 0;
+      if (!s_.layers.empty() && s_.layers.back().site == d.site) {
+        s_.layers.back().rel_l2_median = d.rel_l2_median;
+      }
+      s_.drift.push_back(std::move(d));
+    }
+    for (size_t i = 1; i < s_.layers.size(); ++i) {
+      const double prev = s_.layers[i - 1].rel_l2_median, cur = s_.layers[i].rel_l2_median;
+      if (prev > 0 && std::isfinite(prev) && !std::isnan(cur)) s_.layers[i].growth = cur / prev;
+    }
+  }
+
+  void classify() {
+    if (!s_.prompt_equal) {
+      s_.verdict = Verdict::prompts_differ;
+    } else if (s_.first_flip) {
+      s_.verdict = Verdict::flip;
+    } else if (s_.compared == 0) {
+      s_.verdict = Verdict::empty;
+    } else if (s_.hidden_identical && (!s_.has_logits || s_.logits.identical)) {
+      s_.verdict = Verdict::identical;
+    } else {
+      s_.verdict = Verdict::drift;
+    }
+  }
+
+  const trace::TraceReader& A_;
+  const trace::TraceReader& B_;
+  int idx_;
+  const DiffOptions& opt_;
+  int n_layers_;
+  trace::SequenceInfo sa_, sb_;
+  SequenceReport s_;
+};
+
+int layers_from_sites(const trace::TraceReader& r, const std::vector<int>& seqs) {
+  int n = 0;
+  if (seqs.empty()) return n;
+  for (const auto& site : r.sequence(seqs.front()).sites)
+    n = std::max(n, site_layer(site.name, -1) + 1);
+  return n;
+}
+
+}  // namespace
+
+std::vector<ConfigDifference> config_differences(const std::string& config_a,
+                                                 const std::string& config_b) {
+  std::map<std::string, json> fa, fb;
+  flatten(parse_object(config_a), "", fa);
+  flatten(parse_object(config_b), "", fb);
+  std::set<std::string> keys;
+  for (const auto& [k, v] : fa) keys.insert(k);
+  for (const auto& [k, v] : fb) keys.insert(k);
+  std::vector<ConfigDifference> out;
+  for (const auto& k : keys) {
+    if (k.empty()) continue;
+    auto ia = fa.find(k), ib = fb.find(k);
+    const bool ha = ia != fa.end(), hb = ib != fb.end();
+    if (ha && hb && ia->second == ib->second) continue;
+    out.push_back(
+        {k, ha ? ia->second.dump() : std::string(), hb ? ib->second.dump() : std::string()});
+  }
+  return out;
+}
+
+Report diff_traces(const trace::TraceReader& a, const trace::TraceReader& b,
+                   const DiffOptions& opt) {
+  Report rep;
+  const ModelIdentity ma = model_identity(a.model_json()), mb = model_identity(b.model_json());
+  const auto ia = a.sequence_indices(), ib = b.sequence_indices();
+  auto side = [](const trace::TraceReader& t, const ModelIdentity& m, size_t n) {
+    TraceSide s;
+    s.path = t.path().string();
+    s.complete = t.complete();
+    s.stop_reason = t.stop_reason();
+    s.tool_version = t.tool_version();
+    s.model_files = m.files;
+    s.sequences = static_cast<int>(n);
+    return s;
+  };
+  rep.a = side(a, ma, ia.size());
+  rep.b = side(b, mb, ib.size());
+  rep.model_known = ma.known && mb.known;
+  rep.model_equal = rep.model_known && ma.hashes == mb.hashes;
+  if (rep.model_known && !rep.model_equal) {
+    const std::string what =
+        fmt::format("A: {}; B: {}", fmt::join(ma.files, ", "), fmt::join(mb.files, ", "));
+    if (!opt.allow_model_mismatch) {
+      throw Error("the traces are of different models (" + what + ")",
+                  "diff compares runs of the same model; pass --allow-model-mismatch to compare "
+                  "them anyway");
+    }
+    rep.warnings.push_back("different models, compared anyway (--allow-model-mismatch): " + what);
+  }
+  if (!ma.known || !mb.known) {
+    rep.warnings.push_back(
+        fmt::format("{} no model file hashes: cannot check that both traces are of the same model",
+                    !ma.known && !mb.known ? "neither trace records"
+                    : !ma.known            ? "A records"
+                                           : "B records"));
+  }
+  rep.config_diff = config_differences(a.config_json(), b.config_json());
+  if (ma.tokenizer_sha != mb.tokenizer_sha) {
+    rep.config_diff.push_back({"model.tokenizer.sha256",
+                               ma.tokenizer_sha.empty() ? "" : json(ma.tokenizer_sha).dump(),
+                               mb.tokenizer_sha.empty() ? "" : json(mb.tokenizer_sha).dump()});
+  }
+  for (const auto* s : {&rep.a, &rep.b}) {
+    if (!s->complete) {
+      rep.warnings.push_back(fmt::format(
+          "{} is incomplete (complete=0, stop: {}): compared over the positions it holds",
+          s == &rep.a ? "A" : "B", s->stop_reason.empty() ? "?" : s->stop_reason));
+    }
+  }
+  std::vector<int> common;
+  std::set_intersection(ia.begin(), ia.end(), ib.begin(), ib.end(), std::back_inserter(common));
+  std::set_difference(ia.begin(), ia.end(), ib.begin(), ib.end(),
+                      std::back_inserter(rep.only_in_a));
+  std::set_difference(ib.begin(), ib.end(), ia.begin(), ia.end(),
+                      std::back_inserter(rep.only_in_b));
+  if (!rep.only_in_a.empty() || !rep.only_in_b.empty()) {
+    rep.warnings.push_back(
+        fmt::format("A holds {} sequences and B {}: {} compared (matched by index)", ia.size(),
+                    ib.size(), common.size()));
+  }
+  std::vector<int> todo = common;
+  if (!opt.sequences.empty()) {
+    todo.clear();
+    for (int i : opt.sequences) {
+      if (!std::binary_search(common.begin(), common.end(), i)) {
+        throw Error(fmt::format("sequence {} is not in both traces", i),
+                    fmt::format("A holds {} sequences, B {}; sequences are numbered from 0",
+                                ia.size(), ib.size()));
+      }
+      if (std::find(todo.begin(), todo.end(), i) == todo.end()) todo.push_back(i);
+    }
+    std::sort(todo.begin(), todo.end());
+  }
+  const int n_layers = ma.n_layers > 0 ? ma.n_layers : layers_from_sites(a, todo);
+  for (int i : todo) {
+    rep.sequences.push_back(SequenceDiff(a, b, i, opt, n_layers).run());
+  }
+  Summary& s = rep.summary;
+  s.sequences = static_cast<int>(rep.sequences.size());
+  for (const auto& q : rep.sequences) {
+    s.diverged += q.first_flip.has_value();
+    s.prompts_differ += !q.prompt_equal;
+    s.drifted += !q.hidden_identical || (q.has_logits && !q.logits.identical);
+  }
+  s.div_percent = s.sequences ? 100.0 * s.diverged / s.sequences : 0.0;
+  return rep;
+}
+
+}  // namespace ds::diff

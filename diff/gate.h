@@ -1,0 +1,36 @@
+// The regression gate: `diff --fail-on flip|drift=<rel_l2>|kl=<nats>` holds when the condition is
+// met in any compared sequence; the CLI then exits 1 with the one-line verdict built here.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "diff/report.h"
+
+namespace ds::diff {
+
+struct GateCondition {
+  enum class Kind { flip, drift, kl };
+  Kind kind = Kind::flip;
+  double threshold = 0;  // drift: relative L2; kl: nats
+  std::string spec;      // as written: "flip", "drift=1e-3"
+};
+
+// Parses "flip", "drift=<x>" or "kl=<x>" (x a finite number >= 0); throws ds::Error with a hint.
+GateCondition parse_gate(const std::string& spec);
+
+struct GateResult {
+  bool failed = false;
+  std::string verdict;  // one line: "FAIL flip: seq 0 flips at step 37 ..." / "PASS ..."
+};
+
+// A condition holds (fails the gate) when:
+//   flip     any compared sequence has a first flip;
+//   drift=x  the relative L2 of any common site at any compared position exceeds x;
+//   kl=x     KL(A‖B) at any compared position exceeds x.
+// Whatever the condition, a sequence whose prompts differ, a NaN/Inf in compared data, or no
+// compared sequence at all fail it. Throws ds::Error when a condition cannot be evaluated (kl
+// without logits in both traces, drift without a common hidden site).
+GateResult evaluate_gates(const Report& r, const std::vector<GateCondition>& conditions);
+
+}  // namespace ds::diff

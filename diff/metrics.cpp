@@ -1,0 +1,173 @@
+// The diff metrics on plain arrays (formulas in docs/metrics.md).
+#include "diff/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "diff/tolerances.h"
+
+namespace ds::diff {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// log Σ exp(x_i), max-shifted, in double, i in order.
+double log_sum_exp(std::span<const float> x) {
+  double m = -kInf;
+  for (float v : x) m = std::max(m, static_cast<double>(v));
+  if (!std::isfinite(m)) return m;
+  double s = 0;
+  for (float v : x) s += std::exp(static_cast<double>(v) - m);
+  return m + std::log(s);
+}
+
+}  // namespace
+
+RowDrift row_drift(std::span<const float> a, std::span<const float> b) {
+  RowDrift d;
+  double aa = 0, bb = 0, dd = 0, ab = 0, mx = 0;
+  const size_t n = std::min(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    const double x = a[i], y = b[i];
+    if (!std::isfinite(x) || !std::isfinite(y)) d.non_finite = true;
+    if (a[i] != b[i]) d.identical = false;
+    const double e = x - y;
+    aa += x * x;
+    bb += y * y;
+    dd += e * e;
+    ab += x * y;
+    mx = std::max(mx, std::abs(e));
+  }
+  if (d.non_finite) {
+    d.identical = false;
+    d.rel_l2 = d.cos = d.max_abs = kNaN;
+    return d;
+  }
+  d.max_abs = mx;
+  if (aa == 0) {
+    d.rel_l2 = dd == 0 ? 0 : kInf;
+  } else {
+    d.rel_l2 = std::sqrt(dd) / std::sqrt(aa);
+  }
+  if (d.identical || (aa == 0 && bb == 0)) {
+    d.cos = 1;  // exactly: the formula below rounds to 1 - 2^-52 for some equal vectors
+  } else if (aa == 0 || bb == 0) {
+    d.cos = 0;
+  } else {
+    d.cos = std::clamp(ab / (std::sqrt(aa) * std::sqrt(bb)), -1.0, 1.0);
+  }
+  return d;
+}
+
+bool LogitsRow::logprob(int32_t id, double& out) const {
+  if (!full.empty()) {
+    if (id < 0 || static_cast<size_t>(id) >= full.size()) return false;
+    out = static_cast<double>(full[static_cast<size_t>(id)]) - lse;
+    return true;
+  }
+  for (size_t k = 0; k < ids.size(); ++k) {
+    if (ids[k] == id) {
+      out = static_cast<double>(logits[k]) - lse;
+      return true;
+    }
+  }
+  return false;
+}
+
+double jaccard(std::span<const int32_t> a, std::span<const int32_t> b, int n) {
+  const size_t na = std::min(a.size(), static_cast<size_t>(std::max(0, n)));
+  const size_t nb = std::min(b.size(), static_cast<size_t>(std::max(0, n)));
+  std::vector<int32_t> sa(a.begin(), a.begin() + na), sb(b.begin(), b.begin() + nb);
+  std::sort(sa.begin(), sa.end());
+  sa.erase(std::unique(sa.begin(), sa.end()), sa.end());
+  std::sort(sb.begin(), sb.end());
+  sb.erase(std::unique(sb.begin(), sb.end()), sb.end());
+  std::vector<int32_t> inter;
+  std::set_intersection(sa.begin(), sa.end(), sb.begin(), sb.end(), std::back_inserter(inter));
+  const size_t uni = sa.size() + sb.size() - inter.size();
+  return uni == 0 ? 1.0 : static_cast<double>(inter.size()) / static_cast<double>(uni);
+}
+
+Margin margin(const LogitsRow& r) {
+  if (r.logits.size() < 2) return {kNaN, kNaN};
+  const double l1 = r.logits[0], l2 = r.logits[1];
+  return {l1 - l2, std::exp(l1 - r.lse) - std::exp(l2 - r.lse)};
+}
+
+double top1_logprob_delta(const LogitsRow& a, const LogitsRow& b, bool& bounded) {
+  bounded = false;
+  if (a.ids.empty()) return kNaN;
+  const int32_t y = a.ids[0];
+  const double lpa = static_cast<double>(a.logits[0]) - a.lse;
+  double lpb = 0;
+  if (!b.logprob(y, lpb)) {
+    if (b.logits.empty()) return kNaN;
+    lpb = static_cast<double>(b.logits.back()) - b.lse;  // y ranks below B's K-th: an upper bound
+    bounded = true;
+  }
+  return lpb - lpa;
+}
+
+double kl_divergence(const LogitsRow& a, const LogitsRow& b, bool& exact) {
+  exact = !a.full.empty() && !b.full.empty() && a.full.size() == b.full.size();
+  if (exact) {
+    // Exact: Σ_i p_A(i) (log p_A(i) − log p_B(i)) over the vocabulary, each lse recomputed from
+    // the full row in double so that p_A sums to 1 to double precision.
+    const double la = log_sum_exp(a.full), lb = log_sum_exp(b.full);
+    double kl = 0;
+    for (size_t i = 0; i < a.full.size(); ++i) {
+      const double lpa = a.full[i] - la, lpb = b.full[i] - lb;
+      const double p = std::exp(lpa);
+      if (p > 0) kl += p * (lpa - lpb);
+    }
+    return std::max(0.0, kl);
+  }
+  // Approximate: buckets = ids of T_A ∪ T_B known on both sides, plus one lumped rest bucket.
+  std::vector<int32_t> ids(a.ids.begin(), a.ids.end());
+  ids.insert(ids.end(), b.ids.begin(), b.ids.end());
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  double kl = 0, pa_known = 0, pb_known = 0;
+  for (int32_t id : ids) {
+    double lpa = 0, lpb = 0;
+    if (!a.logprob(id, lpa) || !b.logprob(id, lpb)) continue;
+    const double p = std::exp(lpa);
+    pa_known += p;
+    pb_known += std::exp(lpb);
+    if (p > 0) kl += p * (lpa - lpb);
+  }
+  const double ra = 1.0 - pa_known, rb = 1.0 - pb_known;
+  if (ra > kRestMassFloor) kl += ra * std::log(ra / std::max(rb, kRestMassFloor));
+  return std::max(0.0, kl);
+}
+
+double logit_drift(const LogitsRow& a, const LogitsRow& b, int n) {
+  double d = 0;
+  const size_t m = std::min(a.ids.size(), static_cast<size_t>(std::max(0, n)));
+  for (size_t k = 0; k < m; ++k) {
+    double lpa = 0, lpb = 0;
+    if (!a.logprob(a.ids[k], lpa) || !b.logprob(a.ids[k], lpb)) continue;
+    const double e = std::abs(lpb - lpa);
+    if (std::isnan(e)) return kNaN;
+    d = std::max(d, e);
+  }
+  return d;
+}
+
+double median_finite(std::vector<double>& v) {
+  auto end = std::remove_if(v.begin(), v.end(), [](double x) { return std::isnan(x); });
+  const size_t n = static_cast<size_t>(end - v.begin());
+  if (n == 0) return kNaN;
+  auto mid = v.begin() + static_cast<std::ptrdiff_t>(n / 2);
+  std::nth_element(v.begin(), mid, end);
+  double m = *mid;
+  if (n % 2 == 0) {
+    const double lo = *std::max_element(v.begin(), mid);
+    m = 0.5 * (lo + m);
+  }
+  return m;
+}
+
+}  // namespace ds::diff
