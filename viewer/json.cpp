@@ -1,0 +1,201 @@
+// The diff report as JSON, field for field from the report struct.
+#include "viewer/json.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+namespace ds::viewer {
+namespace {
+
+using J = nlohmann::ordered_json;
+
+J num(double x) {
+  return std::isfinite(x) ? J(x) : J(nullptr);
+}
+
+J raw_value(const std::string& text) {
+  if (text.empty()) return nullptr;
+  J v = J::parse(text, nullptr, false);
+  return v.is_discarded() ? J(text) : v;
+}
+
+J top5(const std::vector<diff::TokenProb>& t) {
+  J a = J::array();
+  for (const auto& p : t) a.push_back(J::array({p.id, num(p.prob)}));
+  return a;
+}
+
+J top5_tokens(const std::vector<diff::TokenProb>& t) {
+  J a = J::array();
+  for (const auto& p : t) {
+    a.push_back({{"id", p.id}, {"prob", num(p.prob)}, {"logit", num(p.logit)}, {"text", p.text}});
+  }
+  return a;
+}
+
+J sequence(const diff::SequenceReport& s) {
+  J q;
+  q["index"] = s.index;
+  q["verdict"] = diff::verdict_text(s);
+  q["prompt_equal"] = s.prompt_equal;
+  if (s.prompt_diff) {
+    const auto& p = *s.prompt_diff;
+    q["prompt_diff"] = {{"first_index", p.first_index},
+                        {"prompt_a", p.prompt_a},
+                        {"prompt_b", p.prompt_b},
+                        {"text_a", p.text_a},
+                        {"text_b", p.text_b}};
+  } else {
+    q["prompt_diff"] = nullptr;
+  }
+  q["prompt_len"] = {s.prompt_len_a, s.prompt_len_b};
+  q["gen_len"] = {s.gen_len_a, s.gen_len_b};
+  q["rows"] = {s.rows_a, s.rows_b};
+  q["stop_reason"] = {s.stop_reason_a, s.stop_reason_b};
+  q["compared"] = s.compared;
+  if (s.first_flip) {
+    const auto& f = *s.first_flip;
+    q["first_flip"] = {{"step", f.step},
+                       {"position", f.position},
+                       {"row", f.row},
+                       {"token_a", f.token_a},
+                       {"token_b", f.token_b},
+                       {"text_a", f.text_a},
+                       {"text_b", f.text_b},
+                       {"top5_a", top5(f.top5_a)},
+                       {"top5_b", top5(f.top5_b)},
+                       {"margin_a", num(f.margin_a)},
+                       {"margin_b", num(f.margin_b)},
+                       {"margin_logit_a", num(f.margin_logit_a)},
+                       {"margin_logit_b", num(f.margin_logit_b)},
+                       {"top5_a_tokens", top5_tokens(f.top5_a)},
+                       {"top5_b_tokens", top5_tokens(f.top5_b)},
+                       {"context", f.context},
+                       {"continuation_a", f.continuation_a},
+                       {"continuation_b", f.continuation_b}};
+  } else {
+    q["first_flip"] = nullptr;
+  }
+  if (s.has_logits) {
+    const auto& L = s.logits;
+    q["logits"] = {{"positions", L.positions},
+                   {"logprob_rmse", num(L.logprob_rmse)},
+                   {"logprob_bounded", L.logprob_bounded},
+                   {"top5_jaccard_mean", num(L.top5_jaccard_mean)},
+                   {"top5_jaccard_min", num(L.top5_jaccard_min)},
+                   {"top5_size", L.top5_size},
+                   {"kl_mean", num(L.kl_mean)},
+                   {"kl_max", num(L.kl_max)},
+                   {"kl_max_position", L.kl_max_position},
+                   {"kl_exact", L.kl_exact},
+                   {"topk", {L.topk_a, L.topk_b}},
+                   {"top1_mismatch", L.top1_mismatch},
+                   {"choice_rows", L.choice_rows},
+                   {"at_risk", L.at_risk},
+                   {"margin_logit_min", num(L.margin_logit_min)},
+                   {"margin_logit_min_position", L.margin_logit_min_position},
+                   {"identical", L.identical}};
+    J kl = J::array(), jac = J::array(), ma = J::array(), mb = J::array(), pa = J::array(),
+      pb = J::array(), dr = J::array(), risk = J::array();
+    for (const auto& p : s.positions) {
+      kl.push_back(num(p.kl));
+      jac.push_back(num(p.jaccard));
+      ma.push_back(num(p.margin_logit_a));
+      mb.push_back(num(p.margin_logit_b));
+      pa.push_back(num(p.margin_prob_a));
+      pb.push_back(num(p.margin_prob_b));
+      dr.push_back(num(p.logit_drift));
+      risk.push_back(p.at_risk);
+    }
+    q["positions"] = {{"kl", kl},
+                      {"jaccard", jac},
+                      {"margin_logit_a", ma},
+                      {"margin_logit_b", mb},
+                      {"margin_prob_a", pa},
+                      {"margin_prob_b", pb},
+                      {"logit_drift", dr},
+                      {"at_risk", risk}};
+  } else {
+    q["logits"] = nullptr;
+    q["positions"] = nullptr;
+  }
+  J drift = J::array();
+  for (const auto& d : s.drift) {
+    drift.push_back({{"site", d.site},
+                     {"layer", d.layer},
+                     {"dtype", d.dtype},
+                     {"noise_floor", num(d.noise_floor)},
+                     {"rel_l2_median", num(d.rel_l2_median)},
+                     {"rel_l2_max", num(d.rel_l2_max)},
+                     {"rel_l2_max_position", d.rel_l2_max_position},
+                     {"cos_median", num(d.cos_median)},
+                     {"cos_min", num(d.cos_min)},
+                     {"max_abs_median", num(d.max_abs_median)},
+                     {"max_abs", num(d.max_abs)},
+                     {"nan_positions", d.nan_positions},
+                     {"above_floor", d.above_floor}});
+  }
+  q["drift"] = drift;
+  q["sites_only_a"] = s.sites_only_a;
+  q["sites_only_b"] = s.sites_only_b;
+  if (s.onset) {
+    q["onset"] = {{"site", s.onset->site},
+                  {"position", s.onset->position},
+                  {"rel_l2", num(s.onset->rel_l2)},
+                  {"noise_floor", num(s.onset->noise_floor)}};
+  } else {
+    q["onset"] = nullptr;
+  }
+  J layers = J::array();
+  for (const auto& l : s.layers) {
+    J rel = J::array();
+    for (float x : l.rel_l2) rel.push_back(num(x));
+    layers.push_back({{"layer", l.layer},
+                      {"site", l.site},
+                      {"rel_l2_median", num(l.rel_l2_median)},
+                      {"growth", l.growth ? num(*l.growth) : J(nullptr)},
+                      {"rel_l2", rel}});
+  }
+  q["layers"] = layers;
+  q["hidden_identical"] = s.hidden_identical;
+  q["notes"] = s.notes;
+  return q;
+}
+
+J side(const diff::TraceSide& t) {
+  return {{"path", t.path},
+          {"complete", t.complete},
+          {"stop_reason", t.stop_reason},
+          {"tool_version", t.tool_version},
+          {"model_files", t.model_files},
+          {"sequences", t.sequences}};
+}
+
+}  // namespace
+
+std::string render_json(const diff::Report& r, int indent) {
+  J j;
+  j["format"] = kJsonFormat;
+  j["version"] = kJsonVersion;
+  j["a"] = side(r.a);
+  j["b"] = side(r.b);
+  j["model_equal"] = r.model_equal;
+  j["model_known"] = r.model_known;
+  J cfg = J::object();
+  for (const auto& c : r.config_diff) cfg[c.field] = J::array({raw_value(c.a), raw_value(c.b)});
+  j["config_diff"] = cfg;
+  j["warnings"] = r.warnings;
+  j["only_in_a"] = r.only_in_a;
+  j["only_in_b"] = r.only_in_b;
+  J seqs = J::array();
+  for (const auto& s : r.sequences) seqs.push_back(sequence(s));
+  j["sequences"] = seqs;
+  j["summary"] = {{"sequences", r.summary.sequences},
+                  {"diverged", r.summary.diverged},
+                  {"div_percent", num(r.summary.div_percent)},
+                  {"prompts_differ", r.summary.prompts_differ},
+                  {"drifted", r.summary.drifted}};
+  return j.dump(indent, ' ', false, J::error_handler_t::replace) + "\n";
+}
+
+}  // namespace ds::viewer
