@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "src/cli/commands.h"
-#include "src/tokenizer_load.h"
+#include "src/cli/recorded_tokenizer.h"
 #include "trace/summary.h"
 
 namespace ds {
@@ -17,19 +17,6 @@ struct ShowArgs {
   std::string path;
   bool json = false;
 };
-
-// The tokenizer recorded in the trace, when its file is still there; else null (ids printed).
-std::unique_ptr<Tokenizer> recorded_tokenizer(const nlohmann::json& model) {
-  try {
-    const auto& tok = model.at("tokenizer");
-    if (tok.is_null()) return nullptr;
-    const std::filesystem::path p = tok.at("path").get<std::string>();
-    if (!std::filesystem::exists(p)) return nullptr;
-    return load_tokenizer(p, model.at("config").at("vocab_size").get<int>());
-  } catch (const std::exception&) {
-    return nullptr;
-  }
-}
 
 std::string human_bytes(uint64_t b) {
   if (b < 10 * 1024) return fmt::format("{} B", b);

@@ -1,0 +1,22 @@
+// Loading the tokenizer recorded in a trace's model_json.
+#include "src/cli/recorded_tokenizer.h"
+
+#include <filesystem>
+
+#include "src/tokenizer_load.h"
+
+namespace ds {
+
+std::unique_ptr<Tokenizer> recorded_tokenizer(const nlohmann::json& model) {
+  try {
+    const auto& tok = model.at("tokenizer");
+    if (tok.is_null()) return nullptr;
+    const std::filesystem::path p = tok.at("path").get<std::string>();
+    if (!std::filesystem::exists(p)) return nullptr;
+    return load_tokenizer(p, model.at("config").at("vocab_size").get<int>());
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
+
+}  // namespace ds
