@@ -30,13 +30,73 @@ std::optional<Utf8Char> utf8_decode_char(std::string_view text, size_t pos) {
   return Utf8Char{cp, length};
 }
 
-bool utf8_is_valid(std::string_view text) {
+bool utf8_is_valid(std::string_view text) { return !utf8_first_invalid(text).has_value(); }
+
+std::optional<size_t> utf8_first_invalid(std::string_view text) {
   for (size_t pos = 0; pos < text.size();) {
+    if (static_cast<unsigned char>(text[pos]) < 0x80) {  // ASCII, the common case
+      ++pos;
+      continue;
+    }
     const auto c = utf8_decode_char(text, pos);
-    if (!c) return false;
+    if (!c) return pos;
     pos += c->length;
   }
-  return true;
+  return std::nullopt;
+}
+
+namespace {
+
+// How many bytes of a well-formed sequence start at text[pos] (Unicode Table 3-7): 0 for a byte
+// that starts none; else the number of leading bytes that fit, which is the full length when the
+// character is complete.
+size_t utf8_valid_prefix(std::string_view text, size_t pos, size_t& full_length) {
+  const auto lead = static_cast<unsigned char>(text[pos]);
+  unsigned char low = 0x80, high = 0xBF;  // range of the second byte
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    full_length = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    full_length = 3;
+    if (lead == 0xE0) low = 0xA0;
+    if (lead == 0xED) high = 0x9F;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    full_length = 4;
+    if (lead == 0xF0) low = 0x90;
+    if (lead == 0xF4) high = 0x8F;
+  } else {
+    full_length = 1;
+    return 0;
+  }
+  size_t n = 1;
+  for (; n < full_length && pos + n < text.size(); ++n) {
+    const auto byte = static_cast<unsigned char>(text[pos + n]);
+    const bool fits = n == 1 ? (byte >= low && byte <= high) : utf8_is_continuation(byte);
+    if (!fits) break;
+  }
+  return n;
+}
+
+}  // namespace
+
+std::string utf8_make_valid(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  for (size_t pos = 0; pos < bytes.size();) {
+    if (static_cast<unsigned char>(bytes[pos]) < 0x80) {
+      out.push_back(bytes[pos++]);
+      continue;
+    }
+    size_t full_length = 0;
+    const size_t n = utf8_valid_prefix(bytes, pos, full_length);
+    if (n == full_length) {
+      out.append(bytes, pos, n);
+      pos += n;
+    } else {
+      out += kUtf8Replacement;
+      pos += n == 0 ? 1 : n;
+    }
+  }
+  return out;
 }
 
 namespace {

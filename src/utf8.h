@@ -1,5 +1,5 @@
 // Small UTF-8 helpers shared by the tokenizers: continuation bytes, one code point, validity,
-// and the "<0xXX>" byte-fallback pieces of SentencePiece-style vocabularies.
+// lossy repair, and the "<0xXX>" byte-fallback pieces of SentencePiece-style vocabularies.
 #pragma once
 
 #include <cstddef>
@@ -29,6 +29,16 @@ std::optional<Utf8Char> utf8_decode_char(std::string_view text, size_t pos);
 
 // True when the whole text is well-formed UTF-8.
 bool utf8_is_valid(std::string_view text);
+
+// The offset of the first byte that does not begin a well-formed character; nullopt when the
+// whole text is well-formed.
+std::optional<size_t> utf8_first_invalid(std::string_view text);
+
+// `bytes` with every ill-formed part replaced by U+FFFD, one per maximal subpart of an ill-formed
+// sequence (the W3C / Unicode "substitution of maximal subparts" practice that Rust's
+// String::from_utf8_lossy and Python's decode(errors="replace") follow): "\xE4\xB8" (a cut-off
+// character) is one U+FFFD, "\xFF\xFF" two.
+std::string utf8_make_valid(std::string_view bytes);
 
 // SentencePiece byte_fallback vocabularies hold one piece per byte, spelled "<0xE4>" (two
 // upper-case hex digits). byte_piece(0xE4) == "<0xE4>"; parse_byte_piece("<0xE4>") == 0xE4 (either
