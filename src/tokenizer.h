@@ -12,33 +12,56 @@
 
 namespace ds {
 
+struct EncodeOptions {
+  // Add the special tokens the tokenizer's own config asks for (BOS for llama2.c; for
+  // tokenizer.json what its post-processor and tokenizer_config.json's add_bos_token /
+  // add_eos_token say).
+  bool add_special = false;
+  // Special tokens written in the text ("<|im_start|>", "<s>") become their ids, as Hugging Face
+  // does by default. When false they are tokenized as plain text (Hugging Face's
+  // split_special_tokens); non-special added tokens ("<think>" in Qwen3) are still matched.
+  // llama2.c tokenizers never match tokens in the text (as run.c).
+  bool special_in_text = true;
+};
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
 
-  // Encodes text. With add_special, the special tokens the tokenizer's own config asks for are
-  // added (BOS for llama2.c and for tokenizer.json files whose post-processor adds it).
-  virtual std::vector<int32_t> encode(std::string_view text, bool add_special) const = 0;
+  // Encodes text (ds::Error when it is not valid UTF-8, except for llama2.c, which takes bytes).
+  virtual std::vector<int32_t> encode(std::string_view text, const EncodeOptions& options) const = 0;
+  std::vector<int32_t> encode(std::string_view text, bool add_special) const {
+    return encode(text, EncodeOptions{.add_special = add_special});
+  }
 
-  // Decodes ids to text, skipping special tokens (BOS/EOS/UNK as declared special).
-  // Throws ds::Error for an id outside [0, vocab_size).
-  virtual std::string decode(std::span<const int32_t> ids) const = 0;
+  // Decodes ids to text; with skip_special, special tokens (BOS/EOS/UNK and the added tokens
+  // marked special) are left out. Throws ds::Error for an id outside [0, vocab_size).
+  virtual std::string decode(std::span<const int32_t> ids, bool skip_special) const = 0;
+  std::string decode(std::span<const int32_t> ids) const { return decode(ids, true); }
 
   virtual int32_t vocab_size() const = 0;
   virtual std::optional<int32_t> bos_id() const = 0;
   virtual std::optional<int32_t> eos_id() const = 0;
-  // The raw vocabulary string of one id (e.g. "▁Once", "<0x0A>"), for tables and debugging.
+  // The raw vocabulary string of one id (e.g. "▁Once", "<0x0A>", "Ġthe"), for tables and debugging.
   virtual std::string token_text(int32_t id) const = 0;
   // "llama2c" or "hf-bpe": which implementation this is.
   virtual std::string kind() const = 0;
+  // What decides the ids of a prompt beyond the vocabulary, as a JSON object for a trace's model
+  // identity: {"kind", "vocab_size", "bos_id", "eos_id", "add_special": {"prefix": [ids],
+  // "suffix": [ids]}, "adds_bos", "adds_eos", "special_in_text"} (bos_id / eos_id null when
+  // unknown; special_in_text = whether encode matches special tokens in text by default).
+  virtual std::string policy_json() const = 0;
 };
 
 // llama2.c tokenizer.bin: int32 max_token_length, then per token float32 score, int32 len, bytes.
-// vocab_size is not stored in the file; it comes from the model header.
+// vocab_size is not stored in the file; it comes from the model header. Without it, the file is
+// read to its end and holds as many tokens as it holds.
 std::unique_ptr<Tokenizer> load_llama2c_tokenizer(const std::filesystem::path& path,
                                                   int32_t vocab_size);
+std::unique_ptr<Tokenizer> load_llama2c_tokenizer(const std::filesystem::path& path);
 
-// Hugging Face tokenizer.json (model type BPE); tokenizer_config.json beside it is read when present.
+// Hugging Face tokenizer.json (model type BPE: SentencePiece-style with byte_fallback, or
+// byte-level); tokenizer_config.json beside it is read when present. See docs/tokenizers.md.
 std::unique_ptr<Tokenizer> load_hf_tokenizer(const std::filesystem::path& tokenizer_json);
 
 }  // namespace ds

@@ -40,14 +40,23 @@ class Llama2cTokenizer final : public Tokenizer {
     for (size_t i = 0; i < vocab_.size(); ++i) ids_.emplace(vocab_[i], static_cast<int32_t>(i));
   }
 
-  std::vector<int32_t> encode(std::string_view text, bool add_special) const override;
-  std::string decode(std::span<const int32_t> ids) const override;
+  using Tokenizer::decode;
+  using Tokenizer::encode;
+  // options.special_in_text has no effect: run.c never matches tokens in the text.
+  std::vector<int32_t> encode(std::string_view text, const EncodeOptions& options) const override;
+  std::string decode(std::span<const int32_t> ids, bool skip_special) const override;
 
   int32_t vocab_size() const override { return static_cast<int32_t>(vocab_.size()); }
   std::optional<int32_t> bos_id() const override { return kBosId; }
   std::optional<int32_t> eos_id() const override { return kEosId; }
   std::string token_text(int32_t id) const override { return vocab_[checked(id)]; }
   std::string kind() const override { return "llama2c"; }
+  std::string policy_json() const override {
+    // run.c: BOS (1) in front with add_special, never EOS; nothing is matched in the text.
+    return fmt::format(
+        R"({{"kind":"llama2c","vocab_size":{},"bos_id":{},"eos_id":{},"add_special":{{"prefix":[{}],"suffix":[]}},"adds_bos":true,"adds_eos":false,"special_in_text":false}})",
+        vocab_size(), kBosId, kEosId, kBosId);
+  }
 
  private:
   std::optional<int32_t> lookup(std::string_view piece) const {
@@ -72,9 +81,10 @@ size_t Llama2cTokenizer::checked(int32_t id) const {
   return static_cast<size_t>(id);
 }
 
-std::vector<int32_t> Llama2cTokenizer::encode(std::string_view text, bool add_special) const {
+std::vector<int32_t> Llama2cTokenizer::encode(std::string_view text,
+                                              const EncodeOptions& options) const {
   std::vector<int32_t> tokens;
-  if (add_special) tokens.push_back(kBosId);
+  if (options.add_special) tokens.push_back(kBosId);
 
   // SentencePiece's add_dummy_prefix: run.c puts the token for " " first when the text is not
   // empty (a vocabulary without it gets none; run.c would emit the id -1).
@@ -183,11 +193,11 @@ void Llama2cTokenizer::merge_pairs(std::vector<int32_t>& tokens) const {
   }
 }
 
-std::string Llama2cTokenizer::decode(std::span<const int32_t> ids) const {
+std::string Llama2cTokenizer::decode(std::span<const int32_t> ids, bool skip_special) const {
   std::string text;
   for (int32_t id : ids) {
     const std::string& piece = vocab_[checked(id)];
-    if (id == kUnkId || id == kBosId || id == kEosId) continue;
+    if (skip_special && (id == kUnkId || id == kBosId || id == kEosId)) continue;
     if (auto byte = parse_byte_piece(piece)) {
       text.push_back(static_cast<char>(*byte));  // raw byte, as run.c prints it
     } else {
@@ -204,8 +214,10 @@ std::string Llama2cTokenizer::decode(std::span<const int32_t> ids) const {
 // Reads little-endian values from the tokenizer file, with a clear error past its end.
 class Reader {
  public:
-  Reader(std::span<const std::byte> bytes, fs::path path, int32_t vocab_size)
+  Reader(std::span<const std::byte> bytes, fs::path path, std::optional<int32_t> vocab_size)
       : bytes_(bytes), path_(std::move(path)), vocab_size_(vocab_size) {}
+
+  bool at_end() const { return offset_ == bytes_.size(); }
 
   template <typename T>
   T read(const char* what) {
@@ -220,9 +232,12 @@ class Reader {
 
   [[noreturn]] void corrupt(const std::string& what) const {
     throw Error(fmt::format("{}: corrupt llama2.c tokenizer: {}", path_.string(), what),
-                fmt::format("the file may be truncated, or belong to a model whose vocabulary is "
-                            "not {} tokens (the size the model header gives)",
-                            vocab_size_));
+                vocab_size_ ? fmt::format("the file may be truncated, or belong to a model whose "
+                                          "vocabulary is not {} tokens (the size the model "
+                                          "header gives)",
+                                          *vocab_size_)
+                            : std::string("the file may be truncated, or not be a llama2.c "
+                                          "tokenizer.bin"));
   }
 
  private:
@@ -238,16 +253,11 @@ class Reader {
   std::span<const std::byte> bytes_;
   size_t offset_ = 0;
   fs::path path_;
-  int32_t vocab_size_;
+  std::optional<int32_t> vocab_size_;
 };
 
-}  // namespace
-
-std::unique_ptr<Tokenizer> load_llama2c_tokenizer(const fs::path& path, int32_t vocab_size) {
-  if (vocab_size <= 0) {
-    throw Error(fmt::format("{}: vocabulary size {} is not positive", path.string(), vocab_size),
-                "the vocabulary size comes from the model header; is the model file valid?");
-  }
+// Reads vocab_size tokens, or (nullopt) tokens up to the end of the file.
+std::unique_ptr<Tokenizer> load(const fs::path& path, std::optional<int32_t> vocab_size) {
   const MappedFile file(path);
   Reader reader(file.bytes(), path, vocab_size);
 
@@ -257,16 +267,34 @@ std::unique_ptr<Tokenizer> load_llama2c_tokenizer(const fs::path& path, int32_t 
   }
   std::vector<std::string> vocab;
   std::vector<float> scores;
-  vocab.reserve(vocab_size);
-  scores.reserve(vocab_size);
-  for (int32_t i = 0; i < vocab_size; ++i) {
-    const std::string what = fmt::format("token {} of {}", i, vocab_size);
+  if (vocab_size) {
+    vocab.reserve(*vocab_size);
+    scores.reserve(*vocab_size);
+  }
+  for (int32_t i = 0; vocab_size ? i < *vocab_size : !reader.at_end(); ++i) {
+    const std::string what =
+        vocab_size ? fmt::format("token {} of {}", i, *vocab_size) : fmt::format("token {}", i);
     scores.push_back(reader.read<float>(what.c_str()));
     const auto length = reader.read<int32_t>(what.c_str());
     if (length < 0) reader.corrupt(fmt::format("{} has length {}", what, length));
     vocab.push_back(reader.read_string(static_cast<size_t>(length), what.c_str()));
   }
+  if (vocab.empty()) reader.corrupt("the file holds no tokens");
   return std::make_unique<Llama2cTokenizer>(std::move(vocab), std::move(scores));
+}
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> load_llama2c_tokenizer(const fs::path& path, int32_t vocab_size) {
+  if (vocab_size <= 0) {
+    throw Error(fmt::format("{}: vocabulary size {} is not positive", path.string(), vocab_size),
+                "the vocabulary size comes from the model header; is the model file valid?");
+  }
+  return load(path, vocab_size);
+}
+
+std::unique_ptr<Tokenizer> load_llama2c_tokenizer(const fs::path& path) {
+  return load(path, std::nullopt);
 }
 
 }  // namespace ds

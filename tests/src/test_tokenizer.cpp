@@ -231,29 +231,53 @@ TEST_CASE("malformed or unsupported tokenizer.json is an error", "[tokenizer]") 
   SECTION("JSON of the wrong shape") {
     const fs::path p = dir.write("tokenizer.json", "{\"model\": 3}");
     CHECK_THROWS_AS(ds::load_hf_tokenizer(p), ds::Error);
+    const fs::path q = dir.write("tokenizer.json", "[1, 2]");
+    CHECK_THROWS_WITH(ds::load_hf_tokenizer(q), Catch::Contains("no \"model\" object"));
   }
   SECTION("unsupported component types") {
     nlohmann::json j = stories_json();
     std::string expected;
-    SECTION("byte-level pre-tokenizer") {
-      j["pre_tokenizer"] = {{"type", "ByteLevel"}, {"add_prefix_space", false}};
-      expected = "unsupported pre_tokenizer type 'ByteLevel'";
+    SECTION("BERT pre-tokenizer") {
+      j["pre_tokenizer"] = {{"type", "BertPreTokenizer"}};
+      expected = "unsupported pre_tokenizer type 'BertPreTokenizer'";
     }
-    SECTION("NFC normalizer") {
-      j["normalizer"] = {{"type", "NFC"}};
-      expected = "unsupported normalizer type 'NFC'";
+    SECTION("pre-tokenizer inside a Sequence") {
+      j["pre_tokenizer"] = {{"type", "Sequence"},
+                            {"pretokenizers", {{{"type", "ByteLevel"}}, {{"type", "Punctuation"}}}}};
+      expected = "unsupported pre_tokenizer type 'Punctuation'";
     }
-    SECTION("regex Replace") {
-      j["normalizer"] = {{"type", "Replace"}, {"pattern", {{"Regex", " +"}}}, {"content", " "}};
-      expected = "unsupported Regex pattern";
+    SECTION("BERT normalizer") {
+      j["normalizer"] = {{"type", "BertNormalizer"}};
+      expected = "unsupported normalizer type 'BertNormalizer'";
+    }
+    SECTION("a regex PCRE2 rejects") {
+      j["normalizer"] = {{"type", "Replace"}, {"pattern", {{"Regex", "(a"}}}, {"content", " "}};
+      expected = "Replace normalizer: invalid regex '(a'";
+    }
+    SECTION("unknown Split behavior") {
+      j["pre_tokenizer"] = {
+          {"type", "Split"}, {"pattern", {{"String", " "}}}, {"behavior", "Sideways"}};
+      expected = "unknown Split behavior 'Sideways'";
     }
     SECTION("Unigram model") {
       j["model"]["type"] = "Unigram";
       expected = "unsupported model type 'Unigram'";
     }
-    SECTION("ByteLevel decoder") {
-      j["decoder"] = {{"type", "ByteLevel"}};
-      expected = "unsupported decoder type 'ByteLevel'";
+    SECTION("WordPiece decoder") {
+      j["decoder"] = {{"type", "WordPiece"}};
+      expected = "unsupported decoder type 'WordPiece'";
+    }
+    SECTION("RobertaProcessing post-processor") {
+      j["post_processor"] = {{"type", "RobertaProcessing"}};
+      expected = "unsupported post_processor type 'RobertaProcessing'";
+    }
+    SECTION("a component without a type") {
+      j["pre_tokenizer"] = {{"replacement", "_"}};
+      expected = "the pre_tokenizer has no \"type\"";
+    }
+    SECTION("a merge that is not two tokens") {
+      j["model"]["merges"][0] = "a b c";
+      expected = "merge 0 'a b c' is not two tokens separated by one space";
     }
     const fs::path p = dir.write("tokenizer.json", j.dump());
     CHECK_THROWS_AS(ds::load_hf_tokenizer(p), ds::Error);
