@@ -43,6 +43,7 @@ int cli_main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("driftscope ") + DRIFTSCOPE_VERSION);
   std::vector<std::pair<std::string, CommandRun>> commands = {
       {"generate", register_generate(app)},
+      {"tokenize", register_tokenize(app)},
       {"run", register_run(app)},
       {"show", register_show(app)},
   };

@@ -12,6 +12,7 @@ namespace ds {
 // Each register_* adds a subcommand and returns the function to run when it was chosen.
 using CommandRun = std::function<int()>;
 CommandRun register_generate(CLI::App& app);
+CommandRun register_tokenize(CLI::App& app);
 CommandRun register_run(CLI::App& app);
 CommandRun register_show(CLI::App& app);
 

@@ -1,0 +1,181 @@
+// `driftscope tokenize`: text -> token ids (or, with --decode, ids -> text) with any tokenizer the
+// runtime reads, so that a prompt's ids can be checked against another implementation.
+#include <climits>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "src/cli/commands.h"
+#include "src/tokenizer_load.h"
+
+namespace ds {
+namespace {
+
+using nlohmann::json;
+
+struct TokenizeArgs {
+  std::string tokenizer;
+  std::optional<std::string> text;
+  std::optional<std::string> texts;  // path of a JSON file
+  bool special = false;
+  bool decode = false;
+  bool no_special_in_text = false;
+};
+
+// JSON text of a string; bytes that are not UTF-8 (a llama2.c decode may give them) become U+FFFD.
+std::string json_string(const std::string& s) {
+  return json(s).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+json read_json_file(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    throw Error(fmt::format("cannot open --texts file '{}'", path),
+                "give a JSON file: a list of strings (or, with --decode, of id lists)");
+  }
+  std::string bytes;
+  char buffer[1 << 16];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof(buffer), f)) > 0;) bytes.append(buffer, n);
+  std::fclose(f);
+  try {
+    return json::parse(bytes);
+  } catch (const json::parse_error& e) {
+    throw Error(fmt::format("--texts file '{}' is not valid JSON ({})", path, e.what()),
+                "the file must hold a JSON list, e.g. [\"Hello\", \"world\"]");
+  }
+}
+
+// "1 2 3" or "1,2,3": ids separated by spaces and/or commas.
+std::vector<int32_t> parse_ids(const std::string& s) {
+  std::vector<int32_t> ids;
+  size_t pos = 0;
+  while (true) {
+    pos = s.find_first_not_of(" ,\t\n", pos);
+    if (pos == std::string::npos) break;
+    const size_t end = std::min(s.find_first_of(" ,\t\n", pos), s.size());
+    const std::string item = s.substr(pos, end - pos);
+    size_t used = 0;
+    long long v = -1;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || v < 0 || v > INT32_MAX) {
+      throw Error(fmt::format("'{}' in --text is not a token id", item),
+                  "with --decode, --text takes token ids separated by spaces or commas");
+    }
+    ids.push_back(static_cast<int32_t>(v));
+    pos = end;
+  }
+  return ids;
+}
+
+// One id list of a --decode --texts file: [1, 2, 3] or {"ids": [1, 2, 3], ...}.
+std::vector<int32_t> ids_of(const json& item, size_t index, const std::string& path) {
+  const json& list = item.is_object() && item.contains("ids") ? item.at("ids") : item;
+  const auto fail = [&] {
+    throw Error(fmt::format("--texts file '{}': item {} is not a list of token ids", path, index),
+                "with --decode the file holds id lists, [[1, 2], [3]], or the output of "
+                "`driftscope tokenize --texts` ([{\"ids\": [...]}, ...])");
+  };
+  if (!list.is_array()) fail();
+  std::vector<int32_t> ids;
+  for (const json& id : list) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) fail();
+    ids.push_back(id.get<int32_t>());
+  }
+  return ids;
+}
+
+// Prints JSON list items one per line.
+void print_list(const std::vector<std::string>& items) {
+  std::fputs("[\n", stdout);
+  for (size_t i = 0; i < items.size(); ++i) {
+    fmt::print("{}{}\n", items[i], i + 1 < items.size() ? "," : "");
+  }
+  std::fputs("]\n", stdout);
+}
+
+int run_tokenize(const TokenizeArgs& a) {
+  const std::unique_ptr<Tokenizer> tok = load_tokenizer(a.tokenizer);
+  const EncodeOptions options{.add_special = a.special, .special_in_text = !a.no_special_in_text};
+
+  if (a.text) {
+    if (a.decode) {
+      const std::vector<int32_t> ids = parse_ids(*a.text);
+      fmt::print("{}\n", tok->decode(ids, /*skip_special=*/!a.special));
+    } else {
+      fmt::print("{}\n", fmt::join(tok->encode(*a.text, options), " "));
+    }
+    return 0;
+  }
+
+  const json input = read_json_file(*a.texts);
+  if (!input.is_array()) {
+    throw Error(fmt::format("--texts file '{}' does not hold a JSON list", *a.texts),
+                a.decode ? "with --decode: a list of id lists, e.g. [[1, 2], [3]]"
+                         : "a list of strings, e.g. [\"Hello\", \"world\"]");
+  }
+  std::vector<std::string> items;
+  for (size_t i = 0; i < input.size(); ++i) {
+    if (a.decode) {
+      const std::vector<int32_t> ids = ids_of(input[i], i, *a.texts);
+      items.push_back(fmt::format("{{\"ids\": {}, \"text\": {}}}", json(ids).dump(),
+                                  json_string(tok->decode(ids, !a.special))));
+    } else {
+      if (!input[i].is_string()) {
+        throw Error(fmt::format("--texts file '{}': item {} is not a string", *a.texts, i),
+                    "the file must hold a JSON list of strings, e.g. [\"Hello\", \"world\"]");
+      }
+      const auto& text = input[i].get_ref<const std::string&>();
+      items.push_back(fmt::format("{{\"text\": {}, \"ids\": {}}}", json_string(text),
+                                  json(tok->encode(text, options)).dump()));
+    }
+  }
+  print_list(items);
+  return 0;
+}
+
+}  // namespace
+
+CommandRun register_tokenize(CLI::App& app) {
+  auto args = std::make_shared<TokenizeArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "tokenize",
+      "Encode text to token ids (or, with --decode, token ids to text) with a tokenizer.json, a "
+      "model directory or a llama2.c tokenizer.bin.");
+  cmd->add_option("--tokenizer", args->tokenizer,
+                  "tokenizer.json, model directory holding one, or llama2.c tokenizer.bin")
+      ->required();
+  auto* text = cmd->add_option("--text", args->text,
+                               "one text; prints its ids on one line (with --decode: ids, "
+                               "separated by spaces or commas; prints the text)");
+  auto* texts = cmd->add_option("--texts", args->texts,
+                                "JSON file with a list of strings; prints a JSON list of "
+                                "{\"text\", \"ids\"} (with --decode: a list of id lists)");
+  text->excludes(texts);
+  cmd->add_flag("--special", args->special,
+                "add BOS/EOS as the tokenizer's config says (off by default); with --decode, keep "
+                "special tokens in the text");
+  auto* decode = cmd->add_flag("--decode", args->decode, "decode token ids to text");
+  cmd->add_flag("--no-special-in-text", args->no_special_in_text,
+                "tokenize special tokens written in the text (e.g. <|im_start|>) as plain text")
+      ->excludes(decode);
+  cmd->callback([cmd, text, texts] {
+    if (text->count() == 0 && texts->count() == 0) {
+      throw CLI::RequiredError(cmd->get_name() + ": --text or --texts");
+    }
+  });
+  return [args] { return run_tokenize(*args); };
+}
+
+}  // namespace ds
