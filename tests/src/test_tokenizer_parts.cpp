@@ -3,12 +3,16 @@
 // huggingface/tokenizers (pre_tokenizers/{split,byte_level,digits,metaspace}.rs,
 // tokenizer/added_vocabulary.rs), quoted where used.
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "common/error.h"
 #include "src/regex.h"
+#include "src/tokenizer.h"
 #include "src/tokenizer_hf_added.h"
 #include "src/tokenizer_hf_normalizer.h"
 #include "src/tokenizer_hf_pretokenizer.h"
@@ -256,4 +260,47 @@ TEST_CASE("regex: Unicode classes, and errors that name the pattern", "[tokenize
   CHECK_THROWS_WITH(ds::Regex("[a-", "tokenizer.json: Split pre_tokenizer"),
                     Catch::Contains("tokenizer.json: Split pre_tokenizer: invalid regex '[a-'"));
   CHECK(ds::unicode_library_version().starts_with("ICU "));
+}
+
+TEST_CASE("a small Llama 3 shaped tokenizer.json: ignore_merges, Sequence post-processor",
+          "[tokenizer][parts]") {
+  // Llama 3's layout on a toy vocabulary: Split (digits in groups of up to three) + ByteLevel
+  // without its own regex, BPE with ignore_merges, post-processor Sequence[ByteLevel,
+  // TemplateProcessing] putting <|begin_of_text|> in front, ByteLevel decoder.
+  const json config = json::parse(R"({
+    "added_tokens": [{"id": 9, "content": "<|begin_of_text|>", "special": true,
+                      "normalized": false}],
+    "normalizer": null,
+    "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+      {"type": "Split", "pattern": {"Regex": "\\p{N}{1,3}| ?\\p{L}+|\\s+"},
+       "behavior": "Isolated", "invert": false},
+      {"type": "ByteLevel", "add_prefix_space": false, "use_regex": false}]},
+    "model": {"type": "BPE", "ignore_merges": true,
+              "vocab": {"a": 0, "b": 1, "c": 2, "bc": 3, "abc": 4, "1": 5, "2": 6, "Ġ": 7,
+                        "Ġa": 8, "12": 10},
+              "merges": ["b c", "Ġ a", "1 2"]},
+    "post_processor": {"type": "Sequence", "processors": [
+      {"type": "ByteLevel", "add_prefix_space": true},
+      {"type": "TemplateProcessing",
+       "single": [{"SpecialToken": {"id": "<|begin_of_text|>", "type_id": 0}},
+                  {"Sequence": {"id": "A", "type_id": 0}}],
+       "special_tokens": {"<|begin_of_text|>": {"id": "<|begin_of_text|>", "ids": [9]}}}]},
+    "decoder": {"type": "ByteLevel"}
+  })");
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("ds_llama3_shape_" + std::to_string(std::random_device{}()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "tokenizer.json") << config.dump();
+  const auto tok = ds::load_hf_tokenizer(dir / "tokenizer.json");
+  std::filesystem::remove_all(dir);
+
+  // "abc" is a vocabulary entry: taken whole, though the merges alone would give "a" "bc".
+  CHECK(tok->encode("abc", false) == std::vector<int32_t>{4});
+  // " ab" is not: merges give "Ġa" then "b". "1212" splits as "121" "2" (else it would be
+  // "12" "12").
+  CHECK(tok->encode("abc ab", false) == std::vector<int32_t>{4, 8, 1});
+  CHECK(tok->encode("1212", false) == std::vector<int32_t>{10, 5, 6});
+  CHECK(tok->encode("abc", true) == std::vector<int32_t>{9, 4});
+  CHECK(tok->bos_id() == 9);
+  CHECK(tok->decode(std::vector<int32_t>{9, 4, 8, 1}) == "abc ab");
 }
