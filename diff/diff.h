@@ -20,7 +20,7 @@ struct DiffOptions {
   bool allow_model_mismatch = false;  // else different model files are an error
   Decoder decode;                     // optional; without it the report carries ids only
   std::vector<int> sequences;         // only these indices (empty: every common sequence)
-  int64_t block_bytes = 8 << 20;      // bytes per side read at once for one dataset
+  int64_t block_bytes = 2 << 20;      // bytes per side read at once for one dataset
   int context_tokens = 12;            // decoded tokens shown before and after the flip
 };
 

@@ -13,16 +13,6 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// log Σ exp(x_i), max-shifted, in double, i in order.
-double log_sum_exp(std::span<const float> x) {
-  double m = -kInf;
-  for (float v : x) m = std::max(m, static_cast<double>(v));
-  if (!std::isfinite(m)) return m;
-  double s = 0;
-  for (float v : x) s += std::exp(static_cast<double>(v) - m);
-  return m + std::log(s);
-}
-
 }  // namespace
 
 RowDrift row_drift(std::span<const float> a, std::span<const float> b) {
@@ -114,15 +104,29 @@ double kl_divergence(const LogitsRow& a, const LogitsRow& b, bool& exact) {
   exact = !a.full.empty() && !b.full.empty() && a.full.size() == b.full.size();
   if (exact) {
     // Exact: Σ_i p_A(i) (log p_A(i) − log p_B(i)) over the vocabulary, each lse recomputed from
-    // the full row in double so that p_A sums to 1 to double precision.
-    const double la = log_sum_exp(a.full), lb = log_sum_exp(b.full);
-    double kl = 0;
-    for (size_t i = 0; i < a.full.size(); ++i) {
-      const double lpa = a.full[i] - la, lpb = b.full[i] - lb;
-      const double p = std::exp(lpa);
-      if (p > 0) kl += p * (lpa - lpb);
+    // the full row in double (an error ε in lse_B would shift the KL by exactly ε, and the stored
+    // float32 lse carries ~1e-7·|lse|). p_A(i) = e_i / S_A reuses the exponentials of lse_A.
+    const size_t n = a.full.size();
+    static thread_local std::vector<double> e;
+    e.resize(n);
+    double ma = -kInf, mb = -kInf;
+    for (size_t i = 0; i < n; ++i) {
+      ma = std::max(ma, static_cast<double>(a.full[i]));
+      mb = std::max(mb, static_cast<double>(b.full[i]));
     }
-    return std::max(0.0, kl);
+    double sa = 0, sb = 0;
+    for (size_t i = 0; i < n; ++i) {
+      e[i] = std::exp(a.full[i] - ma);
+      sa += e[i];
+      sb += std::exp(b.full[i] - mb);
+    }
+    const double la = ma + std::log(sa), lb = mb + std::log(sb);
+    double kl = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (e[i] > 0) kl += e[i] * ((a.full[i] - la) - (b.full[i] - lb));
+    }
+    kl /= sa;
+    return std::isnan(kl) ? kl : std::max(0.0, kl);
   }
   // Approximate: buckets = ids of T_A ∪ T_B known on both sides, plus one lumped rest bucket.
   std::vector<int32_t> ids(a.ids.begin(), a.ids.end());
@@ -133,6 +137,7 @@ double kl_divergence(const LogitsRow& a, const LogitsRow& b, bool& exact) {
   for (int32_t id : ids) {
     double lpa = 0, lpb = 0;
     if (!a.logprob(id, lpa) || !b.logprob(id, lpb)) continue;
+    if (std::isnan(lpa) || std::isnan(lpb)) return kNaN;
     const double p = std::exp(lpa);
     pa_known += p;
     pb_known += std::exp(lpb);
@@ -140,7 +145,7 @@ double kl_divergence(const LogitsRow& a, const LogitsRow& b, bool& exact) {
   }
   const double ra = 1.0 - pa_known, rb = 1.0 - pb_known;
   if (ra > kRestMassFloor) kl += ra * std::log(ra / std::max(rb, kRestMassFloor));
-  return std::max(0.0, kl);
+  return std::isnan(kl) ? kl : std::max(0.0, kl);
 }
 
 double logit_drift(const LogitsRow& a, const LogitsRow& b, int n) {

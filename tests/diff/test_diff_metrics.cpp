@@ -201,6 +201,18 @@ TEST_CASE("row metrics on small arrays", "[diff]") {
   CHECK(ds::diff::jaccard(ta, ta, 5) == 1.0);
   CHECK(ds::diff::jaccard(ta, tb, 6) == 4.0 / 8.0);  // {1,2,3,4} of {1,2,3,4,5,6,7,9}
 
+  // A NaN logit makes the KL NaN (never clamped to 0): NaN always fails.
+  const std::vector<int32_t> ids = {0, 1};
+  const std::vector<float> good = {1, 0}, bad = {NAN, 0}, full_good = {1, 0, -1},
+                           full_bad = {NAN, 0, -1};
+  bool exact = false;
+  const ds::diff::LogitsRow rg{ids, good, 1.5, full_good}, rn{ids, bad, 1.5, full_bad};
+  CHECK(std::isnan(ds::diff::kl_divergence(rg, rn, exact)));
+  CHECK(exact);
+  const ds::diff::LogitsRow tg{ids, good, 1.5, {}}, tn{ids, bad, 1.5, {}};
+  CHECK(std::isnan(ds::diff::kl_divergence(tn, tg, exact)));
+  CHECK_FALSE(exact);
+
   std::vector<double> v = {3, NAN, 1, 2};
   CHECK(ds::diff::median_finite(v) == 2);
   std::vector<double> e = {4, 1, 3, 2};
