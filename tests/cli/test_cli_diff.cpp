@@ -125,19 +125,22 @@ TEST_CASE("diff: a trace against itself is identical and passes every gate", "[c
   CHECK(doc["summary"]["diverged"] == 0);
 }
 
-TEST_CASE("diff: real fp32, fp64 and sampled traces: the report and JSON agree", "[cli][diff]") {
+TEST_CASE("diff: real fp32, fp64, bf16 and sampled traces: the report and JSON agree",
+          "[cli][diff]") {
   ds::test::TempDir dir;
   const auto prompts = dir.path() / "prompts.txt";
   write_prompts(prompts);
-  const auto f32 = dir.path() / "f32.h5", f64 = dir.path() / "f64.h5", smp = dir.path() / "smp.h5";
+  const auto f32 = dir.path() / "f32.h5", f64 = dir.path() / "f64.h5", smp = dir.path() / "smp.h5",
+             bf16 = dir.path() / "bf16.h5";
   const std::string common = "run --prompts " + prompts.string() + " -n 48 -q --probes all ";
   REQUIRE(run_cli(common + "-o " + f32.string()).exit_code == 0);
   REQUIRE(run_cli(common + "--dtype fp64 -o " + f64.string()).exit_code == 0);
+  REQUIRE(run_cli(common + "--dtype bf16 -o " + bf16.string()).exit_code == 0);
   // Sampling at temperature 1 makes the tokens part ways: real flips with real top-5s.
   REQUIRE(run_cli(common + "--dtype fp64 --temperature 1 --seed 3 -o " + smp.string()).exit_code ==
           0);
 
-  for (const auto& other : {f64, smp}) {
+  for (const auto& other : {f64, bf16, smp}) {
     INFO("B = " << other.filename());
     const auto js = dir.path() / "r.json";
     auto r = run_cli("diff --color never --pages 4 --width 120 --json " + js.string() + " " +
@@ -146,7 +149,7 @@ TEST_CASE("diff: real fp32, fp64 and sampled traces: the report and JSON agree",
     REQUIRE(r.exit_code == 0);
     const auto j = slurp_json(js);
     check_against_traces(j, f32, other, r.out);
-    CHECK(j["config_diff"]["dtype"] == json::array({"fp32", "fp64"}));
+    CHECK(j["config_diff"]["dtype"] == json::array({"fp32", other == bf16 ? "bf16" : "fp64"}));
     CHECK(has(r.out, "dtype"));
     // The gate agrees with the report.
     const int diverged = j["summary"]["diverged"];
