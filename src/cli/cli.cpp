@@ -46,6 +46,7 @@ int cli_main(int argc, char** argv) {
       {"tokenize", register_tokenize(app)},
       {"run", register_run(app)},
       {"show", register_show(app)},
+      {"diff", register_diff(app)},
   };
   try {
     app.parse(argc, argv);

@@ -15,5 +15,6 @@ CommandRun register_generate(CLI::App& app);
 CommandRun register_tokenize(CLI::App& app);
 CommandRun register_run(CLI::App& app);
 CommandRun register_show(CLI::App& app);
+CommandRun register_diff(CLI::App& app);
 
 }  // namespace ds
