@@ -16,5 +16,6 @@ CommandRun register_tokenize(CLI::App& app);
 CommandRun register_run(CLI::App& app);
 CommandRun register_show(CLI::App& app);
 CommandRun register_diff(CLI::App& app);
+CommandRun register_demo(CLI::App& app);
 
 }  // namespace ds

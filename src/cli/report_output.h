@@ -1,0 +1,35 @@
+// Producing and printing a diff report from the CLI, shared by `diff` and `demo`: the recorded
+// tokenizer as the decoder, terminal width and colour rules, JSON output.
+#pragma once
+
+#include <string>
+
+#include "diff/diff.h"
+#include "trace/reader.h"
+
+namespace CLI {
+class App;
+}
+
+namespace ds {
+
+struct ReportStyle {
+  std::string color = "auto";  // auto (terminal on stdout and NO_COLOR unset), always, never
+  int width = 0;               // 0 = the terminal's
+  int pages = 3;               // sequences shown in detail
+  bool sites = false;          // per-site drift tables
+};
+
+void add_report_style_options(CLI::App& cmd, ReportStyle& style);
+
+// Diffs two traces, decoding tokens with the tokenizer recorded in A when its file exists.
+diff::Report diff_with_recorded_tokenizer(const trace::TraceReader& a, const trace::TraceReader& b,
+                                          diff::DiffOptions options);
+
+// The terminal report on stdout.
+void print_terminal_report(const diff::Report& report, const ReportStyle& style);
+
+// The JSON report to FILE, or stdout for "-". Throws ds::Error when FILE cannot be written.
+void write_json_report(const diff::Report& report, const std::string& path);
+
+}  // namespace ds
