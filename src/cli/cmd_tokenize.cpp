@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "src/cli/commands.h"
+#include "src/cli/model_args.h"
 #include "src/tokenizer_load.h"
 
 namespace ds {
@@ -53,32 +54,6 @@ json read_json_file(const std::string& path) {
   }
 }
 
-// "1 2 3" or "1,2,3": ids separated by spaces and/or commas.
-std::vector<int32_t> parse_ids(const std::string& s) {
-  std::vector<int32_t> ids;
-  size_t pos = 0;
-  while (true) {
-    pos = s.find_first_not_of(" ,\t\n", pos);
-    if (pos == std::string::npos) break;
-    const size_t end = std::min(s.find_first_of(" ,\t\n", pos), s.size());
-    const std::string item = s.substr(pos, end - pos);
-    size_t used = 0;
-    long long v = -1;
-    try {
-      v = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != item.size() || v < 0 || v > INT32_MAX) {
-      throw Error(fmt::format("'{}' in --text is not a token id", item),
-                  "with --decode, --text takes token ids separated by spaces or commas");
-    }
-    ids.push_back(static_cast<int32_t>(v));
-    pos = end;
-  }
-  return ids;
-}
-
 // One id list of a --decode --texts file: [1, 2, 3] or {"ids": [1, 2, 3], ...}.
 std::vector<int32_t> ids_of(const json& item, size_t index, const std::string& path) {
   const json& list = item.is_object() && item.contains("ids") ? item.at("ids") : item;
@@ -111,7 +86,7 @@ int run_tokenize(const TokenizeArgs& a) {
 
   if (a.text) {
     if (a.decode) {
-      const std::vector<int32_t> ids = parse_ids(*a.text);
+      const std::vector<int32_t> ids = parse_id_list(*a.text);
       fmt::print("{}\n", tok->decode(ids, /*skip_special=*/!a.special));
     } else {
       fmt::print("{}\n", fmt::join(tok->encode(*a.text, options), " "));

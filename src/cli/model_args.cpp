@@ -1,8 +1,8 @@
 // Shared model/prompt options and their resolution into a loaded model and prompt ids.
 #include "src/cli/model_args.h"
 
+#include <algorithm>
 #include <climits>
-#include <sstream>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -27,12 +27,11 @@ void add_model_options(CLI::App& cmd, ModelArgs& args) {
 }
 
 std::vector<int32_t> parse_id_list(const std::string& s) {
-  std::vector<int32_t> out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    item.erase(0, item.find_first_not_of(" \t"));
-    item.erase(item.find_last_not_of(" \t") + 1);
+  std::vector<int32_t> ids;
+  size_t pos = 0;
+  while ((pos = s.find_first_not_of(" ,\t\n", pos)) != std::string::npos) {
+    const size_t end = std::min(s.find_first_of(" ,\t\n", pos), s.size());
+    const std::string item = s.substr(pos, end - pos);
     size_t used = 0;
     long long v = -1;
     try {
@@ -40,14 +39,15 @@ std::vector<int32_t> parse_id_list(const std::string& s) {
     } catch (const std::exception&) {
       used = 0;
     }
-    if (item.empty() || used != item.size() || v < 0 || v > INT32_MAX) {
+    if (used != item.size() || v < 0 || v > INT32_MAX) {
       throw Error(fmt::format("'{}' in the token id list is not a token id", item),
-                  "--prompt-ids takes comma-separated non-negative integers, e.g. 1,403,407");
+                  "token ids are non-negative integers separated by commas or spaces, e.g. "
+                  "1,403,407");
     }
-    out.push_back(static_cast<int32_t>(v));
+    ids.push_back(static_cast<int32_t>(v));
+    pos = end;
   }
-  if (out.empty()) throw Error("--prompt-ids is empty", "give at least one token id, e.g. 1");
-  return out;
+  return ids;
 }
 
 std::optional<int32_t> LoadedModel::bos_id() const {
@@ -82,6 +82,7 @@ LoadedModel load_model_and_prompt(const ModelArgs& args, bool need_tokenizer, bo
     }
   } else {
     lm.prompt = parse_id_list(*args.prompt_ids);
+    if (lm.prompt.empty()) throw Error("--prompt-ids is empty", "give at least one token id, e.g. 1");
     check_token_ids(lm.prompt, lm.model.config.vocab_size);
   }
   return lm;

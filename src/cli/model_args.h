@@ -44,7 +44,8 @@ struct LoadedModel {
 LoadedModel load_model_and_prompt(const ModelArgs& args, bool need_tokenizer,
                                   bool want_prompt = true);
 
-// Parses "1,2,3" (spaces allowed); throws ds::Error naming the bad item.
+// Parses token ids separated by commas and/or spaces ("1,2,3", "1 2 3"); throws ds::Error
+// naming the bad item. An empty string gives an empty list.
 std::vector<int32_t> parse_id_list(const std::string& s);
 
 }  // namespace ds

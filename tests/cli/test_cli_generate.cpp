@@ -11,6 +11,7 @@
 #include "tests/support/run_cli.h"
 
 namespace fs = std::filesystem;
+using ds::test::check_input_error;
 using ds::test::run_cli;
 
 namespace {
@@ -39,14 +40,6 @@ struct ScratchModel {
   }
 };
 
-// Error output is "driftscope: <message>" on one line, then a "hint: " line.
-void check_input_error(const ds::test::CliResult& r, const std::string& needle) {
-  INFO("stderr: " << r.err);
-  CHECK(r.exit_code == 2);
-  CHECK(r.err.starts_with("driftscope: "));
-  CHECK(r.err.find(needle) != std::string::npos);
-  CHECK(r.err.find("\nhint: ") != std::string::npos);
-}
 
 }  // namespace
 

@@ -14,6 +14,8 @@
 #include "tests/support/paths.h"
 #include "tests/support/run_cli.h"
 
+using ds::test::check_input_error;
+
 namespace fs = std::filesystem;
 using ds::test::run_cli;
 using Ids = std::vector<int32_t>;
@@ -42,13 +44,6 @@ Ids parse_ids(const std::string& line) {
   return ids;
 }
 
-void check_input_error(const ds::test::CliResult& r, const std::string& needle) {
-  INFO("stderr: " << r.err);
-  CHECK(r.exit_code == 2);
-  CHECK(r.err.starts_with("driftscope: "));
-  CHECK(r.err.find(needle) != std::string::npos);
-  CHECK(r.err.find("\nhint: ") != std::string::npos);
-}
 
 }  // namespace
 
@@ -133,7 +128,7 @@ TEST_CASE("tokenize: bad input is a clear error, exit 2", "[cli][tokenize][error
   check_input_error(run_cli("tokenize --tokenizer /nonexistent/tokenizer.json --text x"),
                     "does not exist");
   check_input_error(run_cli("tokenize --tokenizer " + qwen3() + " --decode --text '1 x 3'"),
-                    "'x' in --text is not a token id");
+                    "'x' in the token id list is not a token id");
   check_input_error(run_cli("tokenize --tokenizer " + qwen3() + " --decode --text 999999"),
                     "unknown token id 999999");
   {

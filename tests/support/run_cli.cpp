@@ -1,6 +1,8 @@
 // Runs the driftscope executable through /bin/sh with stdout and stderr captured in temp files.
 #include "tests/support/run_cli.h"
 
+#include <catch2/catch.hpp>
+
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -38,6 +40,14 @@ CliResult run_cli(const std::string& args) {
   std::filesystem::remove(out);
   std::filesystem::remove(err);
   return r;
+}
+
+void check_input_error(const CliResult& r, const std::string& needle) {
+  INFO("stderr: " << r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.starts_with("driftscope: "));
+  CHECK(r.err.find(needle) != std::string::npos);
+  CHECK(r.err.find("\nhint: ") != std::string::npos);
 }
 
 }  // namespace ds::test
