@@ -38,7 +38,9 @@ struct WriterFile {
   std::chrono::steady_clock::time_point last_flush = std::chrono::steady_clock::now();
 };
 
-// Per-sequence datasets and how many rows / tokens are committed (consistent across datasets).
+// Per-sequence datasets, how many rows / tokens are on disk (consistent across datasets), and
+// the steps received but not yet written: rows are written in batches (see flush_rows), so a
+// decode step does not cost one HDF5 write per dataset.
 struct TraceWriter::SeqState {
   h5::Id group;
   std::map<std::string, h5::Id> hidden;  // site -> dataset
@@ -46,9 +48,19 @@ struct TraceWriter::SeqState {
   int64_t rows = 0;
   int64_t n_tokens = 0;
   int prompt_len = 0;
+  // buffered, not yet written
+  std::vector<std::pair<std::string, int>> site_order;  // site, width (first step's order)
+  std::map<std::string, std::vector<float>> hidden_buf;
+  std::vector<int32_t> ids_buf, tokens_buf;
+  std::vector<float> vals_buf, lse_buf, full_buf;
+  int64_t buffered_rows = 0;
+  int K = 0, V = 0;
 };
 
 namespace {
+
+// Rows buffered per sequence before they are written (also written every 0.5 s and at the end).
+constexpr int64_t kFlushRows = 64;
 
 int64_t chunk_rows_for(int64_t width, size_t elem) {
   const int64_t target = 256 * 1024;  // bytes per chunk: large enough to compress, small for decode
@@ -157,9 +169,6 @@ void TraceWriter::run() {
       }, m);
       maybe_flush(false);
     } catch (const std::exception& e) {
-      if (auto* step = std::get_if<StepRecord>(&m)) {
-        if (auto it = seqs_.find(step->seq); it != seqs_.end()) rollback(*it->second);
-      }
       std::lock_guard lock(mu_);
       failed_ = true;
       error_ = e.what();
@@ -188,72 +197,97 @@ void TraceWriter::handle(StepRecord& m) {
   if (it == seqs_.end()) throw Error(fmt::format("trace writer: step for unknown sequence {}", m.seq));
   SeqState& s = *it->second;
   if (fail_after_steps_ >= 0 && steps_written_ >= fail_after_steps_) {
+    flush(s);  // what came before the failing step reaches the disk, as it would have
     throw Error("No space left on device (injected by DRIFTSCOPE_TRACE_FAIL_AFTER_STEPS)");
   }
-  const int64_t at = s.rows;
   const int64_t n = m.n_rows;
-  const h5::Elem he = hidden_elem(opt_.hidden_dtype);
-  std::vector<uint16_t> bits;
   for (auto& h : m.hidden) {
-    auto& d = s.hidden[h.site];
-    if (!d) {
-      d = h5::create_growing(s.group.get(), "hidden/" + h.site, he, h.width,
-                             chunk_rows_for(h.width, h5::elem_size(he)));
-    }
-    if (he == h5::Elem::F32) {
-      h5::write_rows(d.get(), he, at, n, h.width, h.values.data());
-    } else {
-      bits.resize(h.values.size());
-      for (size_t i = 0; i < bits.size(); ++i) {
-        bits[i] = he == h5::Elem::F16 ? f32_to_f16_bits(h.values[i]) : f32_to_bf16_bits(h.values[i]);
-      }
-      h5::write_rows(d.get(), he, at, n, h.width, bits.data());
-    }
+    auto [buf, added] = s.hidden_buf.try_emplace(h.site);
+    if (added) s.site_order.emplace_back(h.site, h.width);
+    buf->second.insert(buf->second.end(), h.values.begin(), h.values.end());
   }
   if (!m.logits.empty()) {
-    const int V = m.vocab;
-    const int K = std::min(opt_.topk, V);
-    if (!s.topk_ids) {
-      s.topk_ids = h5::create_growing(s.group.get(), "logits/topk_ids", h5::Elem::I32, K,
-                                      chunk_rows_for(K, 4));
-      s.topk_logits = h5::create_growing(s.group.get(), "logits/topk_logits", h5::Elem::F32, K,
-                                         chunk_rows_for(K, 4));
-      s.lse = h5::create_growing(s.group.get(), "logits/lse", h5::Elem::F32, 0, 4096);
-      if (opt_.full_logits) {
-        s.full = h5::create_growing(s.group.get(), "logits/full", h5::Elem::F32, V,
-                                    chunk_rows_for(V, 4));
-      }
-    }
-    std::vector<int32_t> ids(static_cast<size_t>(n) * K);
-    std::vector<float> vals(static_cast<size_t>(n) * K), lse(n), full;
+    s.V = m.vocab;
+    s.K = std::min(opt_.topk, s.V);
     for (int64_t r = 0; r < n; ++r) {
-      std::span<const double> row(m.logits.data() + r * V, static_cast<size_t>(V));
-      TopK t = top_k(row, K);
-      for (int k = 0; k < K; ++k) {
-        ids[r * K + k] = t.ids[k];
-        vals[r * K + k] = static_cast<float>(t.logits[k]);
-      }
-      lse[r] = static_cast<float>(log_sum_exp(row));
+      std::span<const double> row(m.logits.data() + r * s.V, static_cast<size_t>(s.V));
+      TopK t = top_k(row, s.K);
+      s.ids_buf.insert(s.ids_buf.end(), t.ids.begin(), t.ids.end());
+      for (double v : t.logits) s.vals_buf.push_back(static_cast<float>(v));
+      s.lse_buf.push_back(static_cast<float>(log_sum_exp(row)));
     }
-    h5::write_rows(s.topk_ids.get(), h5::Elem::I32, at, n, K, ids.data());
-    h5::write_rows(s.topk_logits.get(), h5::Elem::F32, at, n, K, vals.data());
-    h5::write_rows(s.lse.get(), h5::Elem::F32, at, n, 0, lse.data());
-    if (s.full) {
-      full.assign(m.logits.begin(), m.logits.end());
-      h5::write_rows(s.full.get(), h5::Elem::F32, at, n, V, full.data());
-    }
+    if (opt_.full_logits) s.full_buf.insert(s.full_buf.end(), m.logits.begin(), m.logits.end());
   }
-  h5::write_rows(s.tokens.get(), h5::Elem::I32, s.n_tokens,
-                 static_cast<int64_t>(m.new_tokens.size()), 0, m.new_tokens.data());
-  s.rows += n;
-  s.n_tokens += static_cast<int64_t>(m.new_tokens.size());
-  h5::write_attr(s.group.get(), "gen_len", s.n_tokens - s.prompt_len);
+  s.tokens_buf.insert(s.tokens_buf.end(), m.new_tokens.begin(), m.new_tokens.end());
+  s.buffered_rows += n;
   ++steps_written_;
+  if (s.buffered_rows >= kFlushRows) flush(s);
+}
+
+// Writes the buffered rows of a sequence to every dataset (creating them on first use). On
+// failure the datasets are cut back to the rows written before, and the error propagates.
+void TraceWriter::flush(SeqState& s) {
+  if (s.buffered_rows == 0 && s.tokens_buf.empty()) return;
+  try {
+    const int64_t at = s.rows, n = s.buffered_rows;
+    const h5::Elem he = hidden_elem(opt_.hidden_dtype);
+    std::vector<uint16_t> bits;
+    for (const auto& [site, width] : s.site_order) {
+      auto& d = s.hidden[site];
+      if (!d) {
+        d = h5::create_growing(s.group.get(), "hidden/" + site, he, width,
+                               chunk_rows_for(width, h5::elem_size(he)));
+      }
+      const std::vector<float>& v = s.hidden_buf[site];
+      if (he == h5::Elem::F32) {
+        h5::write_rows(d.get(), he, at, n, width, v.data());
+      } else {
+        bits.resize(v.size());
+        for (size_t i = 0; i < bits.size(); ++i) {
+          bits[i] = he == h5::Elem::F16 ? f32_to_f16_bits(v[i]) : f32_to_bf16_bits(v[i]);
+        }
+        h5::write_rows(d.get(), he, at, n, width, bits.data());
+      }
+    }
+    if (!s.lse_buf.empty()) {
+      if (!s.topk_ids) {
+        s.topk_ids = h5::create_growing(s.group.get(), "logits/topk_ids", h5::Elem::I32, s.K,
+                                        chunk_rows_for(s.K, 4));
+        s.topk_logits = h5::create_growing(s.group.get(), "logits/topk_logits", h5::Elem::F32,
+                                           s.K, chunk_rows_for(s.K, 4));
+        s.lse = h5::create_growing(s.group.get(), "logits/lse", h5::Elem::F32, 0, 4096);
+        if (opt_.full_logits) {
+          s.full = h5::create_growing(s.group.get(), "logits/full", h5::Elem::F32, s.V,
+                                      chunk_rows_for(s.V, 4));
+        }
+      }
+      h5::write_rows(s.topk_ids.get(), h5::Elem::I32, at, n, s.K, s.ids_buf.data());
+      h5::write_rows(s.topk_logits.get(), h5::Elem::F32, at, n, s.K, s.vals_buf.data());
+      h5::write_rows(s.lse.get(), h5::Elem::F32, at, n, 0, s.lse_buf.data());
+      if (s.full) h5::write_rows(s.full.get(), h5::Elem::F32, at, n, s.V, s.full_buf.data());
+    }
+    h5::write_rows(s.tokens.get(), h5::Elem::I32, s.n_tokens,
+                   static_cast<int64_t>(s.tokens_buf.size()), 0, s.tokens_buf.data());
+    s.rows += n;
+    s.n_tokens += static_cast<int64_t>(s.tokens_buf.size());
+    h5::write_attr(s.group.get(), "gen_len", s.n_tokens - s.prompt_len);
+  } catch (...) {
+    rollback(s);
+    throw;
+  }
+  for (auto& [site, v] : s.hidden_buf) v.clear();
+  s.ids_buf.clear();
+  s.vals_buf.clear();
+  s.lse_buf.clear();
+  s.full_buf.clear();
+  s.tokens_buf.clear();
+  s.buffered_rows = 0;
 }
 
 void TraceWriter::handle(End& m) {
   auto it = seqs_.find(m.seq);
   if (it == seqs_.end()) return;
+  flush(*it->second);
   h5::write_attr(it->second->group.get(), "stop_reason", m.stop_reason);
 }
 
@@ -280,6 +314,7 @@ void TraceWriter::rollback(SeqState& s) {
 void TraceWriter::maybe_flush(bool force) {
   const auto now = std::chrono::steady_clock::now();
   if (force || now - file_->last_flush > std::chrono::milliseconds(500)) {
+    for (auto& [i, s] : seqs_) flush(*s);
     DS_H5(H5Fflush(file_->file.get(), H5F_SCOPE_GLOBAL));
     file_->last_flush = now;
   }
@@ -294,7 +329,17 @@ bool TraceWriter::finish(bool complete, const std::string& stop_reason) {
     not_empty_.notify_one();
   }
   thread_.join();
-  const bool ok = !failed();
+  bool ok = !failed();
+  try {
+    if (ok) {
+      for (auto& [i, s] : seqs_) flush(*s);  // steps still buffered when the run stopped
+    }
+  } catch (const std::exception& e) {
+    std::lock_guard lock(mu_);
+    failed_ = true;
+    error_ = e.what();
+    ok = false;
+  }
   try {
     const hid_t root = file_->file.get();
     for (auto& [i, s] : seqs_) {

@@ -1,6 +1,7 @@
 // Trace writer (format v1, docs/trace-format.md): a background thread that appends each forward
-// step's tapped hidden states, logits summary and tokens to chunked, compressed HDF5 datasets,
-// so that compute never waits on the disk beyond a bounded queue. An interrupted run or a write
+// step's tapped hidden states, logits summary and tokens to chunked, compressed HDF5 datasets
+// (in batches of up to 64 rows per sequence, and at least every 0.5 s), so that compute never
+// waits on the disk beyond a bounded queue. An interrupted run or a write
 // error leaves a readable file with complete=0 holding every step written so far.
 #pragma once
 
@@ -95,6 +96,7 @@ class TraceWriter {
   void handle(StepRecord& m);
   void handle(End& m);
   void push(Message m);
+  void flush(SeqState& s);
   void rollback(SeqState& s);
   void maybe_flush(bool force);
 
