@@ -30,7 +30,7 @@ json parse_object(const std::string& text) {
 struct ModelIdentity {
   std::vector<std::string> files;   // "name sha256", in recorded order
   std::vector<std::string> hashes;  // sorted sha256 values
-  std::string tokenizer_sha;
+  json tokenizer;  // the recorded tokenizer identity (sha256, kind, BOS/EOS policy), no path
   int n_layers = -1;
   bool known = false;
 };
@@ -49,7 +49,8 @@ ModelIdentity model_identity(const std::string& model_json) {
   std::sort(m.hashes.begin(), m.hashes.end());
   m.known = !m.hashes.empty();
   if (j.contains("tokenizer") && j["tokenizer"].is_object()) {
-    m.tokenizer_sha = j["tokenizer"].value("sha256", std::string());
+    m.tokenizer = j["tokenizer"];
+    m.tokenizer.erase("path");  // where the file lies says nothing about how it tokenizes
   }
   if (j.contains("config") && j["config"].is_object())
     m.n_layers = j["config"].value("n_layers", -1);
@@ -502,10 +503,19 @@ Report diff_traces(const trace::TraceReader& a, const trace::TraceReader& b,
                                            : "B records"));
   }
   rep.config_diff = config_differences(a.config_json(), b.config_json());
-  if (ma.tokenizer_sha != mb.tokenizer_sha) {
-    rep.config_diff.push_back({"model.tokenizer.sha256",
-                               ma.tokenizer_sha.empty() ? "" : json(ma.tokenizer_sha).dump(),
-                               mb.tokenizer_sha.empty() ? "" : json(mb.tokenizer_sha).dump()});
+  {  // two runs that tokenized differently (file or BOS/EOS policy) are flagged like config
+    std::map<std::string, json> ta, tb;
+    flatten(ma.tokenizer, "model.tokenizer", ta);
+    flatten(mb.tokenizer, "model.tokenizer", tb);
+    std::set<std::string> keys;
+    for (const auto& [k, v] : ta) keys.insert(k);
+    for (const auto& [k, v] : tb) keys.insert(k);
+    for (const auto& k : keys) {
+      const auto ia = ta.find(k), ib = tb.find(k);
+      const std::string va = ia == ta.end() ? "" : ia->second.dump();
+      const std::string vb = ib == tb.end() ? "" : ib->second.dump();
+      if (va != vb) rep.config_diff.push_back({k, va, vb});
+    }
   }
   for (const auto* s : {&rep.a, &rep.b}) {
     if (!s->complete) {

@@ -11,7 +11,8 @@
 
 namespace ds {
 
-std::vector<Prompt> read_prompts_file(const std::filesystem::path& path, const Tokenizer* tok) {
+std::vector<Prompt> read_prompts_file(const std::filesystem::path& path, const Tokenizer* tok,
+                                      bool special_in_text) {
   std::ifstream in(path);
   if (!in) {
     throw Error(fmt::format("cannot read prompts file '{}'", path.string()),
@@ -25,7 +26,7 @@ std::vector<Prompt> read_prompts_file(const std::filesystem::path& path, const T
       throw Error(fmt::format("{}:{}: a text prompt needs a tokenizer", path.string(), line_no),
                   "pass --tokenizer, or give prompts as {\"ids\": [...]}");
     }
-    return tok->encode(text, /*add_special=*/true);
+    return tok->encode(text, EncodeOptions{.add_special = true, .special_in_text = special_in_text});
   };
   while (std::getline(in, line)) {
     ++line_no;

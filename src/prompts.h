@@ -21,7 +21,9 @@ struct Prompt {
 // any other non-empty line is text ("\n" inside text must be written in JSONL). Text is
 // encoded with `tok` (add_special per its config); ids are used as given. Throws ds::Error
 // naming the line for malformed input or when text needs a tokenizer that is absent.
-std::vector<Prompt> read_prompts_file(const std::filesystem::path& path, const Tokenizer* tok);
+// With special_in_text false, special-token markup in text is encoded as plain text.
+std::vector<Prompt> read_prompts_file(const std::filesystem::path& path, const Tokenizer* tok,
+                                      bool special_in_text = true);
 
 // The add_bos knob: "auto" leaves prompts as encoded (text: the tokenizer's config; ids: as
 // given); "on" puts `bos` first where it is missing; "off" removes a leading `bos`.

@@ -45,7 +45,8 @@ std::string model_identity_json(const Model& model, const Tokenizer* tok,
                       {"sha256", sha256_file(tokenizer_path)},
                       {"kind", tok->kind()},
                       {"bos_id", tok->bos_id() ? nlohmann::json(*tok->bos_id()) : nlohmann::json()},
-                      {"eos_id", tok->eos_id() ? nlohmann::json(*tok->eos_id()) : nlohmann::json()}};
+                      {"eos_id", tok->eos_id() ? nlohmann::json(*tok->eos_id()) : nlohmann::json()},
+                      {"policy", nlohmann::json::parse(tok->policy_json())}};
   } else {
     j["tokenizer"] = nullptr;
   }

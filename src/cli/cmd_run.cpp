@@ -54,7 +54,7 @@ int run_run(const RunArgs& a) {
     if (a.model.prompt || a.model.prompt_ids) {
       throw Error("--prompts cannot be combined with --prompt or --prompt-ids");
     }
-    prompts = read_prompts_file(a.prompts_file, lm.tokenizer.get());
+    prompts = read_prompts_file(a.prompts_file, lm.tokenizer.get(), !a.model.no_special_in_text);
   }
   apply_add_bos(prompts, rc.add_bos, lm.bos_id());
 

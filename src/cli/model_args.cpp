@@ -24,6 +24,8 @@ void add_model_options(CLI::App& cmd, ModelArgs& args) {
   auto* ids = cmd.add_option("--prompt-ids", args.prompt_ids,
                              "prompt as token ids, e.g. 1,403,407 (used as given: no BOS added)");
   p->excludes(ids);
+  cmd.add_flag("--no-special-in-text", args.no_special_in_text,
+               "encode special-token markup in prompts (e.g. <|im_start|>) as plain text");
 }
 
 std::vector<int32_t> parse_id_list(const std::string& s) {
@@ -75,7 +77,9 @@ LoadedModel load_model_and_prompt(const ModelArgs& args, bool need_tokenizer, bo
   }
   if (!want_prompt) return lm;
   if (text_prompt) {
-    lm.prompt = lm.tokenizer->encode(args.prompt.value_or(""), /*add_special=*/true);
+    lm.prompt = lm.tokenizer->encode(
+        args.prompt.value_or(""),
+        EncodeOptions{.add_special = true, .special_in_text = !args.no_special_in_text});
     if (lm.prompt.empty()) {
       throw Error("the prompt encodes to no tokens and the tokenizer adds no BOS",
                   "give a non-empty --prompt or --prompt-ids");

@@ -21,6 +21,7 @@ struct ModelArgs {
   std::string tokenizer;  // empty = found beside the model
   std::optional<std::string> prompt;
   std::optional<std::string> prompt_ids;  // "1,2,3"
+  bool no_special_in_text = false;        // special-token markup in prompts is plain text
 };
 
 void add_model_options(CLI::App& cmd, ModelArgs& args);
