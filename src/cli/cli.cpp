@@ -48,6 +48,7 @@ int cli_main(int argc, char** argv) {
       {"show", register_show(app)},
       {"diff", register_diff(app)},
       {"demo", register_demo(app)},
+      {"synth", register_synth(app)},
   };
   try {
     app.parse(argc, argv);

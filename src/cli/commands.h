@@ -17,5 +17,6 @@ CommandRun register_run(CLI::App& app);
 CommandRun register_show(CLI::App& app);
 CommandRun register_diff(CLI::App& app);
 CommandRun register_demo(CLI::App& app);
+CommandRun register_synth(CLI::App& app);
 
 }  // namespace ds

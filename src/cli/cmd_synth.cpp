@@ -1,0 +1,65 @@
+// `driftscope synth`: write a Hugging Face checkpoint of a real model's shape with seeded random
+// weights, for benchmarks at real size (the values are not meaningful; speed and memory are).
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+
+#include "common/error.h"
+#include "src/cli/commands.h"
+#include "src/synth.h"
+
+namespace ds {
+namespace {
+
+struct SynthArgs {
+  std::string shape;
+  std::string out;
+  SynthOptions opt;
+  bool list = false;
+};
+
+int run_synth(const SynthArgs& a) {
+  if (a.list || a.shape.empty()) {
+    fmt::print("{:<12} {:>6} {:>7} {:>7} {:>6} {:>5} {:>7} {:>15} {:>10}\n", "shape", "dim",
+               "hidden", "layers", "heads", "kv", "vocab", "parameters", "bf16 GiB");
+    for (const auto& s : synth_shapes()) {
+      const auto& c = s.config;
+      const int64_t n = parameter_count(c);
+      fmt::print("{:<12} {:>6} {:>7} {:>7} {:>6} {:>5} {:>7} {:>15} {:>10.2f}\n", s.name, c.dim,
+                 c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.vocab_size, n,
+                 2.0 * n / (1 << 30));
+    }
+    if (!a.list) throw Error("synth needs --shape", "choose one of the shapes listed above");
+    return 0;
+  }
+  if (a.out.empty()) throw Error("synth needs an output folder", "pass -o DIR");
+  const SynthShape& shape = synth_shape(a.shape);
+  write_synthetic_checkpoint(shape, a.opt, a.out);
+  ModelConfig c = shape.config;
+  if (a.opt.layers > 0) c.n_layers = a.opt.layers;
+  fmt::print(stderr, "driftscope: wrote {} ({}, {} parameters, {}, seed {})\n", a.out, shape.name,
+             parameter_count(c), a.opt.dtype, a.opt.seed);
+  return 0;
+}
+
+}  // namespace
+
+CommandRun register_synth(CLI::App& app) {
+  auto args = std::make_shared<SynthArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "synth",
+      "Write a Hugging Face checkpoint of a real model's shape (llama2-7b, llama3-8b, qwen2-7b, "
+      "mistral-7b, ...) with seeded random weights, for speed and memory benchmarks. No "
+      "tokenizer: run it with --prompt-ids.");
+  cmd->add_option("--shape", args->shape, "model shape (see --list)");
+  cmd->add_option("-o,--output", args->out, "folder to write");
+  cmd->add_option("--dtype", args->opt.dtype, "tensor dtype: bf16, f16, f32")->capture_default_str();
+  cmd->add_option("--seed", args->opt.seed, "seed of the random weights")->capture_default_str();
+  cmd->add_option("--layers", args->opt.layers, "keep only the first N layers (0 = all)")
+      ->capture_default_str();
+  cmd->add_flag("--force", args->opt.force, "overwrite a non-empty output folder");
+  cmd->add_flag("--list", args->list, "list the shapes with parameter counts");
+  return [args] { return run_synth(*args); };
+}
+
+}  // namespace ds
