@@ -7,16 +7,12 @@
 #include <filesystem>
 
 #include "common/error.h"
-#include "src/cli/cli.h"
 #include "src/cli/commands.h"
-#include "src/cli/interrupt.h"
 #include "src/cli/model_args.h"
-#include "src/cli/progress.h"
 #include "src/cli/report_output.h"
 #include "src/cli/run_config_args.h"
-#include "src/run_metadata.h"
+#include "src/cli/traced_command.h"
 #include "src/trace_recorder.h"
-#include "src/traced_run.h"
 
 namespace fs = std::filesystem;
 
@@ -44,24 +40,12 @@ void run_one(const char* name, const RunConfig& c, const LoadedModel& lm,
              const std::vector<Prompt>& prompts, const fs::path& out) {
   validate(c);
   validate_for_model(c, lm.model.config);
-  TracedRunOptions opt;
-  opt.config = c;
-  opt.sites = resolve_probes("default", lm.model.config.n_layers);
-  opt.writer.path = out;
-  opt.writer.force = true;
-  opt.info.tool_version = DRIFTSCOPE_VERSION;
-  opt.info.config_json = traced_config_json(c, "default", opt.writer);
-  opt.info.model_json = model_identity_json(lm.model, lm.tokenizer.get(), lm.tokenizer_path);
-  opt.info.env_json = environment_json();
-  opt.info.command_line = invocation();
-  opt.eos_id = lm.eos_id();
-  opt.should_stop = interrupt_requested;
-  Progress progress(fmt::format("run {}", name));
-  opt.progress = [&](int seq, int n, int generated) { progress.update(seq, n, generated, c.max_new); };
+  trace::WriterOptions writer;
+  writer.path = out;
+  writer.force = true;
   fmt::print(stderr, "run {}: dtype={} batch={} gemm_policy={} over {} prompts -> {}\n", name,
              c.dtype, c.batch, c.gemm_policy, prompts.size(), out.string());
-  const auto res = run_traced(lm.model, prompts, opt);
-  progress.done();
+  const auto res = run_traced_command(fmt::format("run {}", name), c, "default", writer, lm, prompts);
   if (!res.complete) {
     throw Error("interrupted", "the traces written so far are in " + out.parent_path().string());
   }
@@ -95,7 +79,6 @@ int run_demo(DemoArgs& a) {
   std::vector<Prompt> prompts = read_prompts_file(prompts_file, lm.tokenizer.get());
   apply_add_bos(prompts, base.add_bos, lm.bos_id());
   fs::create_directories(a.out);
-  install_interrupt_handlers();
   run_one("A", ca, lm, prompts, fs::path(a.out) / "a.h5");
   run_one("B", cb, lm, prompts, fs::path(a.out) / "b.h5");
   const auto ta = trace::TraceReader::open(fs::path(a.out) / "a.h5");

@@ -6,15 +6,11 @@
 #include <filesystem>
 
 #include "common/error.h"
-#include "src/cli/cli.h"
 #include "src/cli/commands.h"
-#include "src/cli/interrupt.h"
 #include "src/cli/model_args.h"
-#include "src/cli/progress.h"
 #include "src/cli/run_config_args.h"
-#include "src/run_metadata.h"
+#include "src/cli/traced_command.h"
 #include "src/trace_recorder.h"
-#include "src/traced_run.h"
 
 namespace ds {
 namespace {
@@ -58,34 +54,20 @@ int run_run(const RunArgs& a) {
   }
   apply_add_bos(prompts, rc.add_bos, lm.bos_id());
 
-  TracedRunOptions opt;
-  opt.config = rc;
-  opt.sites = resolve_probes(a.probes, lm.model.config.n_layers);
-  opt.writer.path = a.output;
-  opt.writer.hidden_dtype = hidden_dtype;
-  opt.writer.topk = a.topk;
-  opt.writer.full_logits = a.full_logits;
-  opt.writer.force = a.force;
-  opt.info.tool_version = DRIFTSCOPE_VERSION;
-  opt.info.config_json = traced_config_json(rc, a.probes, opt.writer);
-  opt.info.model_json = model_identity_json(lm.model, lm.tokenizer.get(), lm.tokenizer_path);
-  opt.info.env_json = environment_json();
-  opt.info.command_line = invocation();
-  opt.eos_id = lm.eos_id();
-  opt.should_stop = interrupt_requested;
-  Progress progress("run");
-  opt.progress = [&](int seq, int n, int generated) {
-    progress.update(seq, n, generated, rc.max_new);
-  };
-  install_interrupt_handlers();
-  TracedRunResult res = run_traced(lm.model, prompts, opt);
-  progress.done();
+  trace::WriterOptions writer;
+  writer.path = a.output;
+  writer.hidden_dtype = hidden_dtype;
+  writer.topk = a.topk;
+  writer.full_logits = a.full_logits;
+  writer.force = a.force;
+  const TracedRunResult res = run_traced_command("run", rc, a.probes, writer, lm, prompts);
   if (!a.quiet) {
     int tokens = 0;
     for (const auto& s : res.sequences) tokens += static_cast<int>(s.tokens.size()) - s.prompt_len;
     fmt::print(stderr, "driftscope: wrote {} ({} of {} sequences, {} generated tokens, {} hidden "
                        "sites){}\n",
-               a.output, res.sequences.size(), prompts.size(), tokens, opt.sites.size(),
+               a.output, res.sequences.size(), prompts.size(), tokens,
+               resolve_probes(a.probes, lm.model.config.n_layers).size(),
                res.complete ? "" : " — interrupted: complete=0");
   }
   return res.complete ? 0 : 130;

@@ -1,0 +1,36 @@
+// Traced runs from the command line.
+#include "src/cli/traced_command.h"
+
+#include "src/cli/cli.h"
+#include "src/cli/interrupt.h"
+#include "src/cli/progress.h"
+#include "src/run_metadata.h"
+#include "src/trace_recorder.h"
+
+namespace ds {
+
+TracedRunResult run_traced_command(const std::string& label, const RunConfig& config,
+                                   const std::string& probes, const trace::WriterOptions& writer,
+                                   const LoadedModel& lm, const std::vector<Prompt>& prompts) {
+  TracedRunOptions opt;
+  opt.config = config;
+  opt.sites = resolve_probes(probes, lm.model.config.n_layers);
+  opt.writer = writer;
+  opt.info.tool_version = DRIFTSCOPE_VERSION;
+  opt.info.config_json = traced_config_json(config, probes, writer);
+  opt.info.model_json = model_identity_json(lm.model, lm.tokenizer.get(), lm.tokenizer_path);
+  opt.info.env_json = environment_json();
+  opt.info.command_line = invocation();
+  opt.eos_id = lm.eos_id();
+  opt.should_stop = interrupt_requested;
+  Progress progress(label);
+  opt.progress = [&](int seq, int n, int generated) {
+    progress.update(seq, n, generated, config.max_new);
+  };
+  install_interrupt_handlers();
+  TracedRunResult res = run_traced(lm.model, prompts, opt);
+  progress.done();
+  return res;
+}
+
+}  // namespace ds

@@ -1,0 +1,20 @@
+// A traced run started from the command line (run, demo): metadata from the loaded model and
+// this process, Ctrl-C handling, and a progress line on stderr.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "src/cli/model_args.h"
+#include "src/prompts.h"
+#include "src/run_config.h"
+#include "src/traced_run.h"
+#include "trace/writer.h"
+
+namespace ds {
+
+TracedRunResult run_traced_command(const std::string& label, const RunConfig& config,
+                                   const std::string& probes, const trace::WriterOptions& writer,
+                                   const LoadedModel& lm, const std::vector<Prompt>& prompts);
+
+}  // namespace ds
