@@ -109,21 +109,26 @@ std::vector<GenerateResult> generate_batch(Runtime& rt, const std::vector<Sequen
   auto finish_step = [&](const std::vector<int>& completed) {
     for (int i : completed) {
       Active& s = seqs[i];
-      if (opt.max_new == 0) {
+      const auto& forced = requests[i].forced;
+      if (forced ? forced->empty() : opt.max_new == 0) {
         if (on_step) on_step(i, std::nullopt, s.res.tokens);
         s.done = true;
         continue;
       }
       std::span<const double> row(logits.data() + last_row[i] * V, static_cast<size_t>(V));
       const int32_t next =
-          sample_next(row, opt.sampling, requests[i].stream, s.generated, s.res.tokens);
+          forced ? (*forced)[s.generated]
+                 : sample_next(row, opt.sampling, requests[i].stream, s.generated, s.res.tokens);
       s.res.tokens.push_back(next);
       ++s.generated;
       if (on_step) on_step(i, next, s.res.tokens);
       if (opt.eos_id && next == *opt.eos_id) {
         s.res.stop_reason = "eos";
         s.done = true;
-      } else if (s.generated == opt.max_new) {
+      } else if (forced && s.generated == static_cast<int>(forced->size())) {
+        s.res.stop_reason = "forced";
+        s.done = true;
+      } else if (!forced && s.generated == opt.max_new) {
         s.done = true;
       } else if (static_cast<int>(s.res.tokens.size()) >= ctx) {
         s.res.stop_reason = "context";  // the sequence fills the context

@@ -28,12 +28,16 @@ struct GenerateOptions {
 struct GenerateResult {
   std::vector<int32_t> tokens;  // prompt tokens then generated tokens
   int prompt_len = 0;
-  std::string stop_reason;      // "eos", "max_new", "context" or "interrupted"
+  std::string stop_reason;      // "eos", "max_new", "context", "forced" or "interrupted"
 };
 
 struct SequenceRequest {
   std::vector<int32_t> prompt;
   uint64_t stream = 0;  // sampling noise stream (the prompt's index), shared across configs
+  // Teacher forcing: when set, these tokens are taken in order instead of the model's own
+  // choices (its logits are still computed and tapped); generation ends after the last one
+  // (stop reason "forced", or "eos" when it is EOS).
+  std::optional<std::vector<int32_t>> forced = std::nullopt;
 };
 
 // Called when sequence `index` of the batch finished a step: all its rows of the step went

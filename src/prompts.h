@@ -15,6 +15,9 @@ namespace ds {
 struct Prompt {
   std::optional<std::string> text;  // as written (absent for "ids" prompts)
   std::vector<int32_t> ids;         // what the model consumes
+  // Teacher forcing (run --force-tokens): the continuation to consume instead of the model's
+  // own choices; max_new does not apply.
+  std::optional<std::vector<int32_t>> forced = std::nullopt;
 };
 
 // Reads FILE: a line starting with '{' is a JSON object {"text": "..."} or {"ids": [..]};

@@ -12,12 +12,15 @@
 namespace ds {
 
 std::string traced_config_json(const RunConfig& config, const std::string& probes,
-                               const trace::WriterOptions& writer) {
+                               const trace::WriterOptions& writer,
+                               const std::string& force_tokens) {
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(to_json(config));
   j["trace"] = {{"probes", probes},
                 {"hidden_dtype", trace::hidden_dtype_name(writer.hidden_dtype)},
                 {"topk", writer.topk},
-                {"full_logits", writer.full_logits}};
+                {"full_logits", writer.full_logits},
+                {"force_tokens", force_tokens.empty() ? nlohmann::ordered_json()
+                                                      : nlohmann::ordered_json(force_tokens)}};
   return j.dump();
 }
 
@@ -29,13 +32,16 @@ TracedRunResult run_traced(const Model& model, const std::vector<Prompt>& prompt
   int longest = 0;
   for (const auto& p : prompts) {
     check_token_ids(p.ids, c.vocab_size);
-    longest = std::max(longest, static_cast<int>(p.ids.size()));
+    if (p.forced) check_token_ids(*p.forced, c.vocab_size);
+    int n = static_cast<int>(p.ids.size());
+    n += p.forced ? static_cast<int>(p.forced->size()) : opt.config.max_new;
+    longest = std::max(longest, n);
   }
   trace::TraceWriter writer(opt.writer, opt.info);
   TraceRecorder recorder(writer, opt.sites);
   const int batch = std::min<int>(opt.config.batch, std::max<size_t>(1, prompts.size()));
   auto rt = make_cpu_runtime(model, numerics(opt.config),
-                             needed_capacity(longest, opt.config.max_new, c.max_seq_len), batch);
+                             needed_capacity(longest, 0, c.max_seq_len), batch);
   rt->set_tap_hook(&recorder);
   GenerateOptions g;
   g.max_new = opt.config.max_new;
@@ -55,7 +61,7 @@ TracedRunResult run_traced(const Model& model, const std::vector<Prompt>& prompt
       const int seq = static_cast<int>(i);
       writer.begin_sequence(seq, prompts[i].ids);
       recorder.bind_slot(static_cast<int>(i - first), seq);
-      group.push_back({prompts[i].ids, i});
+      group.push_back({prompts[i].ids, i, prompts[i].forced});
     }
     auto results = generate_batch(
         *rt, group, g,

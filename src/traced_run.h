@@ -30,9 +30,11 @@ struct TracedRunResult {
 };
 
 // The fully resolved configuration recorded as /meta config_json: the run config's fields plus
-// a "trace" object (probes, hidden_dtype, topk, full_logits).
+// a "trace" object (probes, hidden_dtype, topk, full_logits, force_tokens: the trace whose
+// tokens were consumed, or null).
 std::string traced_config_json(const RunConfig& config, const std::string& probes,
-                               const trace::WriterOptions& writer);
+                               const trace::WriterOptions& writer,
+                               const std::string& force_tokens = {});
 
 TracedRunResult run_traced(const Model& model, const std::vector<Prompt>& prompts,
                            const TracedRunOptions& opt);

@@ -10,15 +10,34 @@
 #include "src/cli/model_args.h"
 #include "src/cli/run_config_args.h"
 #include "src/cli/traced_command.h"
+#include "trace/reader.h"
 #include "src/trace_recorder.h"
 
 namespace ds {
 namespace {
 
+// Every sequence of a trace as a prompt whose continuation is forced to the trace's tokens.
+std::vector<Prompt> forced_prompts(const trace::TraceReader& r) {
+  std::vector<Prompt> out;
+  for (int i : r.sequence_indices()) {
+    const auto s = r.sequence(i);
+    if (i != static_cast<int>(out.size())) {
+      throw Error(fmt::format("trace '{}' has no sequence {}", r.path().string(), out.size()));
+    }
+    Prompt p;
+    p.ids.assign(s.tokens.begin(), s.tokens.begin() + s.prompt_len);
+    p.forced = std::vector<int32_t>(s.tokens.begin() + s.prompt_len, s.tokens.end());
+    out.push_back(std::move(p));
+  }
+  if (out.empty()) throw Error(fmt::format("trace '{}' holds no sequence", r.path().string()));
+  return out;
+}
+
 struct RunArgs {
   ModelArgs model;
   RunConfigArgs run;
   std::string prompts_file;
+  std::string force_tokens;
   std::string probes = "default";
   std::string hidden_dtype = "f32";
   int topk = 20;
@@ -41,8 +60,9 @@ int run_run(const RunArgs& a) {
     throw Error(fmt::format("trace '{}' already exists", a.output),
                 "pass --force to overwrite it, or choose another -o path");
   }
-  LoadedModel lm = load_model_and_prompt(a.model, /*need_tokenizer=*/false,
-                                         /*want_prompt=*/a.prompts_file.empty());
+  LoadedModel lm = load_model_and_prompt(
+      a.model, /*need_tokenizer=*/false,
+      /*want_prompt=*/a.prompts_file.empty() && a.force_tokens.empty());
   std::vector<Prompt> prompts;
   if (a.prompts_file.empty()) {
     prompts.push_back({a.model.prompt, lm.prompt});
@@ -53,6 +73,13 @@ int run_run(const RunArgs& a) {
     prompts = read_prompts_file(a.prompts_file, lm.tokenizer.get(), !a.model.no_special_in_text);
   }
   apply_add_bos(prompts, rc.add_bos, lm.bos_id());
+  if (!a.force_tokens.empty()) {
+    if (a.model.prompt || a.model.prompt_ids || !a.prompts_file.empty()) {
+      throw Error("--force-tokens takes the prompts from its trace",
+                  "drop --prompt, --prompt-ids and --prompts");
+    }
+    prompts = forced_prompts(trace::TraceReader::open(a.force_tokens));
+  }
 
   trace::WriterOptions writer;
   writer.path = a.output;
@@ -60,7 +87,8 @@ int run_run(const RunArgs& a) {
   writer.topk = a.topk;
   writer.full_logits = a.full_logits;
   writer.force = a.force;
-  const TracedRunResult res = run_traced_command("run", rc, a.probes, writer, lm, prompts);
+  const TracedRunResult res =
+      run_traced_command("run", rc, a.probes, writer, lm, prompts, a.force_tokens);
   if (!a.quiet) {
     int tokens = 0;
     for (const auto& s : res.sequences) tokens += static_cast<int>(s.tokens.size()) - s.prompt_len;
@@ -86,6 +114,10 @@ CommandRun register_run(CLI::App& app) {
   add_run_config_options(*cmd, args->run);
   cmd->add_option("--prompts", args->prompts_file,
                   "file of prompts: one per line, or JSONL {\"text\": ...} / {\"ids\": [...]}");
+  cmd->add_option("--force-tokens", args->force_tokens,
+                  "teacher forcing: consume the prompts and generated tokens of this trace instead "
+                  "of this run's own choices, still recording this run's logits and hidden states "
+                  "(so drift stays comparable past the first flip)");
   cmd->add_option("--probes", args->probes,
                   "hidden sites to record: default (embed, L*/attn_out, L*/mlp_out, L*/out, "
                   "final_norm), all, none, or a list like embed,L0/attn_norm,L*/out")

@@ -15,6 +15,7 @@ namespace ds {
 
 TracedRunResult run_traced_command(const std::string& label, const RunConfig& config,
                                    const std::string& probes, const trace::WriterOptions& writer,
-                                   const LoadedModel& lm, const std::vector<Prompt>& prompts);
+                                   const LoadedModel& lm, const std::vector<Prompt>& prompts,
+                                   const std::string& force_tokens = {});
 
 }  // namespace ds
