@@ -535,21 +535,21 @@ Report diff_traces(const trace::TraceReader& a, const trace::TraceReader& b,
         fmt::format("A holds {} sequences and B {}: {} compared (matched by index)", ia.size(),
                     ib.size(), common.size()));
   }
-  std::vector<int> todo = common;
+  std::vector<int> selected = common;
   if (!opt.sequences.empty()) {
-    todo.clear();
+    selected.clear();
     for (int i : opt.sequences) {
       if (!std::binary_search(common.begin(), common.end(), i)) {
         throw Error(fmt::format("sequence {} is not in both traces", i),
                     fmt::format("A holds {} sequences, B {}; sequences are numbered from 0",
                                 ia.size(), ib.size()));
       }
-      if (std::find(todo.begin(), todo.end(), i) == todo.end()) todo.push_back(i);
+      if (std::find(selected.begin(), selected.end(), i) == selected.end()) selected.push_back(i);
     }
-    std::sort(todo.begin(), todo.end());
+    std::sort(selected.begin(), selected.end());
   }
-  const int n_layers = ma.n_layers > 0 ? ma.n_layers : layers_from_sites(a, todo);
-  for (int i : todo) {
+  const int n_layers = ma.n_layers > 0 ? ma.n_layers : layers_from_sites(a, selected);
+  for (int i : selected) {
     rep.sequences.push_back(SequenceDiff(a, b, i, opt, n_layers).run());
   }
   Summary& s = rep.summary;
