@@ -13,6 +13,7 @@
 #include <set>
 
 #include "common/error.h"
+#include "diff/kernels.h"
 #include "diff/metrics.h"
 #include "diff/tolerances.h"
 
@@ -560,6 +561,7 @@ Report diff_traces(const trace::TraceReader& a, const trace::TraceReader& b,
     s.drifted += !q.hidden_identical || (q.has_logits && !q.logits.identical);
   }
   s.div_percent = s.sequences ? 100.0 * s.diverged / s.sequences : 0.0;
+  rep.kernels = diff_kernels(a, b, rep.sequences, rep.warnings);
   return rep;
 }
 

@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <set>
+
+#include "trace/schema.h"
 
 namespace ds::diff {
 
@@ -25,6 +28,66 @@ std::string verdict_text(const SequenceReport& s) {
   }
   return "?";
 }
+
+const char* kernel_tables_name(KernelTables t) {
+  switch (t) {
+    case KernelTables::neither: return "neither";
+    case KernelTables::only_a: return "only_a";
+    case KernelTables::only_b: return "only_b";
+    case KernelTables::both: return "both";
+  }
+  return "?";
+}
+
+namespace {
+
+bool same_configs(const std::vector<KernelLaunch>& a, const std::vector<KernelLaunch>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](const KernelLaunch& x, const KernelLaunch& y) {
+                      return x.grid == y.grid && x.block == y.block && x.launches == y.launches;
+                    });
+}
+
+void check_kernels(const KernelReport& k, const std::function<void(const std::string&)>& fail) {
+  if (k.tables != KernelTables::both && (!k.sites.empty() || k.passes_compared != 0)) {
+    fail("kernels compared without both tables");
+  }
+  if (static_cast<int>(k.sites.size()) > k.sites_compared) fail("more kernel sites than compared");
+  int64_t dur_a = 0, dur_b = 0;
+  for (size_t i = 0; i < k.sites.size(); ++i) {
+    const SiteKernels& s = k.sites[i];
+    const std::string& prev = i > 0 ? k.sites[i - 1].site : std::string();
+    if (i > 0 && !(std::pair(trace::site_order(prev), prev) <
+                   std::pair(trace::site_order(s.site), s.site))) {
+      fail("kernel sites out of forward order at " + s.site);
+    }
+    if (s.only_a.empty() && s.only_b.empty() && s.changed.empty()) {
+      fail("kernel site without a difference: " + s.site);
+    }
+    dur_a += s.duration_ns_a;
+    dur_b += s.duration_ns_b;
+    int64_t la = 0, lb = 0;
+    auto use = [&](const KernelUse& u) {
+      int64_t n = 0;
+      for (const auto& c : u.configs) n += c.launches;
+      if (u.launches <= 0 || n != u.launches) fail("kernel launch counts disagree at " + s.site);
+    };
+    for (const auto& u : s.only_a) use(u), la += u.launches;
+    for (const auto& u : s.only_b) use(u), lb += u.launches;
+    for (const auto& c : s.changed) {
+      use(c.a);
+      use(c.b);
+      la += c.a.launches;
+      lb += c.b.launches;
+      if (c.a.op != c.b.op || c.a.name != c.b.name) fail("changed kernel of two names at " + s.site);
+      if (same_configs(c.a.configs, c.b.configs)) fail("changed kernel without change at " + s.site);
+    }
+    if (la > s.launches_a || lb > s.launches_b) fail("more listed launches than at site " + s.site);
+  }
+  if (dur_a > k.duration_ns_a || dur_b > k.duration_ns_b) fail("site device time > total");
+}
+
+}  // namespace
 
 std::vector<const SequenceReport*> by_first_flip(const Report& r) {
   std::vector<const SequenceReport*> out;
@@ -113,6 +176,7 @@ std::vector<std::string> check_consistency(const Report& r) {
   if (r.summary.prompts_differ != prompts) fail(-1, "summary.prompts_differ");
   const double pct = r.summary.sequences ? 100.0 * diverged / r.summary.sequences : 0.0;
   if (std::abs(r.summary.div_percent - pct) > 1e-9) fail(-1, "summary.div_percent");
+  check_kernels(r.kernels, [&](const std::string& what) { fail(-1, what); });
   return bad;
 }
 

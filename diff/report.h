@@ -2,6 +2,7 @@
 // fills it; the viewer renders it (terminal, JSON) and the gate reads it. Metrics: docs/metrics.md.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -143,6 +144,56 @@ struct Summary {
   int drifted = 0;  // compared sequences with any nonzero drift
 };
 
+// ---- kernels (the /kernels tables of two CUDA traces; docs/metrics.md §6) -------------
+
+// One launch configuration of a kernel and how many launches used it.
+struct KernelLaunch {
+  std::array<int32_t, 3> grid{}, block{};
+  int64_t launches = 0;
+};
+
+// One kernel at one site on one side, summed over the compared passes.
+struct KernelUse {
+  std::string op;    // the runtime's op label ("o_proj")
+  std::string name;  // the kernel name as recorded (demangled, full)
+  int64_t launches = 0;
+  int64_t duration_ns = 0;
+  std::vector<KernelLaunch> configs;  // distinct (grid, block), ascending
+};
+
+// The same (op, name) launched on both sides, but with different configurations (or different
+// launch counts of a configuration): a split-K change shows as a different grid z.
+struct KernelChange {
+  KernelUse a, b;  // a.op == b.op, a.name == b.name
+};
+
+// The kernels of one site that differ between the traces, next to the drift at that site.
+struct SiteKernels {
+  std::string site;
+  std::optional<double> rel_l2_median;     // largest SiteDrift::rel_l2_median of this site over
+                                           // the compared sequences; none when not tapped in both
+  std::vector<KernelUse> only_a, only_b;   // (op, name) launched by one side only, launch order
+  std::vector<KernelChange> changed;       // in A's launch order
+  int64_t launches_a = 0, launches_b = 0;  // every launch at the site
+  int64_t duration_ns_a = 0, duration_ns_b = 0;  // total device time at the site
+};
+
+// Which traces hold a /kernels table (CUDA + CUPTI runs only); kernels are compared when both do.
+enum class KernelTables { neither, only_a, only_b, both };
+
+struct KernelReport {
+  KernelTables tables = KernelTables::neither;
+  int64_t records_a = 0, records_b = 0;  // rows of each table
+  int passes_a = 0, passes_b = 0;        // distinct forward passes in each table
+  int passes_compared = 0;               // passes in both tables: the only ones aggregated
+  int sites_compared = 0;                // sites with a launch on either side in those passes
+  int64_t duration_ns_a = 0, duration_ns_b = 0;  // device time over the compared passes
+  std::vector<SiteKernels> sites;  // sites whose kernels differ, in forward order ("logits" last)
+};
+
+// "both", "only_a", "only_b", "neither" (the JSON value).
+const char* kernel_tables_name(KernelTables t);
+
 struct Report {
   TraceSide a, b;
   bool model_equal = true;
@@ -151,6 +202,7 @@ struct Report {
   std::vector<SequenceReport> sequences;  // in index order
   std::vector<int> only_in_a, only_in_b;
   Summary summary;
+  KernelReport kernels;
   std::vector<std::string> warnings;
 };
 
@@ -162,7 +214,8 @@ std::string verdict_text(const SequenceReport& s);
 std::vector<const SequenceReport*> by_first_flip(const Report& r);
 
 // Checks the report's internal invariants (bloaty's CheckConsistency): Jaccard in [0,1], one
-// drift row per common site, flip position = prompt_len + step, counts agree with the summary.
+// drift row per common site, flip position = prompt_len + step, counts agree with the summary,
+// every listed kernel site has a difference and its counts add up.
 // Returns one line per violation; empty when consistent.
 std::vector<std::string> check_consistency(const Report& r);
 

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstring>
 #include <mutex>
 
 #include "common/error.h"
@@ -68,11 +70,21 @@ hid_t file_type(Elem e) {
     case Elem::F32: return H5T_IEEE_F32LE;
     case Elem::F16: return f16;
     case Elem::BF16: return H5T_STD_U16LE;
+    case Elem::I64: return H5T_STD_I64LE;
   }
   return H5T_IEEE_F32LE;
 }
 
-size_t elem_size(Elem e) { return e == Elem::I32 || e == Elem::F32 ? 4 : 2; }
+size_t elem_size(Elem e) {
+  switch (e) {
+    case Elem::I64: return 8;
+    case Elem::I32:
+    case Elem::F32: return 4;
+    case Elem::F16:
+    case Elem::BF16: return 2;
+  }
+  return 4;
+}
 
 const char* elem_name(Elem e) {
   switch (e) {
@@ -80,6 +92,7 @@ const char* elem_name(Elem e) {
     case Elem::F32: return "float32";
     case Elem::F16: return "float16";
     case Elem::BF16: return "bf16";
+    case Elem::I64: return "int64";
   }
   return "?";
 }
@@ -176,7 +189,12 @@ int64_t read_attr_int(hid_t obj, const std::string& name) {
   return v;
 }
 
-Id create_growing(hid_t loc, const std::string& name, Elem e, int64_t width, int64_t chunk_rows) {
+namespace {
+
+// A chunked, shuffled, deflate-compressed dataset of `type`, rank 1 (width 0) or 2, growing along
+// rows from 0; intermediate groups of `name` are created.
+Id create_growing_of(hid_t loc, const std::string& name, hid_t type, int64_t width,
+                     int64_t chunk_rows) {
   const int rank = width > 0 ? 2 : 1;
   hsize_t dims[2] = {0, static_cast<hsize_t>(width)};
   hsize_t maxdims[2] = {H5S_UNLIMITED, static_cast<hsize_t>(width)};
@@ -189,14 +207,13 @@ Id create_growing(hid_t loc, const std::string& name, Elem e, int64_t width, int
   DS_H5(H5Pset_deflate(dcpl.get(), 1));
   Id lcpl(DS_H5_ID(H5Pcreate(H5P_LINK_CREATE)));
   DS_H5(H5Pset_create_intermediate_group(lcpl.get(), 1));
-  Id d(DS_H5_ID(H5Dcreate2(loc, name.c_str(), file_type(e), space.get(), lcpl.get(), dcpl.get(),
-                           H5P_DEFAULT)));
-  if (e == Elem::BF16) write_attr(d.get(), "dtype", std::string("bf16"));
-  return d;
+  return Id(DS_H5_ID(
+      H5Dcreate2(loc, name.c_str(), type, space.get(), lcpl.get(), dcpl.get(), H5P_DEFAULT)));
 }
 
-void write_rows(hid_t dset, Elem e, int64_t at, int64_t rows, int64_t width, const void* data) {
-  if (rows <= 0) return;
+// Extends a growing dataset to at + rows rows and returns the file space with those rows
+// selected, and the matching memory space.
+std::pair<Id, Id> select_new_rows(hid_t dset, int64_t at, int64_t rows, int64_t width) {
   const int rank = width > 0 ? 2 : 1;
   hsize_t new_dims[2] = {static_cast<hsize_t>(at + rows), static_cast<hsize_t>(width)};
   DS_H5(H5Dset_extent(dset, new_dims));
@@ -205,6 +222,31 @@ void write_rows(hid_t dset, Elem e, int64_t at, int64_t rows, int64_t width, con
   hsize_t count[2] = {static_cast<hsize_t>(rows), static_cast<hsize_t>(width)};
   DS_H5(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, count, nullptr));
   Id mspace(DS_H5_ID(H5Screate_simple(rank, count, nullptr)));
+  return {std::move(fspace), std::move(mspace)};
+}
+
+// The file space of rows [begin, begin + count) of a dataset, and the matching memory space.
+std::pair<Id, Id> select_rows(hid_t dset, int64_t begin, int64_t count, int64_t width) {
+  const int rank = width > 0 ? 2 : 1;
+  Id fspace(DS_H5_ID(H5Dget_space(dset)));
+  hsize_t start[2] = {static_cast<hsize_t>(begin), 0};
+  hsize_t cnt[2] = {static_cast<hsize_t>(count), static_cast<hsize_t>(width)};
+  DS_H5(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, cnt, nullptr));
+  Id mspace(DS_H5_ID(H5Screate_simple(rank, cnt, nullptr)));
+  return {std::move(fspace), std::move(mspace)};
+}
+
+}  // namespace
+
+Id create_growing(hid_t loc, const std::string& name, Elem e, int64_t width, int64_t chunk_rows) {
+  Id d = create_growing_of(loc, name, file_type(e), width, chunk_rows);
+  if (e == Elem::BF16) write_attr(d.get(), "dtype", std::string("bf16"));
+  return d;
+}
+
+void write_rows(hid_t dset, Elem e, int64_t at, int64_t rows, int64_t width, const void* data) {
+  if (rows <= 0) return;
+  auto [fspace, mspace] = select_new_rows(dset, at, rows, width);
   DS_H5(H5Dwrite(dset, file_type(e), mspace.get(), fspace.get(), H5P_DEFAULT, data));
 }
 
@@ -228,6 +270,8 @@ DatasetInfo dataset_info(hid_t dset) {
     info.elem = Elem::BF16;
   } else if (cls == H5T_INTEGER && size == 4) {
     info.elem = Elem::I32;
+  } else if (cls == H5T_INTEGER && size == 8) {
+    info.elem = Elem::I64;
   } else {
     throw Error(fmt::format("dataset has an unsupported element type (class {}, {} bytes)",
                             static_cast<int>(cls), size));
@@ -237,13 +281,65 @@ DatasetInfo dataset_info(hid_t dset) {
 
 void read_rows(hid_t dset, Elem e, int64_t begin, int64_t count, int64_t width, void* out) {
   if (count <= 0) return;
-  const int rank = width > 0 ? 2 : 1;
-  Id fspace(DS_H5_ID(H5Dget_space(dset)));
-  hsize_t start[2] = {static_cast<hsize_t>(begin), 0};
-  hsize_t cnt[2] = {static_cast<hsize_t>(count), static_cast<hsize_t>(width)};
-  DS_H5(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, cnt, nullptr));
-  Id mspace(DS_H5_ID(H5Screate_simple(rank, cnt, nullptr)));
+  auto [fspace, mspace] = select_rows(dset, begin, count, width);
   DS_H5(H5Dread(dset, file_type(e), mspace.get(), fspace.get(), H5P_DEFAULT, out));
+}
+
+std::vector<int64_t> dataset_shape(hid_t dset) {
+  Id space(DS_H5_ID(H5Dget_space(dset)));
+  const int rank = DS_H5(H5Sget_simple_extent_ndims(space.get()));
+  std::vector<hsize_t> dims(static_cast<size_t>(rank));
+  if (rank > 0) DS_H5(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr));
+  return {dims.begin(), dims.end()};
+}
+
+H5T_class_t dataset_class(hid_t dset) {
+  Id type(DS_H5_ID(H5Dget_type(dset)));
+  return H5Tget_class(type.get());
+}
+
+Id create_growing_strings(hid_t loc, const std::string& name, int64_t chunk_rows) {
+  return create_growing_of(loc, name, utf8_string_type(), 0, chunk_rows);
+}
+
+void write_string_rows(hid_t dset, int64_t at, const std::vector<std::string>& rows) {
+  if (rows.empty()) return;
+  std::vector<const char*> p;
+  p.reserve(rows.size());
+  for (const auto& s : rows) p.push_back(s.c_str());
+  auto [fspace, mspace] = select_new_rows(dset, at, static_cast<int64_t>(rows.size()), 0);
+  DS_H5(H5Dwrite(dset, utf8_string_type(), mspace.get(), fspace.get(), H5P_DEFAULT, p.data()));
+}
+
+std::vector<std::string> read_string_rows(hid_t dset, int64_t begin, int64_t count) {
+  std::vector<std::string> out;
+  if (count <= 0) return out;
+  Id type(DS_H5_ID(H5Dget_type(dset)));
+  if (H5Tget_class(type.get()) != H5T_STRING) throw Error("dataset is not of strings");
+  auto [fspace, mspace] = select_rows(dset, begin, count, 0);
+  out.reserve(static_cast<size_t>(count));
+  if (H5Tis_variable_str(type.get()) > 0) {
+    std::vector<char*> p(static_cast<size_t>(count), nullptr);
+    const herr_t s =
+        H5Dread(dset, utf8_string_type(), mspace.get(), fspace.get(), H5P_DEFAULT, p.data());
+    for (char* c : p) {
+      out.emplace_back(c != nullptr ? c : "");
+      H5free_memory(c);
+    }
+    DS_H5(s);
+    return out;
+  }
+  // Fixed-length strings (as numpy's bytes_ arrays are written): NUL-padded or NUL-terminated.
+  const size_t n = H5Tget_size(type.get());
+  Id mem(DS_H5_ID(H5Tcopy(H5T_C_S1)));
+  DS_H5(H5Tset_size(mem.get(), n));
+  std::vector<char> buf(n * static_cast<size_t>(count));
+  DS_H5(H5Dread(dset, mem.get(), mspace.get(), fspace.get(), H5P_DEFAULT, buf.data()));
+  for (int64_t i = 0; i < count; ++i) {
+    const char* c = buf.data() + static_cast<size_t>(i) * n;
+    out.emplace_back(c, strnlen(c, n));
+  }
+  return out;
 }
 
 }  // namespace ds::h5

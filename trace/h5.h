@@ -44,11 +44,11 @@ class Id {
 };
 
 // Element types of trace datasets. F16 is IEEE half (h5py reads it as float16); BF16 is stored
-// as uint16 with attribute dtype="bf16".
-enum class Elem { I32, F32, F16, BF16 };
+// as uint16 with attribute dtype="bf16". I64 holds counters such as /kernels/duration_ns.
+enum class Elem { I32, F32, F16, BF16, I64 };
 hid_t file_type(Elem e);  // not owned; valid for the process
 size_t elem_size(Elem e);
-const char* elem_name(Elem e);  // "int32", "float32", "float16", "bf16"
+const char* elem_name(Elem e);  // "int32", "float32", "float16", "bf16", "int64"
 
 bool exists(hid_t loc, const std::string& path);
 Id create_group(hid_t loc, const std::string& name);
@@ -72,7 +72,20 @@ struct DatasetInfo {
   Elem elem = Elem::F32;
 };
 DatasetInfo dataset_info(hid_t dset);
-// Reads rows [begin, begin + count) into `out` (element layout as in write_rows).
+// Reads rows [begin, begin + count) into `out` (element layout as in write_rows; an integer
+// dataset may be read as I32 or I64 whatever its stored width, HDF5 converts).
 void read_rows(hid_t dset, Elem e, int64_t begin, int64_t count, int64_t width, void* out);
+
+// The shape and type class of any dataset (string datasets included), without classifying its
+// element type as dataset_info does.
+std::vector<int64_t> dataset_shape(hid_t dset);
+H5T_class_t dataset_class(hid_t dset);
+
+// Growing rank-1 datasets of variable-length UTF-8 strings (chunked and compressed like
+// create_growing; h5py reads the elements as bytes, `.asstr()` as str).
+Id create_growing_strings(hid_t loc, const std::string& name, int64_t chunk_rows);
+void write_string_rows(hid_t dset, int64_t at, const std::vector<std::string>& rows);
+// Rows [begin, begin + count) of a rank-1 string dataset, variable- or fixed-length.
+std::vector<std::string> read_string_rows(hid_t dset, int64_t begin, int64_t count);
 
 }  // namespace ds::h5

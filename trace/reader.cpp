@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "common/float_formats.h"
+#include "trace/kernel_table.h"
 #include "trace/schema.h"
 
 namespace fs = std::filesystem;
@@ -117,20 +118,9 @@ SequenceInfo TraceReader::sequence(int seq) const {
         names.push_back(child);
       }
     }
-    auto order = [](const std::string& n) -> std::pair<int, int> {
-      if (n == "embed") return {-1, 0};
-      if (n == "final_norm") return {1 << 30, 0};
-      const int layer = std::stoi(n.substr(1, n.find('/') - 1));
-      const std::string kind = n.substr(n.find('/') + 1);
-      int k = 0;
-      for (const char* kk : kLayerSiteKinds) {
-        if (kind == kk) break;
-        ++k;
-      }
-      return {layer, k};
-    };
-    std::sort(names.begin(), names.end(),
-              [&](const std::string& a, const std::string& b) { return order(a) < order(b); });
+    std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
+      return site_order(a) < site_order(b);
+    });
     for (const auto& n : names) {
       h5::Id d = dataset(seq, "hidden/" + n);
       auto info = h5::dataset_info(d.get());
@@ -159,6 +149,11 @@ std::vector<float> TraceReader::hidden(int seq, const std::string& site, int64_t
   if (info.shape.size() != 2 || begin < 0 || begin + count > info.shape[0]) {
     throw Error(fmt::format("rows {}..{} of hidden/{} are outside its {} rows", begin,
                             begin + count, site, info.shape[0]));
+  }
+  if (info.elem == h5::Elem::I32 || info.elem == h5::Elem::I64) {
+    throw Error(fmt::format("hidden/{} holds {} values: hidden states are float32, float16 or bf16",
+                            site, h5::elem_name(info.elem)),
+                "the trace is damaged or was not written by driftscope");
   }
   const int64_t width = info.shape[1];
   std::vector<float> out(static_cast<size_t>(count * width));
@@ -200,6 +195,12 @@ std::vector<float> TraceReader::full_logits(int seq, int64_t begin, int64_t coun
   std::vector<float> out(static_cast<size_t>(count * V));
   h5::read_rows(d.get(), h5::Elem::F32, begin, count, V, out.data());
   return out;
+}
+
+bool TraceReader::has_kernels() const { return has_kernel_table(file_->get()); }
+
+std::vector<KernelRecord> TraceReader::kernels() const {
+  return read_kernel_table(file_->get(), path_.string());
 }
 
 }  // namespace ds::trace

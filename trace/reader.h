@@ -1,5 +1,6 @@
 // Trace reader (format v1): opens and validates a trace, then reads datasets lazily, row ranges
-// at a time, so a trace of any size is never loaded whole.
+// at a time, so a trace of any size is never loaded whole. The exception is the optional /kernels
+// table, read whole: one row per kernel launch is small next to the hidden states.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "trace/h5.h"
+#include "trace/kernel_records.h"
 
 namespace ds::trace {
 
@@ -61,6 +63,13 @@ class TraceReader {
   TopKRows topk(int seq, int64_t begin, int64_t count) const;
   std::vector<float> lse(int seq, int64_t begin, int64_t count) const;
   std::vector<float> full_logits(int seq, int64_t begin, int64_t count) const;  // (count, V)
+
+  // The optional /kernels table: every GPU kernel launch of a CUDA run recorded with CUPTI, with
+  // the tap site it contributes to. Absent (false, empty) on CPU traces. kernels() returns the
+  // rows in file order, read whole, and throws ds::Error with a hint on a malformed table (a
+  // missing column, a wrong type or shape, columns of unequal length).
+  bool has_kernels() const;
+  std::vector<KernelRecord> kernels() const;
 
  private:
   h5::Id dataset(int seq, const std::string& rel) const;

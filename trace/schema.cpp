@@ -3,10 +3,35 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+#include <climits>
+#include <iterator>
+
 namespace ds::trace {
 
 std::string layer_site(int layer, const std::string& kind) {
   return fmt::format("L{}/{}", layer, kind);
+}
+
+SiteOrder site_order(const std::string& site) {
+  constexpr int kKinds = static_cast<int>(std::size(kLayerSiteKinds));
+  if (site == "embed") return {-1, 0, {}};
+  if (site == "final_norm") return {INT_MAX / 2, 0, {}};
+  const size_t slash = site.find('/');
+  if (site.size() > 1 && site[0] == 'L' && slash != std::string::npos && slash > 1 && slash < 10) {
+    bool digits = true;
+    for (size_t i = 1; i < slash; ++i)
+      digits &= std::isdigit(static_cast<unsigned char>(site[i])) != 0;
+    if (digits) {
+      const int layer = std::stoi(site.substr(1, slash - 1));
+      const std::string kind = site.substr(slash + 1);
+      for (int k = 0; k < kKinds; ++k) {
+        if (kind == kLayerSiteKinds[k]) return {layer, k, {}};
+      }
+      return {layer, kKinds, kind};
+    }
+  }
+  return {INT_MAX, 0, site};
 }
 
 std::vector<std::string> all_sites(int n_layers) {

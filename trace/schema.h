@@ -14,12 +14,26 @@ inline constexpr int kFormatVersion = 1;
 inline constexpr const char* kLayerSiteKinds[] = {"attn_norm", "attn_out", "resid_mid",
                                                   "mlp_norm",  "mlp_out",  "out"};
 
+// The optional /kernels table (CUDA traces recorded with CUPTI): one row per kernel launch, one
+// dataset per column, all of the same length (docs/trace-format.md "/kernels").
+inline constexpr const char* kKernelsGroup = "kernels";
+
 // "L3/attn_out" for layer 3, kind "attn_out".
 std::string layer_site(int layer, const std::string& kind);
 
 // Every hidden-state tap site of a model with n_layers layers, in forward order:
 // embed, L0/attn_norm ... L<n-1>/out, final_norm.
 std::vector<std::string> all_sites(int n_layers);
+
+// Sort key of a site name in forward order: embed, L0/attn_norm ... L<n-1>/out, final_norm, then
+// any other name ("logits", an unknown kind) after those of its layer or at the end, by name.
+struct SiteOrder {
+  int layer = 0;  // -1 embed, 0.. layers, INT_MAX/2 final_norm, INT_MAX anything else
+  int kind = 0;   // index in kLayerSiteKinds; unknown kinds after the known ones
+  std::string rest;
+  auto operator<=>(const SiteOrder&) const = default;
+};
+SiteOrder site_order(const std::string& site);
 
 // The default probe set: embed, every L<l>/attn_out, L<l>/mlp_out, L<l>/out, and final_norm.
 std::vector<std::string> default_sites(int n_layers);

@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "common/float_formats.h"
 #include "trace/h5.h"
+#include "trace/kernel_table.h"
 #include "trace/schema.h"
 #include "trace/topk.h"
 
@@ -35,6 +36,7 @@ const char* hidden_dtype_name(HiddenDtype d) {
 
 struct WriterFile {
   h5::Id file;
+  KernelTableWriter kernels;  // /kernels, created on the first non-empty flush
   std::chrono::steady_clock::time_point last_flush = std::chrono::steady_clock::now();
 };
 
@@ -61,6 +63,9 @@ namespace {
 
 // Rows buffered per sequence before they are written (also written every 0.5 s and at the end).
 constexpr int64_t kFlushRows = 64;
+// Kernel records buffered before they are written (also every 0.5 s and at the end): a few
+// forward passes of a large model.
+constexpr size_t kFlushKernelRows = 4096;
 
 int64_t chunk_rows_for(int64_t width, size_t elem) {
   const int64_t target = 256 * 1024;  // bytes per chunk: large enough to compress, small for decode
@@ -140,6 +145,9 @@ void TraceWriter::append(StepRecord step) { push(std::move(step)); }
 void TraceWriter::end_sequence(int seq, const std::string& stop_reason) {
   push(End{seq, stop_reason});
 }
+void TraceWriter::append_kernels(std::vector<KernelRecord> records) {
+  if (!records.empty()) push(Kernels{std::move(records)});
+}
 
 bool TraceWriter::failed() const {
   std::lock_guard lock(mu_);
@@ -198,6 +206,7 @@ void TraceWriter::handle(StepRecord& m) {
   SeqState& s = *it->second;
   if (fail_after_steps_ >= 0 && steps_written_ >= fail_after_steps_) {
     flush(s);  // what came before the failing step reaches the disk, as it would have
+    file_->kernels.flush(file_->file.get());
     throw Error("No space left on device (injected by DRIFTSCOPE_TRACE_FAIL_AFTER_STEPS)");
   }
   const int64_t n = m.n_rows;
@@ -291,6 +300,11 @@ void TraceWriter::handle(End& m) {
   h5::write_attr(it->second->group.get(), "stop_reason", m.stop_reason);
 }
 
+void TraceWriter::handle(Kernels& m) {
+  file_->kernels.add(std::move(m.records));
+  if (file_->kernels.buffered() >= kFlushKernelRows) file_->kernels.flush(file_->file.get());
+}
+
 // Cuts every dataset of the sequence back to the last fully written step.
 void TraceWriter::rollback(SeqState& s) {
   auto cut = [](const h5::Id& d, int64_t rows) {
@@ -315,6 +329,7 @@ void TraceWriter::maybe_flush(bool force) {
   const auto now = std::chrono::steady_clock::now();
   if (force || now - file_->last_flush > std::chrono::milliseconds(500)) {
     for (auto& [i, s] : seqs_) flush(*s);
+    file_->kernels.flush(file_->file.get());
     DS_H5(H5Fflush(file_->file.get(), H5F_SCOPE_GLOBAL));
     file_->last_flush = now;
   }
@@ -333,6 +348,7 @@ bool TraceWriter::finish(bool complete, const std::string& stop_reason) {
   try {
     if (ok) {
       for (auto& [i, s] : seqs_) flush(*s);  // steps still buffered when the run stopped
+      file_->kernels.flush(file_->file.get());
     }
   } catch (const std::exception& e) {
     std::lock_guard lock(mu_);
@@ -340,6 +356,7 @@ bool TraceWriter::finish(bool complete, const std::string& stop_reason) {
     error_ = e.what();
     ok = false;
   }
+  if (!ok) file_->kernels.discard();  // after a write failure nothing more is written
   try {
     const hid_t root = file_->file.get();
     for (auto& [i, s] : seqs_) {

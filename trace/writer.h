@@ -1,8 +1,9 @@
 // Trace writer (format v1, docs/trace-format.md): a background thread that appends each forward
 // step's tapped hidden states, logits summary and tokens to chunked, compressed HDF5 datasets
-// (in batches of up to 64 rows per sequence, and at least every 0.5 s), so that compute never
-// waits on the disk beyond a bounded queue. An interrupted run or a write
-// error leaves a readable file with complete=0 holding every step written so far.
+// (in batches of up to 64 rows per sequence, and at least every 0.5 s), and the kernel records
+// of a CUDA run to the optional /kernels table, so that compute never waits on the disk beyond a
+// bounded queue. An interrupted run or a write error leaves a readable file with complete=0
+// holding every step written so far.
 #pragma once
 
 #include <condition_variable>
@@ -16,6 +17,8 @@
 #include <thread>
 #include <variant>
 #include <vector>
+
+#include "trace/kernel_records.h"
 
 namespace ds::trace {
 
@@ -70,6 +73,10 @@ class TraceWriter {
   // Queues a step; blocks while the queue is full. Throws ds::Error once the writer has failed.
   void append(StepRecord step);
   void end_sequence(int seq, const std::string& stop_reason);
+  // Queues kernel records (KernelRecorder::drain()) for the /kernels table, which is created on
+  // the first non-empty batch. Rows are written like steps: in batches, at least every 0.5 s,
+  // and at finish(). Blocks while the queue is full; throws ds::Error once the writer has failed.
+  void append_kernels(std::vector<KernelRecord> records);
   // Drains the queue, writes root attributes complete and stop_reason, closes the file.
   // Returns false (with error()) when a write failed; the file then holds the steps before it.
   bool finish(bool complete, const std::string& stop_reason);
@@ -87,14 +94,18 @@ class TraceWriter {
     int seq;
     std::string stop_reason;
   };
+  struct Kernels {
+    std::vector<KernelRecord> records;
+  };
   struct Stop {};
-  using Message = std::variant<Begin, StepRecord, End, Stop>;
+  using Message = std::variant<Begin, StepRecord, End, Kernels, Stop>;
 
   struct SeqState;
   void run();
   void handle(Begin& m);
   void handle(StepRecord& m);
   void handle(End& m);
+  void handle(Kernels& m);
   void push(Message m);
   void flush(SeqState& s);
   void rollback(SeqState& s);

@@ -162,6 +162,51 @@ J sequence(const diff::SequenceReport& s) {
   return q;
 }
 
+J kernel_use(const diff::KernelUse& u, bool with_name) {
+  J configs = J::array();
+  for (const auto& c : u.configs) {
+    configs.push_back({{"grid", c.grid}, {"block", c.block}, {"launches", c.launches}});
+  }
+  J j = J::object();
+  if (with_name) {
+    j["op"] = u.op;
+    j["name"] = u.name;
+  }
+  j["launches"] = u.launches;
+  j["duration_ns"] = u.duration_ns;
+  j["configs"] = configs;
+  return j;
+}
+
+J kernels(const diff::KernelReport& k) {
+  J sites = J::array();
+  for (const auto& s : k.sites) {
+    J only_a = J::array(), only_b = J::array(), changed = J::array();
+    for (const auto& u : s.only_a) only_a.push_back(kernel_use(u, true));
+    for (const auto& u : s.only_b) only_b.push_back(kernel_use(u, true));
+    for (const auto& c : s.changed) {
+      changed.push_back({{"op", c.a.op},
+                         {"name", c.a.name},
+                         {"a", kernel_use(c.a, false)},
+                         {"b", kernel_use(c.b, false)}});
+    }
+    sites.push_back({{"site", s.site},
+                     {"rel_l2_median", s.rel_l2_median ? num(*s.rel_l2_median) : J(nullptr)},
+                     {"launches", {s.launches_a, s.launches_b}},
+                     {"duration_ns", {s.duration_ns_a, s.duration_ns_b}},
+                     {"only_a", only_a},
+                     {"only_b", only_b},
+                     {"changed", changed}});
+  }
+  return {{"tables", diff::kernel_tables_name(k.tables)},
+          {"records", {k.records_a, k.records_b}},
+          {"passes", {k.passes_a, k.passes_b}},
+          {"passes_compared", k.passes_compared},
+          {"sites_compared", k.sites_compared},
+          {"duration_ns", {k.duration_ns_a, k.duration_ns_b}},
+          {"sites", sites}};
+}
+
 J side(const diff::TraceSide& t) {
   return {{"path", t.path},
           {"complete", t.complete},
@@ -190,6 +235,7 @@ std::string render_json(const diff::Report& r, int indent) {
   J seqs = J::array();
   for (const auto& s : r.sequences) seqs.push_back(sequence(s));
   j["sequences"] = seqs;
+  j["kernels"] = kernels(r.kernels);
   j["summary"] = {{"sequences", r.summary.sequences},
                   {"diverged", r.summary.diverged},
                   {"div_percent", num(r.summary.div_percent)},

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <nlohmann/json.hpp>
 
 namespace ds::viewer {
@@ -485,6 +486,109 @@ void sites_table(Out& o, const SequenceReport& s) {
   }
 }
 
+std::string duration(int64_t ns) {
+  if (ns < 1000) return fmt::format("{} ns", ns);
+  if (ns < 1000000) return fmt::format("{:.1f} µs", ns / 1e3);
+  if (ns < 1000000000) return fmt::format("{:.2f} ms", ns / 1e6);
+  return fmt::format("{:.2f} s", ns / 1e9);
+}
+
+std::string launches(int64_t n) {
+  return fmt::format("{} launch{}", n, n == 1 ? "" : "es");
+}
+
+std::string launch_config(const diff::KernelLaunch& c) {
+  return fmt::format("×{} grid ({}) block ({})", c.launches, fmt::join(c.grid, ","),
+                     fmt::join(c.block, ","));
+}
+
+bool same_launch(const diff::KernelLaunch& x, const diff::KernelLaunch& y) {
+  return x.grid == y.grid && x.block == y.block && x.launches == y.launches;
+}
+
+// Per site: the kernels one side only launched (with launch counts), and kernels of both sides
+// whose launch configurations differ (only the configurations that differ are shown).
+void kernels_section(Out& o, const diff::KernelReport& k, int width) {
+  using diff::KernelTables;
+  if (k.tables == KernelTables::neither) return;  // CPU traces: nothing to say
+  o.line();
+  if (k.tables != KernelTables::both) {
+    const bool a = k.tables == KernelTables::only_a;
+    o.line(fmt::format("kernels   only {} has a /kernels table ({}): kernels not compared",
+                       a ? "A" : "B", launches(a ? k.records_a : k.records_b)));
+    return;
+  }
+  o.line(o.bold(rule("kernels that differ, by site", width)));
+  const std::string what =
+      k.sites.empty() ? fmt::format("none of {} sites differs", k.sites_compared)
+                      : fmt::format("{} of {} sites differ", k.sites.size(), k.sites_compared);
+  o.line(fmt::format("kernels   {} over {} pass{} · device time A {}, B {}", what,
+                     k.passes_compared, k.passes_compared == 1 ? "" : "es",
+                     duration(k.duration_ns_a), duration(k.duration_ns_b)));
+  if (k.passes_a != k.passes_compared || k.passes_b != k.passes_compared) {
+    o.line(fmt::format("          A recorded {} passes and B {}: only the {} in both are compared",
+                       k.passes_a, k.passes_b, k.passes_compared));
+  }
+  bool shortened = false;
+  for (const auto& s : k.sites) {
+    o.line(fmt::format(
+        "{}  drift {} · A {}, {} · B {}, {}", o.bold(s.site.empty() ? "(outside any op)" : s.site),
+        s.rel_l2_median ? sci(*s.rel_l2_median) : "- (not tapped in both)", launches(s.launches_a),
+        duration(s.duration_ns_a), launches(s.launches_b), duration(s.duration_ns_b)));
+    // One name column for the site, so that names shortened alike can be told apart.
+    std::vector<const diff::KernelUse*> uses;
+    for (const auto& u : s.only_a) uses.push_back(&u);
+    for (const auto& u : s.only_b) uses.push_back(&u);
+    for (const auto& c : s.changed) uses.push_back(&c.a);
+    size_t op_w = 2, count_w = 0;
+    for (const auto* u : uses) {
+      op_w = std::max(op_w, cols(u->op));
+      count_w = std::max(count_w, cols(fmt::format(" ×{}", u->launches)));
+    }
+    op_w = std::min<size_t>(op_w, 16);
+    const size_t room = static_cast<size_t>(
+        std::max(16, width - 20 - static_cast<int>(op_w) - 2 - static_cast<int>(count_w)));
+    std::vector<std::string> full;
+    for (const auto* u : uses) full.push_back(u->name);
+    const auto brief = short_kernel_names(full, room);
+    std::map<std::string, std::string> short_name;
+    for (size_t i = 0; i < full.size(); ++i) {
+      short_name[full[i]] = brief[i];
+      shortened |= brief[i] != full[i];
+    }
+    auto row = [&](const char* label, const diff::KernelUse& u, const std::string& suffix) {
+      o.line(fmt::format("          {}  {}  {}{}", pad(label, 6), pad(clip(u.op, op_w), op_w),
+                         short_name[u.name], suffix));
+    };
+    for (const auto& u : s.only_a) row("only A", u, fmt::format(" ×{}", u.launches));
+    for (const auto& u : s.only_b) row("only B", u, fmt::format(" ×{}", u.launches));
+    for (const auto& c : s.changed) {
+      row("launch", c.a, "");
+      size_t same = 0;
+      for (const auto& x : c.a.configs) {
+        for (const auto& y : c.b.configs) same += same_launch(x, y);
+      }
+      for (const auto* side : {&c.a, &c.b}) {
+        const auto& other = side == &c.a ? c.b : c.a;
+        for (const auto& x : side->configs) {
+          bool shared = false;
+          for (const auto& y : other.configs) shared |= same_launch(x, y);
+          if (!shared) {
+            o.line(
+                fmt::format("                  {} {}", side == &c.a ? "A" : "B", launch_config(x)));
+          }
+        }
+      }
+      if (same > 0) {
+        o.line(fmt::format("                  (and {} configuration{} the same on both)", same,
+                           same == 1 ? "" : "s"));
+      }
+    }
+  }
+  if (shortened)
+    o.line(o.dim("          names shortened: the JSON report (--json) has them in full"));
+}
+
 void page(Out& o, const SequenceReport& s, const TerminalOptions& opt) {
   o.line();
   const std::string title = fmt::format("seq {} · {}", s.index, diff::verdict_text(s));
@@ -502,6 +606,89 @@ void page(Out& o, const SequenceReport& s, const TerminalOptions& opt) {
 }
 
 }  // namespace
+
+std::string short_kernel_name(const std::string& name, size_t width) {
+  width = std::max<size_t>(width, 8);
+  if (cols(name) <= width) return name;
+  std::string s = name;
+  // The parameter list: the parenthesized group that ends the name.
+  if (!s.empty() && s.back() == ')') {
+    int depth = 0;
+    for (size_t i = s.size(); i-- > 0;) {
+      if (s[i] == ')') {
+        ++depth;
+      } else if (s[i] == '(' && --depth == 0) {
+        if (i > 0) s.resize(i);
+        break;
+      }
+    }
+  }
+  if (s.rfind("void ", 0) == 0) s.erase(0, 5);  // kernels return void
+  if (cols(s) <= width) return s;
+  {  // a<b<c, d>> -> a<b<…>>
+    std::string t;
+    int depth = 0;
+    for (char c : s) {
+      if (c == '<') {
+        ++depth;
+        if (depth == 2) t += "<…";
+        if (depth >= 2) continue;
+      } else if (c == '>' && depth >= 2) {
+        if (depth-- == 2) t += '>';
+        continue;
+      } else if (c == '>' && depth > 0) {
+        --depth;
+      } else if (depth >= 2) {
+        continue;
+      }
+      t += c;
+    }
+    s = t;
+    if (cols(s) <= width) return s;
+  }
+  // Head and tail around "…", cut at code points.
+  std::vector<size_t> starts;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) starts.push_back(i);
+  }
+  const size_t head = (width - 1) * 2 / 3, tail = width - 1 - head;
+  return s.substr(0, starts[head]) + "…" + s.substr(starts[starts.size() - tail]);
+}
+
+std::vector<std::string> short_kernel_names(const std::vector<std::string>& names, size_t width) {
+  width = std::max<size_t>(width, 8);
+  std::vector<std::string> out;
+  std::map<std::string, std::vector<size_t>> alike;  // short form -> indices of distinct names
+  for (size_t i = 0; i < names.size(); ++i) {
+    out.push_back(short_kernel_name(names[i], width));
+    auto& group = alike[out.back()];
+    bool seen = false;
+    for (size_t j : group) seen |= names[j] == names[i];
+    if (!seen) group.push_back(i);
+  }
+  auto body = [](const std::string& n) { return n.rfind("void ", 0) == 0 ? n.substr(5) : n; };
+  for (const auto& [brief, group] : alike) {
+    if (group.size() < 2) continue;
+    for (size_t i : group) {
+      // Where this name parts from the one it shares the longest prefix with.
+      const std::string s = body(names[i]);
+      size_t from = 0;
+      for (size_t j : group) {
+        if (j == i) continue;
+        const std::string t = body(names[j]);
+        const auto [p, q] = std::mismatch(s.begin(), s.end(), t.begin(), t.end());
+        from = std::max(from, static_cast<size_t>(p - s.begin()));
+      }
+      from -= std::min(from, width / 3);  // a little context before the difference
+      while (from > 0 && (static_cast<unsigned char>(s[from]) & 0xC0) == 0x80) --from;
+      const std::string window = (from > 0 ? "…" : "") + s.substr(from);
+      for (size_t k = 0; k < names.size(); ++k) {
+        if (names[k] == names[i]) out[k] = clip(window, width);
+      }
+    }
+  }
+  return out;
+}
 
 char heat_char(double rel_l2, double noise_floor) {
   if (std::isnan(rel_l2)) return '!';
@@ -529,6 +716,7 @@ std::string render_terminal(const Report& r, const TerminalOptions& opt_in) {
                              std::min<int>(opt.max_pages, static_cast<int>(r.sequences.size())),
                              r.sequences.size())));
   }
+  kernels_section(o, r.kernels, opt.width);
   return std::move(o).str();
 }
 

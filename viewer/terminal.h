@@ -1,9 +1,11 @@
 // Terminal rendering of a diff report: a header with the config differences, a summary table of
-// sequences, and one screen per sequence (verdict, flip with its text and top-5 tables, a layers ×
-// positions heat map of log10 relative drift with per-layer growth bars, and margins).
+// sequences, one screen per sequence (verdict, flip with its text and top-5 tables, a layers ×
+// positions heat map of log10 relative drift with per-layer growth bars, and margins), and for
+// two CUDA traces with /kernels tables the kernels that differ, by site.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "diff/report.h"
 
@@ -21,5 +23,15 @@ std::string render_terminal(const diff::Report& r, const TerminalOptions& opt = 
 
 // The characters of the heat map, one per decade of relative L2 (exposed for the legend test).
 char heat_char(double rel_l2, double noise_floor);
+
+// A demangled kernel name shortened to at most `width` columns (exposed for its test): the
+// parameter list and a leading "void " go first, then template arguments nested two deep become
+// "…", and what is still too long keeps its head and tail around a "…". A name that fits is
+// returned as is.
+std::string short_kernel_name(const std::string& name, size_t width);
+
+// Names shortened together: as short_kernel_name, except that names which would shorten alike
+// show a window of their full name from just before where they differ, "…" on either side.
+std::vector<std::string> short_kernel_names(const std::vector<std::string>& names, size_t width);
 
 }  // namespace ds::viewer

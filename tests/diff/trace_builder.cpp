@@ -54,6 +54,7 @@ void write_trace(const std::filesystem::path& path, const TraceSpec& spec) {
     }
     writer.end_sequence(seq, spec.complete ? s.stop_reason : "interrupted");
   }
+  writer.append_kernels(spec.kernels);
   if (!writer.finish(spec.complete, spec.complete ? "finished" : "interrupted")) {
     throw std::runtime_error("write_trace: " + writer.error());
   }

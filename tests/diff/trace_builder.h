@@ -1,5 +1,6 @@
 // Hand-built traces for diff tests: known arrays written with the real trace writer, one prefill
-// step (the prompt) and then one step per generated token, as `driftscope run` writes them.
+// step (the prompt) and then one step per generated token, as `driftscope run` writes them, and
+// optionally kernel records for the /kernels table.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "trace/kernel_records.h"
 #include "trace/writer.h"
 
 namespace ds::test {
@@ -33,6 +35,8 @@ struct TraceSpec {
   bool complete = true;
   int keep_rows = -1;  // >= 0: stop writing each sequence after this many rows (a truncated run)
   std::vector<SeqSpec> seqs;
+  // Kernel records, queued with append_kernels after the steps (empty: no /kernels table).
+  std::vector<trace::KernelRecord> kernels;
 };
 
 void write_trace(const std::filesystem::path& path, const TraceSpec& spec);

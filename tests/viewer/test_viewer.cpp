@@ -259,3 +259,116 @@ TEST_CASE("JSON report carries the required fields from the report struct", "[vi
       nlohmann::json::parse(ds::viewer::render_json(nan))["sequences"][0]["drift"][1]["rel_l2_max"]
           .is_null());
 }
+
+// ---- kernels that differ, by site (a hand-made KernelReport beside the sample report; the
+// golden text above is of a report without kernel tables and stays as it is) ------------------
+
+namespace {
+
+KernelUse kernel(const char* op, const std::string& name, int64_t launches,
+                 std::array<int32_t, 3> grid) {
+  KernelUse u;
+  u.op = op;
+  u.name = name;
+  u.launches = launches;
+  u.duration_ns = 1500 * launches;
+  u.configs = {{grid, {128, 1, 1}, launches}};
+  return u;
+}
+
+// Two template instantiations that collapse to the same "ns::Kernel<ns::Gemm<…>>".
+const std::string kGemm128 =
+    "void ns::Kernel<ns::Gemm<ns::Shape<128, 128, 32>, float>>(ns::Gemm<ns::Shape<128, 128, 32>, "
+    "float>::Params)";
+const std::string kGemm64 =
+    "void ns::Kernel<ns::Gemm<ns::Shape<64, 64, 32>, float>>(ns::Gemm<ns::Shape<64, 64, 32>, "
+    "float>::Params)";
+
+Report with_kernels() {
+  Report r = sample_report();
+  auto& k = r.kernels;
+  k.tables = KernelTables::both;
+  k.records_a = k.records_b = 40;
+  k.passes_a = k.passes_b = k.passes_compared = 4;
+  k.sites_compared = 10;
+  k.duration_ns_a = 1'250'000;
+  k.duration_ns_b = 980'000;
+  SiteKernels s;
+  s.site = "L0/out";
+  s.rel_l2_median = 1.2e-2;
+  s.only_a = {kernel("o_proj", kGemm128, 4, {2, 4, 1})};
+  s.only_b = {kernel("o_proj", kGemm64, 4, {4, 8, 1})};
+  // down_proj: the decode launches (grid x 1) agree, the prefill ones differ in grid z.
+  KernelChange c;
+  c.a = kernel("down_proj", "gemm_tiled<64, 64>", 4, {4, 8, 2});
+  c.b = kernel("down_proj", "gemm_tiled<64, 64>", 4, {4, 8, 1});
+  for (KernelUse* u : {&c.a, &c.b}) {
+    u->configs.insert(u->configs.begin(), {{1, 8, 1}, {128, 1, 1}, 12});
+    u->launches += 12;
+  }
+  s.changed = {c};
+  s.launches_a = s.launches_b = 24;
+  s.duration_ns_a = s.duration_ns_b = 12000;
+  k.sites = {s};
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("kernel names are shortened to the width, keeping what tells them apart",
+          "[viewer][kernel_table]") {
+  using ds::viewer::short_kernel_name;
+  CHECK(short_kernel_name("ampere_sgemm_128x64_nn", 30) == "ampere_sgemm_128x64_nn");
+  // The parameter list and the return type go first.
+  CHECK(short_kernel_name(
+            "void gemm_tiled_splitk<4>(float const*, float const*, float*, int, int, int)", 30) ==
+        "gemm_tiled_splitk<4>");
+  const std::string cutlass =
+      "void cutlass::Kernel2<cutlass::gemm::kernel::GemmUniversal<cutlass::gemm::threadblock::"
+      "MmaMultistage<cutlass::gemm::GemmShape<128, 128, 32>, float>, float>>(cutlass::gemm::"
+      "kernel::GemmUniversal<float>::Params)";
+  // Then template arguments two deep: "cutlass::Kernel2<cutlass::gemm::kernel::GemmUniversal<…>>"
+  // (57 columns); still over 50, so 32 columns of head and 17 of tail around "…".
+  CHECK(short_kernel_name(cutlass, 60) ==
+        "cutlass::Kernel2<cutlass::gemm::kernel::GemmUniversal<…>>");
+  CHECK(short_kernel_name(cutlass, 50) == "cutlass::Kernel2<cutlass::gemm::…GemmUniversal<…>>");
+  // Two names that shorten alike show where they differ, with width / 3 = 8 columns before it:
+  // they part after "ns::Kernel<ns::Gemm<ns::Shape<" (30 characters), so from character 22.
+  CHECK(ds::viewer::short_kernel_names({kGemm128, kGemm64, kGemm128, "k"}, 26) ==
+        std::vector<std::string>{"…::Shape<128, 128, 32>, f…", "…::Shape<64, 64, 32>, flo…",
+                                 "…::Shape<128, 128, 32>, f…", "k"});
+}
+
+TEST_CASE("terminal kernel section: names told apart, lines within the width",
+          "[viewer][kernel_table]") {
+  const Report r = with_kernels();
+  REQUIRE(check_consistency(r).empty());
+  ds::viewer::TerminalOptions opt;
+  for (int width : {60, 80, 140}) {
+    opt.width = width;
+    const std::string text = ds::viewer::render_terminal(r, opt);
+    INFO(text);
+    REQUIRE(text.find("── kernels that differ, by site") != std::string::npos);
+    CHECK(text.find("          launch  down_proj  gemm_tiled<64, 64>\n"
+                    "                  A ×4 grid (4,8,2) block (128,1,1)\n"
+                    "                  B ×4 grid (4,8,1) block (128,1,1)\n"
+                    "                  (and 1 configuration the same on both)\n") !=
+          std::string::npos);
+    std::string only_a, only_b;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) {
+      size_t cols = 0;
+      for (unsigned char c : line) cols += (c & 0xC0) != 0x80;
+      INFO("width " << width << ": " << line);
+      CHECK(cols <= static_cast<size_t>(width));
+      if (line.starts_with("          only A  o_proj  ")) only_a = line.substr(26);
+      if (line.starts_with("          only B  o_proj  ")) only_b = line.substr(26);
+    }
+    // Both collapse to ns::Kernel<ns::Gemm<…>>; the section falls back to head…tail instead.
+    CHECK(only_a.ends_with(" ×4"));
+    CHECK(only_b.ends_with(" ×4"));
+    CHECK(only_a != only_b);
+  }
+  const auto j = nlohmann::json::parse(ds::viewer::render_json(r));
+  CHECK(j["kernels"]["sites"][0]["only_a"][0]["name"] == kGemm128);  // in full
+}

@@ -1,0 +1,182 @@
+// The /kernels table: column datasets appended in batches, validated and read whole.
+#include "trace/kernel_table.h"
+
+#include <fmt/format.h>
+
+#include <array>
+
+#include "common/error.h"
+#include "trace/schema.h"
+
+namespace ds::trace {
+namespace {
+
+// Rows per chunk of every column: a few forward passes' launches of a large model.
+constexpr int64_t kChunkRows = 1024;
+
+std::string column_path(const char* column) {
+  return fmt::format("{}/{}", kKernelsGroup, column);
+}
+
+// Cuts a growing dataset back to `rows` rows (best effort: called while an error propagates).
+void cut(const h5::Id& d, int64_t rows) {
+  if (!d) return;
+  h5::Id space(H5Dget_space(d.get()));
+  if (!space) return;
+  hsize_t dims[2] = {0, 0};
+  if (H5Sget_simple_extent_dims(space.get(), dims, nullptr) < 1) return;
+  dims[0] = static_cast<hsize_t>(rows);
+  H5Dset_extent(d.get(), dims);
+}
+
+}  // namespace
+
+void KernelTableWriter::add(std::vector<KernelRecord> records) {
+  if (buf_.empty()) {
+    buf_ = std::move(records);
+  } else {
+    buf_.insert(buf_.end(), std::make_move_iterator(records.begin()),
+                std::make_move_iterator(records.end()));
+  }
+}
+
+void KernelTableWriter::flush(hid_t file) {
+  if (buf_.empty()) return;
+  const int64_t n = static_cast<int64_t>(buf_.size());
+  try {
+    if (!pass_) {
+      pass_ = h5::create_growing(file, column_path("pass"), h5::Elem::I32, 0, kChunkRows);
+      site_ = h5::create_growing_strings(file, column_path("site"), kChunkRows);
+      op_ = h5::create_growing_strings(file, column_path("op"), kChunkRows);
+      name_ = h5::create_growing_strings(file, column_path("name"), kChunkRows);
+      grid_ = h5::create_growing(file, column_path("grid"), h5::Elem::I32, 3, kChunkRows);
+      block_ = h5::create_growing(file, column_path("block"), h5::Elem::I32, 3, kChunkRows);
+      duration_ =
+          h5::create_growing(file, column_path("duration_ns"), h5::Elem::I64, 0, kChunkRows);
+    }
+    std::vector<int32_t> pass, grid, block;
+    std::vector<int64_t> duration;
+    std::vector<std::string> site, op, name;
+    pass.reserve(buf_.size());
+    grid.reserve(3 * buf_.size());
+    block.reserve(3 * buf_.size());
+    duration.reserve(buf_.size());
+    site.reserve(buf_.size());
+    op.reserve(buf_.size());
+    name.reserve(buf_.size());
+    for (auto& r : buf_) {
+      pass.push_back(r.pass);
+      grid.insert(grid.end(), r.grid.begin(), r.grid.end());
+      block.insert(block.end(), r.block.begin(), r.block.end());
+      duration.push_back(r.duration_ns);
+      site.push_back(std::move(r.site));
+      op.push_back(std::move(r.op));
+      name.push_back(std::move(r.name));
+    }
+    buf_.clear();
+    h5::write_rows(pass_.get(), h5::Elem::I32, rows_, n, 0, pass.data());
+    h5::write_string_rows(site_.get(), rows_, site);
+    h5::write_string_rows(op_.get(), rows_, op);
+    h5::write_string_rows(name_.get(), rows_, name);
+    h5::write_rows(grid_.get(), h5::Elem::I32, rows_, n, 3, grid.data());
+    h5::write_rows(block_.get(), h5::Elem::I32, rows_, n, 3, block.data());
+    h5::write_rows(duration_.get(), h5::Elem::I64, rows_, n, 0, duration.data());
+  } catch (...) {
+    rollback();
+    throw;
+  }
+  rows_ += n;
+}
+
+void KernelTableWriter::rollback() {
+  for (const h5::Id* d : {&pass_, &site_, &op_, &name_, &grid_, &block_, &duration_}) {
+    cut(*d, rows_);
+  }
+}
+
+bool has_kernel_table(hid_t file) {
+  return h5::exists(file, kKernelsGroup);
+}
+
+std::vector<KernelRecord> read_kernel_table(hid_t file, const std::string& trace) {
+  if (!has_kernel_table(file)) return {};
+  const std::string hint =
+      "the trace is damaged, or its /kernels was not written by driftscope (the columns are "
+      "listed in docs/trace-format.md, \"/kernels\")";
+  auto bad = [&](const std::string& what) {
+    return Error(fmt::format("trace '{}': /kernels {}", trace, what), hint);
+  };
+  h5::Id group;
+  try {
+    group = h5::open_group(file, kKernelsGroup);
+  } catch (const Error&) {
+    throw bad("is not a group");
+  }
+  // Every column opened and checked: its type class, rank and width.
+  struct Column {
+    const char* name;
+    bool strings;
+    int64_t width;  // 0: rank 1; 3: [N, 3]
+    h5::Id d;
+    int64_t rows = 0;
+  };
+  std::array<Column, 7> cols{{{"pass", false, 0, {}},
+                              {"site", true, 0, {}},
+                              {"op", true, 0, {}},
+                              {"name", true, 0, {}},
+                              {"grid", false, 3, {}},
+                              {"block", false, 3, {}},
+                              {"duration_ns", false, 0, {}}}};
+  for (auto& c : cols) {
+    if (!h5::exists(group.get(), c.name)) throw bad(fmt::format("lacks the column '{}'", c.name));
+    const hid_t d = H5Dopen2(group.get(), c.name, H5P_DEFAULT);
+    if (d < 0) throw bad(fmt::format("column '{}' is not a dataset", c.name));
+    c.d = h5::Id(d);
+    const H5T_class_t cls = h5::dataset_class(d);
+    if (c.strings ? cls != H5T_STRING : cls != H5T_INTEGER) {
+      throw bad(
+          fmt::format("column '{}' is not of {}", c.name, c.strings ? "strings" : "integers"));
+    }
+    const auto shape = h5::dataset_shape(d);
+    const bool ok = c.width == 0 ? shape.size() == 1 : shape.size() == 2 && shape[1] == c.width;
+    if (!ok) {
+      throw bad(fmt::format("column '{}' has shape [{}], expected {}", c.name,
+                            fmt::join(shape, ", "), c.width == 0 ? "[N]" : "[N, 3]"));
+    }
+    c.rows = shape[0];
+  }
+  const int64_t n = cols[0].rows;
+  for (const auto& c : cols) {
+    if (c.rows != n) {
+      std::vector<std::string> lengths;
+      for (const auto& k : cols) lengths.push_back(fmt::format("{} {}", k.name, k.rows));
+      throw bad(fmt::format("has columns of unequal length ({})", fmt::join(lengths, ", ")));
+    }
+  }
+  const size_t rows = static_cast<size_t>(n);
+  std::vector<int32_t> pass(rows), grid(3 * rows), block(3 * rows);
+  std::vector<int64_t> duration(rows);
+  h5::read_rows(cols[0].d.get(), h5::Elem::I32, 0, n, 0, pass.data());
+  const auto site = h5::read_string_rows(cols[1].d.get(), 0, n);
+  const auto op = h5::read_string_rows(cols[2].d.get(), 0, n);
+  const auto name = h5::read_string_rows(cols[3].d.get(), 0, n);
+  h5::read_rows(cols[4].d.get(), h5::Elem::I32, 0, n, 3, grid.data());
+  h5::read_rows(cols[5].d.get(), h5::Elem::I32, 0, n, 3, block.data());
+  h5::read_rows(cols[6].d.get(), h5::Elem::I64, 0, n, 0, duration.data());
+  std::vector<KernelRecord> out(rows);
+  for (size_t i = 0; i < rows; ++i) {
+    KernelRecord& r = out[i];
+    r.pass = pass[i];
+    r.site = site[i];
+    r.op = op[i];
+    r.name = name[i];
+    for (size_t k = 0; k < 3; ++k) {
+      r.grid[k] = grid[3 * i + k];
+      r.block[k] = block[3 * i + k];
+    }
+    r.duration_ns = duration[i];
+  }
+  return out;
+}
+
+}  // namespace ds::trace

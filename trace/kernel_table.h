@@ -1,0 +1,45 @@
+// The optional /kernels table of a trace (docs/trace-format.md "/kernels"): KernelRecords stored
+// as one growing, compressed dataset per column, appended by the trace writer's thread and read
+// whole by the reader (one row per kernel launch: modest next to the hidden states).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trace/h5.h"
+#include "trace/kernel_records.h"
+
+namespace ds::trace {
+
+// Buffers records and appends them to /kernels of an open trace file. The group and its columns
+// are created on the first flush that has rows, so a run that records no kernel has no /kernels.
+// Single-threaded: the writer thread owns it.
+class KernelTableWriter {
+ public:
+  void add(std::vector<KernelRecord> records);
+  size_t buffered() const { return buf_.size(); }
+  int64_t rows() const { return rows_; }  // rows on disk, the same in every column
+
+  // Appends the buffered rows to every column. On failure every column is cut back to the rows
+  // written before (so the columns stay of equal length) and the error propagates.
+  void flush(hid_t file);
+  // Drops the buffered rows (after a write failure nothing more is written).
+  void discard() { buf_.clear(); }
+
+ private:
+  void rollback();
+  h5::Id pass_, site_, op_, name_, grid_, block_, duration_;
+  int64_t rows_ = 0;
+  std::vector<KernelRecord> buf_;
+};
+
+// Whether the file has a /kernels group.
+bool has_kernel_table(hid_t file);
+
+// Every row of /kernels in order (empty when there is no table). Throws ds::Error with a hint
+// when the table is malformed: a missing column, a column of the wrong type or shape, columns of
+// unequal length. `trace` names the file in messages.
+std::vector<KernelRecord> read_kernel_table(hid_t file, const std::string& trace);
+
+}  // namespace ds::trace
