@@ -25,9 +25,11 @@ std::string cuda_device_summary() {
   }
   if (n == 0) return "no CUDA device";
   cudaDeviceProp prop{};
-  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return "CUDA device 0: properties unavailable";
-  return std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) +
-         ", " + std::to_string(n) + " device" + (n > 1 ? "s" : "") + ")";
+  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess)
+    return "CUDA device 0: properties unavailable";
+  return std::string(prop.name) + " (sm_" + std::to_string(prop.major) +
+         std::to_string(prop.minor) + ", " + std::to_string(n) + " device" + (n > 1 ? "s" : "") +
+         ")";
 }
 
 }  // namespace ds

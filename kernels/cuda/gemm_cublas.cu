@@ -1,0 +1,179 @@
+// GEMMs through cuBLASLt (kernels/cuda/ops_cuda.h CublasGemm). Row-major y = x w^T is computed as
+// the column-major product y^T (N x M) = w (K x N)^T * x^T (K x M), so no data is transposed.
+// Plans (descriptors, layouts, the chosen algorithm) are cached per shape, types and knobs.
+#include <cuda_fp16.h>
+
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "kernels/cuda/check.cuh"
+#include "kernels/cuda/ops_cuda.h"
+
+namespace ds::cuda {
+namespace {
+
+cudaDataType_t cuda_type(DT t) {
+  switch (t) {
+    case DT::f32:
+      return CUDA_R_32F;
+    case DT::f16:
+      return CUDA_R_16F;
+    case DT::bf16:
+      return CUDA_R_16BF;
+  }
+  return CUDA_R_32F;
+}
+
+constexpr size_t kWorkspaceBytes = 32u << 20;
+
+struct Plan {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  bool half_scale = false;  // alpha/beta are __half (fp16 compute)
+};
+
+// The largest power of two (<= 256) that divides the address: cuBLASLt's heuristic assumes 256
+// unless told, and tensor-parallel shards start at offsets inside a buffer.
+uint32_t alignment(const void* p) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  uint32_t al = 256;
+  while (al > 1 && a % al != 0) al /= 2;
+  return al;
+}
+
+using PlanKey =
+    std::tuple<int, int, int, int, int, int, bool, bool, int, uint32_t, uint32_t, uint32_t>;
+
+}  // namespace
+
+struct CublasGemm::Impl {
+  cublasLtHandle_t handle = nullptr;
+  void* workspace = nullptr;
+  std::map<PlanKey, Plan> plans;
+
+  Plan& plan(const GemmArgs& g, bool tf32) {
+    const uint32_t align_w = alignment(g.w), align_x = alignment(g.x), align_y = alignment(g.y);
+    const PlanKey key{g.M,         g.N,  g.K,       g.ldx,   g.ldw,   static_cast<int>(g.x_t),
+                      g.accum_f16, tf32, g.split_k, align_w, align_x, align_y};
+    auto it = plans.find(key);
+    if (it != plans.end()) return it->second;
+    Plan p;
+    cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+    cudaDataType_t scale = CUDA_R_32F;
+    if (g.accum_f16) {
+      if (g.x_t != DT::f16) {
+        throw Error("cuBLAS has no fp16 accumulation for " + std::string(dt_name(g.x_t)) + " GEMMs",
+                    "use --kernel gemm=tiled, whose fp16 accumulation works with every dtype");
+      }
+      compute = CUBLAS_COMPUTE_16F;
+      scale = CUDA_R_16F;
+      p.half_scale = true;
+    } else if (g.x_t == DT::f32) {
+      compute = tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    }
+    const cudaDataType_t t = cuda_type(g.x_t);
+    DS_CUDA_CHECK(cublasLtMatmulDescCreate(&p.op, compute, scale));
+    const cublasOperation_t trans = CUBLAS_OP_T, no_trans = CUBLAS_OP_N;
+    DS_CUDA_CHECK(
+        cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof(trans)));
+    DS_CUDA_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &no_trans,
+                                                 sizeof(no_trans)));
+    DS_CUDA_CHECK(cublasLtMatrixLayoutCreate(&p.a, t, g.K, g.N, g.ldw));  // w: K x N col-major
+    DS_CUDA_CHECK(cublasLtMatrixLayoutCreate(&p.b, t, g.K, g.M, g.ldx));  // x^T: K x M col-major
+    DS_CUDA_CHECK(cublasLtMatrixLayoutCreate(&p.c, t, g.N, g.M, g.N));    // y^T: N x M col-major
+
+    cublasLtMatmulPreference_t pref = nullptr;
+    DS_CUDA_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    DS_CUDA_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &kWorkspaceBytes, sizeof(kWorkspaceBytes)));
+    const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> aligns[] = {
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align_w},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align_x},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align_y},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_y}};
+    for (const auto& [attr, value] : aligns) {
+      DS_CUDA_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, attr, &value, sizeof(value)));
+    }
+    cublasLtMatmulHeuristicResult_t results[8] = {};
+    int found = 0;
+    const cublasStatus_t st =
+        cublasLtMatmulAlgoGetHeuristic(handle, p.op, p.a, p.b, p.c, p.c, pref, 8, results, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
+      throw Error("cuBLASLt found no algorithm for a " + std::string(dt_name(g.x_t)) +
+                      " GEMM of M=" + std::to_string(g.M) + " N=" + std::to_string(g.N) +
+                      " K=" + std::to_string(g.K),
+                  "use --kernel gemm=tiled");
+    }
+    bool chosen = false;
+    for (int i = 0; i < found && !chosen; ++i) {
+      p.algo = results[i].algo;
+      if (g.split_k <= 0) {
+        chosen = true;  // cuBLASLt's own choice, split-K included
+        break;
+      }
+      const int32_t splits = g.split_k;
+      const uint32_t scheme =
+          splits > 1 ? CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE : CUBLASLT_REDUCTION_SCHEME_NONE;
+      if (cublasLtMatmulAlgoConfigSetAttribute(&p.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits,
+                                               sizeof(splits)) != CUBLAS_STATUS_SUCCESS ||
+          cublasLtMatmulAlgoConfigSetAttribute(&p.algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
+                                               &scheme, sizeof(scheme)) != CUBLAS_STATUS_SUCCESS) {
+        continue;
+      }
+      cublasLtMatmulHeuristicResult_t check{};
+      chosen = cublasLtMatmulAlgoCheck(handle, p.op, p.a, p.b, p.c, p.c, &p.algo, &check) ==
+                   CUBLAS_STATUS_SUCCESS &&
+               check.workspaceSize <= kWorkspaceBytes;
+    }
+    if (!chosen) {
+      throw Error("cuBLASLt has no algorithm with split-K " + std::to_string(g.split_k) +
+                      " for M=" + std::to_string(g.M) + " N=" + std::to_string(g.N) +
+                      " K=" + std::to_string(g.K),
+                  "use --split-k auto, or --kernel gemm=tiled (any split)");
+    }
+    return plans.emplace(key, p).first->second;
+  }
+};
+
+CublasGemm::CublasGemm() : impl_(std::make_unique<Impl>()) {
+  DS_CUDA_CHECK(cublasLtCreate(&impl_->handle));
+  DS_CUDA_CHECK(cudaMalloc(&impl_->workspace, kWorkspaceBytes));
+}
+
+CublasGemm::~CublasGemm() {
+  for (auto& [key, p] : impl_->plans) {
+    cublasLtMatrixLayoutDestroy(p.a);
+    cublasLtMatrixLayoutDestroy(p.b);
+    cublasLtMatrixLayoutDestroy(p.c);
+    cublasLtMatmulDescDestroy(p.op);
+  }
+  cudaFree(impl_->workspace);
+  cublasLtDestroy(impl_->handle);
+}
+
+void CublasGemm::run(const GemmArgs& g, bool tf32, Stream stream) {
+  if (g.M == 0 || g.N == 0) return;
+  if (g.x_t != g.w_t || g.x_t != g.y_t) {
+    throw Error("cuBLAS GEMM: x, w and y must have one storage type (got " +
+                std::string(dt_name(g.x_t)) + ", " + dt_name(g.w_t) + ", " + dt_name(g.y_t) + ")");
+  }
+  Plan& p = impl_->plan(g, tf32);
+  const float one = 1.f, zero = 0.f;
+  const __half h_one = __float2half(1.f), h_zero = __float2half(0.f);
+  const void* alpha = p.half_scale ? static_cast<const void*>(&h_one) : &one;
+  const void* beta = p.half_scale ? static_cast<const void*>(&h_zero) : &zero;
+  DS_CUDA_CHECK(cublasLtMatmul(impl_->handle, p.op, alpha, g.w, p.a, g.x, p.b, beta, g.y, p.c, g.y,
+                               p.c, &p.algo, impl_->workspace, kWorkspaceBytes,
+                               static_cast<cudaStream_t>(stream)));
+  if (g.bias != nullptr) add_bias(g.y, g.y_t, g.bias, g.w_t, g.M, g.N, stream);
+}
+
+std::string CublasGemm::version() {
+  return "cuBLASLt " + std::to_string(cublasLtGetVersion());
+}
+
+}  // namespace ds::cuda

@@ -1,0 +1,124 @@
+// The CUDA ops: host-callable launchers of kernels/cuda/*.cu, plain C++ (no CUDA headers), so the
+// runtime in src/ can call them without seeing device code. Each op computes what the op of the
+// same name in kernels/ops.h computes (same shapes, same rounding points); where the reduction
+// order differs from the CPU reference, the launcher's comment says so. Pointers are device
+// pointers unless named host_*; every call is asynchronous on `stream` (a cudaStream_t, null =
+// the default stream) and throws ds::Error on a launch failure.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace ds::cuda {
+
+using Stream = void*;  // cudaStream_t
+
+// Storage type of a device buffer.
+enum class DT { f32, f16, bf16 };
+size_t dt_bytes(DT t);
+const char* dt_name(DT t);
+
+// out[r] = table[ids[r]] converted to out_t.                   out: (n, dim), table: (vocab, dim)
+void embedding(void* out, DT out_t, const void* table, DT table_t, const int32_t* ids, int n,
+               int dim, Stream stream);
+
+// y = round_t((x * inv_rms) * w), sum of squares in fp32 by a tree reduction (not the CPU's
+// sequential order).                                          x, y: (rows, dim) of t; w: (dim) of
+// w_t
+void rmsnorm(void* y, const void* x, DT t, const void* w, DT w_t, int rows, int dim, float eps,
+             Stream stream);
+
+// Half-split rotary embedding in place, rounded to t.  x: (rows, n_heads*head_dim);
+// positions: (rows); cos, sin: fp32 (max_pos, head_dim/2).
+void rope(void* x, DT t, int rows, int n_heads, int head_dim, const int* positions,
+          const float* cos, const float* sin, Stream stream);
+
+// Causal GQA attention of `rows` query rows, each against its own sequence's cache:
+// row r reads k_cache + row_slot[r] * slot_stride (elements) and attends keys
+// max(0, p - window + 1) .. p, p = positions[r]. Dot products over head_dim run in order (as the
+// CPU); the softmax sums are tree reductions. splits = 1: normalised probabilities rounded to t,
+// then sum p_t v_t in key order. splits > 1 (flash-decoding): the CPU's chunks (sizes differ by
+// at most one, larger first), per-chunk max / sum / unnormalised output, merged in chunk order
+// (the merge always in fp32, as the CPU).
+// q, out: (rows, n_heads*head_dim) of t; caches: (capacity, n_kv_heads*head_dim) of t per slot.
+struct AttentionArgs {
+  void* out = nullptr;
+  const void* q = nullptr;
+  const void* k_cache = nullptr;
+  const void* v_cache = nullptr;
+  DT t = DT::f32;
+  int rows = 0;
+  const int* row_slot = nullptr;
+  const int* positions = nullptr;
+  size_t slot_stride = 0;
+  int n_heads = 0, n_kv_heads = 0, head_dim = 0;
+  int window = 0;    // 0 = unlimited
+  int max_keys = 0;  // upper bound of keys per row (largest position + 1)
+  float scale = 1;
+  int splits = 1;
+  bool accum_f16 = false;  // dot products and P.V sums round every partial sum to fp16
+};
+// fp32 scratch the call needs.
+size_t attention_scratch_floats(const AttentionArgs& a);
+void attention(const AttentionArgs& a, float* scratch, Stream stream);
+
+// out = round_t(silu(gate) * up)
+void swiglu(void* out, const void* gate, const void* up, DT t, size_t n, Stream stream);
+// y = round_t(a + b) (y may alias a)
+void add(void* y, const void* a, const void* b, DT t, size_t n, Stream stream);
+// y[m][n] = round_t(y[m][n] + bias[n])                 y: (M, N) of t; bias: (N) of bias_t
+void add_bias(void* y, DT t, const void* bias, DT bias_t, int M, int N, Stream stream);
+// dst = src converted (round to nearest even when narrowing).
+void cast(void* dst, DT dst_t, const void* src, DT src_t, size_t n, Stream stream);
+
+// Per logits row: the greedy token (largest logit, lowest id on ties) and log-sum-exp.
+// logits: (rows, vocab) of t; argmax, lse: (rows).
+void argmax_lse(int32_t* argmax, float* lse, const void* logits, DT t, int rows, int vocab,
+                Stream stream);
+
+// y = x w^T (+ bias): the GEMM of kernels/ops.h matmul. x: (M, K) rows ldx apart; w: (N, K) rows
+// ldw apart (the weight layout of Hugging Face); y: (M, N) dense; bias: (N) of w_t or null.
+struct GemmArgs {
+  void* y = nullptr;
+  DT y_t = DT::f32;
+  const void* x = nullptr;
+  DT x_t = DT::f32;
+  int ldx = 0;
+  const void* w = nullptr;
+  DT w_t = DT::f32;
+  int ldw = 0;
+  const void* bias = nullptr;
+  int M = 0, N = 0, K = 0;
+  int split_k = 1;         // K chunks (the CPU's chunking); the partials add in chunk order
+  bool accum_f16 = false;  // every partial sum rounded to fp16
+};
+
+// The own tiled GEMM: each output's dot product runs over k in order within its chunk, with
+// separate multiply and add roundings, exactly the CPU reference's order, so for the same split
+// it reproduces ops::matmul bit for bit. Any mix of storage types (layercast: x f32, w bf16).
+// workspace: gemm_tiled_workspace_floats() fp32 values (0 when split_k = 1).
+size_t gemm_tiled_workspace_floats(const GemmArgs& g);
+void gemm_tiled(const GemmArgs& g, float* workspace, Stream stream);
+
+// GEMMs through cuBLASLt: fp32 (TF32 tensor cores only when tf32 is on), fp16 and bf16 with fp32
+// accumulation, fp16 with fp16 accumulation (accum_f16). split_k = 0 lets cuBLASLt's heuristic
+// choose; N >= 1 sets the chosen algorithm's split-K count. x_t, w_t and y_t must be equal (the
+// runtime upcasts layercast weights first); the bias is added by add_bias after the GEMM.
+class CublasGemm {
+ public:
+  CublasGemm();
+  ~CublasGemm();
+  CublasGemm(const CublasGemm&) = delete;
+  CublasGemm& operator=(const CublasGemm&) = delete;
+  void run(const GemmArgs& g, bool tf32, Stream stream);
+  // cuBLASLt's version, for traces.
+  static std::string version();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ds::cuda
