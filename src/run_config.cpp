@@ -43,6 +43,13 @@ int auto_or_count(const std::string& field, const std::string& v) {
   return n;
 }
 
+// "gemm=tiled" -> GemmKernel::tiled; the one op with a choice of implementation today.
+GemmKernel parse_kernel(const std::string& v) {
+  if (v == "gemm=cublas") return GemmKernel::cublas;
+  if (v == "gemm=tiled") return GemmKernel::tiled;
+  bad("kernel", v, "gemm=cublas (cuBLASLt) or gemm=tiled (own kernel, the CPU reference's order)");
+}
+
 }  // namespace
 
 SamplingParams RunConfig::sampling() const {
@@ -54,13 +61,28 @@ SamplingParams RunConfig::sampling() const {
 
 void validate(const RunConfig& c) {
   one_of("device", c.device, {"cpu", "cuda"});
-  if (c.device == "cuda") {
-    throw Error(cuda_device_count() == 0
-                    ? "device 'cuda': " + cuda_device_summary()
-                    : std::string("device 'cuda': the CUDA backend is not part of this build yet"),
-                "use --device cpu (the reference backend, which emulates GPU numerics)");
-  }
   one_of("dtype", c.dtype, {"fp64", "fp32", "fp16", "bf16", "layercast"});
+  const GemmKernel gemm_kernel = parse_kernel(c.kernel);
+  one_of("cuda_graphs", c.cuda_graphs, {"off", "on"});
+  one_of("tf32", c.tf32, {"off", "on"});
+  if (c.device == "cuda") {
+    if (cuda_device_count() == 0) {
+      throw Error("device 'cuda': " + cuda_device_summary(),
+                  "use --device cpu (the reference backend, which emulates GPU numerics)");
+    }
+    if (c.dtype == "fp64") {
+      throw Error("dtype fp64 is the CPU oracle; the CUDA backend runs fp32, fp16, bf16, layercast",
+                  "use --device cpu for fp64");
+    }
+    if (c.cuda_graphs == "on") {
+      throw Error("cuda_graphs on is not implemented by the CUDA backend yet",
+                  "use --cuda-graphs off (the default)");
+    }
+    if (c.accum == "fp16" && c.dtype == "bf16" && gemm_kernel == GemmKernel::cublas) {
+      throw Error("cuBLAS has no fp16 accumulation for bf16 GEMMs",
+                  "use --kernel gemm=tiled, whose fp16 accumulation works with every dtype");
+    }
+  }
   one_of("accum", c.accum, {"fp32", "fp16"});
   if (c.accum == "fp16" && c.dtype != "fp16" && c.dtype != "bf16") {
     throw Error(fmt::format("accum fp16 does not go with dtype {}", c.dtype),
@@ -78,8 +100,6 @@ void validate(const RunConfig& c) {
   one_of("add_bos", c.add_bos, {"auto", "on", "off"});
   if (!(c.repetition_penalty > 0)) bad("repetition_penalty", fmt::format("{}", c.repetition_penalty), "a value > 0 (1 = off)");
   if (c.max_new < 0) bad("max_new", std::to_string(c.max_new), "N >= 0");
-  one_of("cuda_graphs", c.cuda_graphs, {"off", "on"});
-  one_of("tf32", c.tf32, {"off", "on"});
   validate(c.sampling());
 }
 
@@ -100,6 +120,9 @@ Numerics numerics(const RunConfig& c) {
   n.tp = c.tp;
   n.allreduce = c.allreduce == "tree" ? ops::AllReduce::tree : ops::AllReduce::ring;
   n.attn_splits = auto_or_count("attn_splits", c.attn_splits);
+  n.device = c.device == "cuda" ? Device::cuda : Device::cpu;
+  n.gemm_kernel = parse_kernel(c.kernel);
+  n.tf32 = c.tf32 == "on";
   return n;
 }
 
@@ -126,6 +149,7 @@ void for_each_field(const RunConfig& c, F&& f) {
   f("top_p", c.top_p);
   f("top_k", c.top_k);
   f("seed", c.seed);
+  f("kernel", c.kernel);
   f("cuda_graphs", c.cuda_graphs);
   f("tf32", c.tf32);
 }

@@ -11,6 +11,10 @@
 #include "src/model.h"
 #include "src/taps.h"
 
+namespace ds::trace {
+class KernelRecorder;
+}
+
 namespace ds {
 
 // Precision of a run (DESIGN.md "Configuration knobs"): fp64 (the oracle), fp32, fp16 and bf16
@@ -21,6 +25,10 @@ DType parse_dtype(const std::string& s);  // throws ds::Error naming the bad val
 const char* dtype_name(DType d);
 
 enum class GemmPolicy { invariant, heuristic };
+enum class Device { cpu, cuda };
+// GEMM implementation on the CUDA backend (--kernel gemm=...): cuBLASLt, or the own tiled kernel
+// that reproduces the CPU reference's reduction order.
+enum class GemmKernel { cublas, tiled };
 
 // Every knob of the runtime that changes the numbers.
 struct Numerics {
@@ -31,6 +39,10 @@ struct Numerics {
   int tp = 1;                        // tensor-parallel degree of row-parallel layers
   ops::AllReduce allreduce = ops::AllReduce::ring;
   int attn_splits = 0;               // 0 = auto: 1 when invariant, from the batch when heuristic
+  // CUDA backend only (the CPU reference has one implementation of each op):
+  Device device = Device::cpu;
+  GemmKernel gemm_kernel = GemmKernel::cublas;
+  bool tf32 = false;                 // TF32 tensor cores for fp32 GEMMs
 };
 
 // One input row of a forward pass: token `token` of the sequence in KV-cache slot `slot`, at
@@ -52,6 +64,9 @@ class Runtime {
   // Taps every wanted site of later forward passes into `hook` (null: no taps). The hook's
   // wants() is asked here, once per site.
   virtual void set_tap_hook(TapHook* hook) = 0;
+  // Attributes every kernel of later forward passes to its tap site (CUDA backend; the CPU
+  // reference launches no kernels and ignores it). Null stops recording.
+  virtual void set_kernel_recorder(trace::KernelRecorder* /*recorder*/) {}
   virtual int capacity() const = 0;  // positions per slot
   virtual int slots() const = 0;     // sequences that can be in flight at once
   virtual const ModelConfig& config() const = 0;
@@ -65,6 +80,13 @@ class Runtime {
 // dividing the heads or the MLP width).
 std::unique_ptr<Runtime> make_cpu_runtime(const Model& model, const Numerics& numerics,
                                           int capacity, int slots = 1);
+// A CUDA runtime on device 0 with the same contract. Throws ds::Error when this build has no
+// CUDA part, when there is no device, or when a knob has no CUDA implementation.
+std::unique_ptr<Runtime> make_cuda_runtime(const Model& model, const Numerics& numerics,
+                                           int capacity, int slots = 1);
+// The runtime of numerics.device.
+std::unique_ptr<Runtime> make_runtime(const Model& model, const Numerics& numerics, int capacity,
+                                      int slots = 1);
 // The same with default knobs for a precision.
 std::unique_ptr<Runtime> make_cpu_runtime(const Model& model, DType dtype, int capacity,
                                           int slots = 1);

@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "src/rope_table.h"
 #include "src/runtime.h"
+#include "src/runtime_policy.h"
 
 namespace ds {
 
@@ -78,17 +79,7 @@ class CpuRuntime final : public Runtime {
  public:
   CpuRuntime(const Model& m, const Numerics& nx, int capacity, int slots)
       : c_(m.config), nx_(nx), act_(act_round(nx.dtype)), capacity_(capacity), slots_(slots) {
-    if (capacity <= 0 || capacity > c_.max_seq_len) {
-      throw Error(fmt::format("KV cache capacity {} outside 1..{} (the model's context length)",
-                              capacity, c_.max_seq_len));
-    }
-    if (slots <= 0) throw Error(fmt::format("{} sequence slots requested, need >= 1", slots));
-    if (nx.tp < 1 || c_.n_heads % nx.tp != 0 || c_.n_kv_heads % nx.tp != 0 ||
-        c_.hidden_dim % nx.tp != 0) {
-      throw Error(fmt::format("tp {} does not divide the model's {} heads, {} key/value heads and "
-                              "MLP width {}", nx.tp, c_.n_heads, c_.n_kv_heads, c_.hidden_dim),
-                  "choose a tensor-parallel degree that divides all three");
-    }
+    check_runtime_setup(c_, nx, capacity, slots);
     const ops::Round wr = weight_round(nx.dtype);
     embed_ = cast<T>(m.weights.embed, wr);
     for (const auto& w : m.weights.layers) {
@@ -116,40 +107,26 @@ class CpuRuntime final : public Runtime {
 
   void set_tap_hook(TapHook* hook) override {
     hook_ = hook;
-    auto ask = [&](SiteKind k, int layer) { return hook != nullptr && hook->wants({k, layer}); };
-    want_embed_ = ask(SiteKind::embed, -1);
-    want_final_norm_ = ask(SiteKind::final_norm, -1);
-    want_logits_ = ask(SiteKind::logits, -1);
-    want_layer_.assign(c_.n_layers, {});
-    for (int l = 0; l < c_.n_layers; ++l) {
-      for (int k = 0; k < kLayerKinds; ++k) {
-        want_layer_[l][k] = ask(static_cast<SiteKind>(static_cast<int>(SiteKind::attn_norm) + k), l);
-      }
-    }
+    wanted_.ask(hook, c_.n_layers);
   }
 
   void forward(std::span<const BatchRow> rows, std::vector<double>& logits) override {
     const int n = static_cast<int>(rows.size());
     if (n == 0) return;
-    check_rows(rows);
+    cols_.assign(rows, c_.vocab_size, slots_, capacity_);
     resize(n);
-    for (int r = 0; r < n; ++r) {
-      tokens_[r] = rows[r].token;
-      slot_[r] = rows[r].slot;
-      pos_[r] = rows[r].pos;
-    }
 
-    ops::embedding(x_.data(), embed_.data(), tokens_.data(), n, c_.dim);
-    if (want_embed_) tap({SiteKind::embed}, x_, n, c_.dim);
+    ops::embedding(x_.data(), embed_.data(), cols_.tokens.data(), n, c_.dim);
+    if (wanted_.embed) tap({SiteKind::embed}, x_, n, c_.dim);
     for (int l = 0; l < c_.n_layers; ++l) {
       attention_block(l, n);
       mlp_block(l, n);
     }
     ops::rmsnorm(xb_.data(), x_.data(), final_norm_.data(), n, c_.dim, c_.rms_norm_eps, act_);
-    if (want_final_norm_) tap({SiteKind::final_norm}, xb_, n, c_.dim);
+    if (wanted_.final_norm) tap({SiteKind::final_norm}, xb_, n, c_.dim);
     const std::vector<T>& cls = lm_head_.empty() ? embed_ : lm_head_;
     gemm(logits_.data(), xb_.data(), cls.data(), nullptr, n, c_.vocab_size, c_.dim);
-    if (want_logits_) tap({SiteKind::logits}, logits_, n, c_.vocab_size);
+    if (wanted_.logits) tap({SiteKind::logits}, logits_, n, c_.vocab_size);
     logits.assign(logits_.begin(), logits_.begin() + static_cast<size_t>(n) * c_.vocab_size);
   }
 
@@ -163,23 +140,26 @@ class CpuRuntime final : public Runtime {
     gemm(q_.data(), xb_.data(), w.wq.data(), bias(w.bq), n, Q, D);  // (n, q_dim)
     gemm(k_.data(), xb_.data(), w.wk.data(), bias(w.bk), n, KV, D);  // (n, kv_dim)
     gemm(v_.data(), xb_.data(), w.wv.data(), bias(w.bv), n, KV, D);  // (n, kv_dim)
-    ops::rope(q_.data(), n, c_.n_heads, c_.head_dim, pos_.data(), cos_.data(), sin_.data(), act_);
-    ops::rope(k_.data(), n, c_.n_kv_heads, c_.head_dim, pos_.data(), cos_.data(), sin_.data(), act_);
+    const int* pos = cols_.pos.data();
+    ops::rope(q_.data(), n, c_.n_heads, c_.head_dim, pos, cos_.data(), sin_.data(), act_);
+    ops::rope(k_.data(), n, c_.n_kv_heads, c_.head_dim, pos, cos_.data(), sin_.data(), act_);
     for (int r = 0; r < n; ++r) {  // append to each row's slot cache (stored like activations)
-      std::memcpy(cache_row(k_cache_, slot_[r], l, pos_[r]), &k_[static_cast<size_t>(r) * KV],
+      const int slot = cols_.slot[r];
+      std::memcpy(cache_row(k_cache_, slot, l, pos[r]), &k_[static_cast<size_t>(r) * KV],
                   sizeof(T) * KV);
-      std::memcpy(cache_row(v_cache_, slot_[r], l, pos_[r]), &v_[static_cast<size_t>(r) * KV],
+      std::memcpy(cache_row(v_cache_, slot, l, pos[r]), &v_[static_cast<size_t>(r) * KV],
                   sizeof(T) * KV);
     }
     const T scale = T(1.0 / std::sqrt(static_cast<double>(c_.head_dim)));
-    const int n_seqs = count_sequences(n);
     for (int r0 = 0; r0 < n;) {  // attention per sequence: rows of one slot are contiguous
       int r1 = r0 + 1;
-      while (r1 < n && slot_[r1] == slot_[r0]) ++r1;
+      while (r1 < n && cols_.slot[r1] == cols_.slot[r0]) ++r1;
       const size_t off = static_cast<size_t>(r0) * Q;
-      ops::AttnNumerics an{act_, act_, nx_.accum_f16, attn_splits(r1 - r0, pos_[r1 - 1] + 1, n_seqs)};
-      ops::attention(&att_[off], &q_[off], cache_row(k_cache_, slot_[r0], l, 0),
-                     cache_row(v_cache_, slot_[r0], l, 0), r1 - r0, &pos_[r0], c_.n_heads,
+      const int splits =
+          attention_splits(nx_, r1 - r0, pos[r1 - 1] + 1, cols_.n_seqs, c_.n_heads);
+      ops::AttnNumerics an{act_, act_, nx_.accum_f16, splits};
+      ops::attention(&att_[off], &q_[off], cache_row(k_cache_, cols_.slot[r0], l, 0),
+                     cache_row(v_cache_, cols_.slot[r0], l, 0), r1 - r0, &pos[r0], c_.n_heads,
                      c_.n_kv_heads, c_.head_dim, c_.sliding_window, scale, an, scores_.data());
       r0 = r1;
     }
@@ -206,11 +186,7 @@ class CpuRuntime final : public Runtime {
 
   // The GEMM numerics for an (M, N, K) product under the configured policy.
   ops::GemmNumerics gemm_numerics(int M, int N, int K) const {
-    int split = nx_.split_k;
-    if (split == 0) {
-      split = nx_.gemm_policy == GemmPolicy::heuristic ? ops::heuristic_split_k(M, N, K) : 1;
-    }
-    return {act_, nx_.accum_f16, split};
+    return {act_, nx_.accum_f16, gemm_split_k(nx_, M, N, K)};
   }
 
   void gemm(T* y, const T* x, const T* w, const T* b, int M, int N, int K) {
@@ -224,36 +200,6 @@ class CpuRuntime final : public Runtime {
                              gemm_numerics(M, N, K / nx_.tp), tp_scratch_.data());
   }
 
-  // Split-KV count for one sequence's attention call (`rows` query rows, kv_len keys).
-  int attn_splits(int rows, int kv_len, int n_seqs) const {
-    if (nx_.attn_splits > 0) return nx_.attn_splits;
-    if (nx_.gemm_policy == GemmPolicy::invariant || rows > 1) return 1;  // prefill: no split-KV
-    return ops::heuristic_attn_splits(kv_len, n_seqs, c_.n_heads);
-  }
-
-  int count_sequences(int n) const {
-    int seqs = n > 0 ? 1 : 0;
-    for (int r = 1; r < n; ++r) seqs += slot_[r] != slot_[r - 1];
-    return seqs;
-  }
-
-  void check_rows(std::span<const BatchRow> rows) const {
-    for (size_t r = 0; r < rows.size(); ++r) {
-      const BatchRow& b = rows[r];
-      check_token_ids(std::span<const int32_t>(&b.token, 1), c_.vocab_size);
-      if (b.slot < 0 || b.slot >= slots_) {
-        throw Error(fmt::format("sequence slot {} outside 0..{}", b.slot, slots_ - 1));
-      }
-      if (b.pos < 0 || b.pos >= capacity_) {
-        throw Error(fmt::format("position {} exceeds the context of {} positions", b.pos, capacity_),
-                    "use a shorter prompt or fewer new tokens");
-      }
-      if (r > 0 && rows[r - 1].slot == b.slot && rows[r - 1].pos + 1 != b.pos) {
-        throw Error("rows of one sequence must have consecutive positions");
-      }
-    }
-  }
-
   T* cache_row(std::vector<T>& cache, int slot, int layer, int pos) {
     return &cache[((static_cast<size_t>(slot) * c_.n_layers + layer) * capacity_ + pos) *
                   c_.kv_dim()];
@@ -262,7 +208,7 @@ class CpuRuntime final : public Runtime {
   static const T* bias(const std::vector<T>& b) { return b.empty() ? nullptr : b.data(); }
 
   void tap_layer(int l, SiteKind k, const std::vector<T>& buf, int n, int width) {
-    if (want_layer_[l][static_cast<int>(k) - static_cast<int>(SiteKind::attn_norm)]) {
+    if (wanted_.at(l, k)) {
       tap({k, l}, buf, n, width);
     }
   }
@@ -276,8 +222,8 @@ class CpuRuntime final : public Runtime {
     }
     t.rows = n;
     t.width = width;
-    t.slot = slot_.data();
-    t.pos = pos_.data();
+    t.slot = cols_.slot.data();
+    t.pos = cols_.pos.data();
     hook_->on_tap(site, t);
   }
 
@@ -292,9 +238,6 @@ class CpuRuntime final : public Runtime {
     gate_.resize(rows * c_.hidden_dim);    // (n, hidden)
     up_.resize(rows * c_.hidden_dim);      // (n, hidden)
     logits_.resize(rows * c_.vocab_size);  // (n, vocab)
-    tokens_.resize(rows);
-    slot_.resize(rows);
-    pos_.resize(rows);
   }
 
   ModelConfig c_;
@@ -306,11 +249,9 @@ class CpuRuntime final : public Runtime {
   std::vector<Layer<T>> layers_;
   std::vector<T> k_cache_, v_cache_, scores_;
   std::vector<T> x_, xb_, q_, k_, v_, att_, gate_, up_, logits_, tp_scratch_;
-  std::vector<int32_t> tokens_;
-  std::vector<int> slot_, pos_;
+  BatchColumns cols_;  // tokens, slots and positions of the current pass
   TapHook* hook_ = nullptr;
-  bool want_embed_ = false, want_final_norm_ = false, want_logits_ = false;
-  std::vector<std::array<bool, kLayerKinds>> want_layer_;
+  WantedSites wanted_;
 };
 
 }  // namespace
@@ -321,6 +262,12 @@ std::unique_ptr<Runtime> make_cpu_runtime(const Model& model, const Numerics& nu
     return std::make_unique<CpuRuntime<double>>(model, numerics, capacity, slots);
   }
   return std::make_unique<CpuRuntime<float>>(model, numerics, capacity, slots);
+}
+
+std::unique_ptr<Runtime> make_runtime(const Model& model, const Numerics& numerics, int capacity,
+                                      int slots) {
+  return numerics.device == Device::cuda ? make_cuda_runtime(model, numerics, capacity, slots)
+                                         : make_cpu_runtime(model, numerics, capacity, slots);
 }
 
 std::unique_ptr<Runtime> make_cpu_runtime(const Model& model, DType dtype, int capacity,

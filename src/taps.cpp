@@ -20,4 +20,25 @@ std::string site_name(const Site& s) {
   return "?";
 }
 
+void WantedSites::ask(TapHook* hook, int n_layers) {
+  auto wants = [&](SiteKind k, int l) { return hook != nullptr && hook->wants({k, l}); };
+  embed = wants(SiteKind::embed, -1);
+  final_norm = wants(SiteKind::final_norm, -1);
+  logits = wants(SiteKind::logits, -1);
+  layer.assign(n_layers, {});
+  for (int l = 0; l < n_layers; ++l) {
+    for (int k = 0; k < 6; ++k) {
+      layer[l][k] = wants(static_cast<SiteKind>(static_cast<int>(SiteKind::attn_norm) + k), l);
+    }
+  }
+}
+
+int WantedSites::hidden_sites() const {
+  int n = embed + final_norm;
+  for (const auto& kinds : layer) {
+    for (bool w : kinds) n += w;
+  }
+  return n;
+}
+
 }  // namespace ds

@@ -4,7 +4,9 @@
 // wanted site, nothing is copied.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <vector>
 #include <span>
 #include <string>
 
@@ -38,6 +40,19 @@ class TapHook {
   virtual bool wants(const Site& site) = 0;
   // Called with each wanted tensor; the data is only valid during the call.
   virtual void on_tap(const Site& site, const TapTensor& t) = 0;
+};
+
+// The first phase of the hook: which sites it wants, asked once per site.
+struct WantedSites {
+  bool embed = false, final_norm = false, logits = false;
+  std::vector<std::array<bool, 6>> layer;  // [layer][kind - attn_norm], attn_norm .. out
+
+  // Asks `hook` about every site of an n_layers model (null hook: nothing is wanted).
+  void ask(TapHook* hook, int n_layers);
+  bool at(int l, SiteKind kind) const {
+    return layer[l][static_cast<int>(kind) - static_cast<int>(SiteKind::attn_norm)];
+  }
+  int hidden_sites() const;  // wanted sites other than the logits
 };
 
 }  // namespace ds

@@ -7,21 +7,40 @@
 
 #include "src/runtime.h"
 #include "src/trace_recorder.h"
+#include "trace/kernel_recorder.h"
 #include "common/error.h"
 
 namespace ds {
 
 std::string traced_config_json(const RunConfig& config, const std::string& probes,
                                const trace::WriterOptions& writer,
-                               const std::string& force_tokens) {
+                               const std::string& force_tokens, const std::string& kernels) {
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(to_json(config));
   j["trace"] = {{"probes", probes},
                 {"hidden_dtype", trace::hidden_dtype_name(writer.hidden_dtype)},
                 {"topk", writer.topk},
                 {"full_logits", writer.full_logits},
+                {"kernels", kernels},
                 {"force_tokens", force_tokens.empty() ? nlohmann::ordered_json()
                                                       : nlohmann::ordered_json(force_tokens)}};
   return j.dump();
+}
+
+bool records_kernels(const std::string& kernels, const std::string& device) {
+  if (kernels == "off") return false;
+  if (kernels == "auto") return device == "cuda" && trace::KernelRecorder::built();
+  if (kernels != "on") {
+    throw Error("invalid kernels '" + kernels + "'", "--kernels takes auto, on or off");
+  }
+  if (device != "cuda") {
+    throw Error("kernel records need --device cuda (the CPU reference launches no kernels)",
+                "use --kernels auto or off on the CPU");
+  }
+  if (!trace::KernelRecorder::built()) {
+    throw Error("kernel records need CUPTI, which this build does not have",
+                "rebuild with the CUDA toolkit's CUPTI, or use --kernels off");
+  }
+  return true;
 }
 
 TracedRunResult run_traced(const Model& model, const std::vector<Prompt>& prompts,
@@ -37,12 +56,21 @@ TracedRunResult run_traced(const Model& model, const std::vector<Prompt>& prompt
     n += p.forced ? static_cast<int>(p.forced->size()) : opt.config.max_new;
     longest = std::max(longest, n);
   }
+  std::unique_ptr<trace::KernelRecorder> kernels;
+  if (records_kernels(opt.kernels, opt.config.device)) {
+    kernels = std::make_unique<trace::KernelRecorder>();
+  }
   trace::TraceWriter writer(opt.writer, opt.info);
   TraceRecorder recorder(writer, opt.sites);
   const int batch = std::min<int>(opt.config.batch, std::max<size_t>(1, prompts.size()));
-  auto rt = make_cpu_runtime(model, numerics(opt.config),
-                             needed_capacity(longest, 0, c.max_seq_len), batch);
+  auto rt = make_runtime(model, numerics(opt.config), needed_capacity(longest, 0, c.max_seq_len),
+                         batch);
   rt->set_tap_hook(&recorder);
+  rt->set_kernel_recorder(kernels.get());
+  int commits = 0;
+  auto drain_kernels = [&] {  // into the trace every 256 tokens and after each group
+    if (kernels) writer.append_kernels(kernels->drain());
+  };
   GenerateOptions g;
   g.max_new = opt.config.max_new;
   g.sampling = opt.config.sampling();
@@ -68,11 +96,13 @@ TracedRunResult run_traced(const Model& model, const std::vector<Prompt>& prompt
         [&](int slot, std::optional<int32_t> token, const std::vector<int32_t>& tokens) {
           const int seq = static_cast<int>(first) + slot;
           recorder.commit(seq, token ? std::vector<int32_t>{*token} : std::vector<int32_t>{});
+          if (++commits % 256 == 0) drain_kernels();
           if (opt.progress) {
             opt.progress(seq, static_cast<int>(prompts.size()),
                          static_cast<int>(tokens.size() - prompts[seq].ids.size()));
           }
         });
+    drain_kernels();
     for (size_t k = 0; k < results.size(); ++k) {
       writer.end_sequence(static_cast<int>(first + k), results[k].stop_reason);
       stopped |= results[k].stop_reason == "interrupted";

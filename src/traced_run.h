@@ -20,6 +20,9 @@ struct TracedRunOptions {
   trace::WriterOptions writer;
   trace::RunInfo info;
   std::optional<int32_t> eos_id;
+  // CUPTI kernel records into /kernels: auto (on for --device cuda when CUPTI is built), on
+  // (required: an error when they cannot be recorded), off.
+  std::string kernels = "auto";
   std::function<bool()> should_stop;                        // e.g. SIGINT seen
   std::function<void(int seq, int n_seqs, int generated)> progress;  // after every token
 };
@@ -34,7 +37,12 @@ struct TracedRunResult {
 // tokens were consumed, or null).
 std::string traced_config_json(const RunConfig& config, const std::string& probes,
                                const trace::WriterOptions& writer,
-                               const std::string& force_tokens = {});
+                               const std::string& force_tokens = {},
+                               const std::string& kernels = "auto");
+
+// Whether a run records kernels: `kernels` (auto, on, off) on `device`. Throws ds::Error for an
+// unknown value, or for "on" where kernels cannot be recorded (CPU device, no CUPTI in the build).
+bool records_kernels(const std::string& kernels, const std::string& device);
 
 TracedRunResult run_traced(const Model& model, const std::vector<Prompt>& prompts,
                            const TracedRunOptions& opt);

@@ -60,9 +60,9 @@ int run_generate(const GenerateArgs& a) {
   opt.prefill_chunk = rc.prefill_chunk;
   opt.prefix_cache = rc.prefix_cache == "on";
   opt.eos_id = lm.eos_id();
-  auto rt = make_cpu_runtime(lm.model, numerics(rc),
-                             needed_capacity(static_cast<int>(lm.prompt.size()), opt.max_new,
-                                             c.max_seq_len));
+  auto rt = make_runtime(lm.model, numerics(rc),
+                         needed_capacity(static_cast<int>(lm.prompt.size()), opt.max_new,
+                                         c.max_seq_len));
 
   std::optional<TextStreamer> streamer;
   if (!a.ids) streamer.emplace(*lm.tokenizer);

@@ -42,6 +42,7 @@ struct RunArgs {
   std::string hidden_dtype = "f32";
   int topk = 20;
   bool full_logits = false;
+  std::string kernels = "auto";
   std::string output;
   bool force = false;
   bool quiet = false;
@@ -56,6 +57,7 @@ int run_run(const RunArgs& a) {
   }
   const auto hidden_dtype = trace::parse_hidden_dtype(a.hidden_dtype);
   if (a.topk < 1) throw Error(fmt::format("topk {} must be >= 1", a.topk), "--topk takes N >= 1");
+  records_kernels(a.kernels, rc.device);  // refuses a bad value or an impossible "on" up front
   if (std::filesystem::exists(a.output) && !a.force) {
     throw Error(fmt::format("trace '{}' already exists", a.output),
                 "pass --force to overwrite it, or choose another -o path");
@@ -88,7 +90,7 @@ int run_run(const RunArgs& a) {
   writer.full_logits = a.full_logits;
   writer.force = a.force;
   const TracedRunResult res =
-      run_traced_command("run", rc, a.probes, writer, lm, prompts, a.force_tokens);
+      run_traced_command("run", rc, a.probes, writer, lm, prompts, a.force_tokens, a.kernels);
   if (!a.quiet) {
     int tokens = 0;
     for (const auto& s : res.sequences) tokens += static_cast<int>(s.tokens.size()) - s.prompt_len;
@@ -127,6 +129,10 @@ CommandRun register_run(CLI::App& app) {
   cmd->add_option("--topk", args->topk, "logits kept per position (sorted, with log-sum-exp)")
       ->capture_default_str();
   cmd->add_flag("--full-logits", args->full_logits, "also store every logits row in full");
+  cmd->add_option("--kernels", args->kernels,
+                  "record every GPU kernel with its tap site into /kernels (CUPTI): auto (on for "
+                  "--device cuda when built with CUPTI), on, off")
+      ->capture_default_str();
   cmd->add_option("-o,--output", args->output, "trace file to write (.h5); required");
   cmd->add_flag("--force", args->force, "overwrite an existing trace file");
   cmd->add_flag("-q,--quiet", args->quiet, "no summary line on stderr");

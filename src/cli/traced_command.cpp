@@ -12,13 +12,14 @@ namespace ds {
 TracedRunResult run_traced_command(const std::string& label, const RunConfig& config,
                                    const std::string& probes, const trace::WriterOptions& writer,
                                    const LoadedModel& lm, const std::vector<Prompt>& prompts,
-                                   const std::string& force_tokens) {
+                                   const std::string& force_tokens, const std::string& kernels) {
   TracedRunOptions opt;
   opt.config = config;
   opt.sites = resolve_probes(probes, lm.model.config.n_layers);
   opt.writer = writer;
   opt.info.tool_version = DRIFTSCOPE_VERSION;
-  opt.info.config_json = traced_config_json(config, probes, writer, force_tokens);
+  opt.kernels = kernels;
+  opt.info.config_json = traced_config_json(config, probes, writer, force_tokens, kernels);
   opt.info.model_json = model_identity_json(lm.model, lm.tokenizer.get(), lm.tokenizer_path);
   opt.info.env_json = environment_json();
   opt.info.command_line = invocation();

@@ -16,6 +16,7 @@ namespace ds {
 TracedRunResult run_traced_command(const std::string& label, const RunConfig& config,
                                    const std::string& probes, const trace::WriterOptions& writer,
                                    const LoadedModel& lm, const std::vector<Prompt>& prompts,
-                                   const std::string& force_tokens = {});
+                                   const std::string& force_tokens = {},
+                                   const std::string& kernels = "auto");
 
 }  // namespace ds

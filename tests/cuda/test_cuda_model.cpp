@@ -1,0 +1,199 @@
+// Whole-model checks of the CUDA backend on the bundled models: CUDA fp32 against the CPU fp64
+// oracle (same greedy tokens on every bundled prompt), CUDA bf16 against the CPU's bf16
+// emulation (drift reported), tracing that changes nothing, and kernel records in traces.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "src/model.h"
+#include "src/runtime.h"
+#include "tests/support/capture_hook.h"
+#include "tests/support/paths.h"
+#include "tests/support/run_cli.h"
+#include "tests/support/temp_dir.h"
+#include "trace/reader.h"
+
+namespace ds::test {
+namespace {
+
+std::string prompts_file() {
+  return source_dir() + "/models/stories260K/prompts.txt";
+}
+
+// Runs `driftscope run` on the bundled prompts into dir/name.h5 with extra flags.
+std::string traced(const TempDir& dir, const std::string& name, const std::string& flags, int n) {
+  const std::string out = (dir.path() / (name + ".h5")).string();
+  const CliResult r = run_cli(fmt::format("run -m {} --prompts {} -n {} -q -o {} {}", stories_bin(),
+                                          prompts_file(), n, out, flags));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return out;
+}
+
+nlohmann::json diff_json(const std::string& a, const std::string& b) {
+  const CliResult r = run_cli(fmt::format("diff {} {} --json", a, b));
+  INFO(r.err);
+  REQUIRE((r.exit_code == 0 || r.exit_code == 1));
+  return nlohmann::json::parse(r.out);
+}
+
+struct SiteDrift {
+  double median_max = 0;  // largest per-sequence median relative L2
+  double max = 0;         // largest relative L2 anywhere
+};
+
+// Per-site drift over all sequences of a diff's JSON, in the diff's site order.
+std::vector<std::pair<std::string, SiteDrift>> site_drift(const nlohmann::json& j) {
+  std::vector<std::pair<std::string, SiteDrift>> out;
+  for (const auto& seq : j["sequences"]) {
+    for (const auto& d : seq["drift"]) {
+      const std::string site = d.value("site", "?");
+      auto it =
+          std::find_if(out.begin(), out.end(), [&](const auto& p) { return p.first == site; });
+      if (it == out.end()) it = out.insert(out.end(), {site, {}});
+      it->second.median_max = std::max(it->second.median_max, d.value("rel_l2_median", 0.0));
+      it->second.max = std::max(it->second.max, d.value("rel_l2_max", 0.0));
+    }
+  }
+  return out;
+}
+
+// Prints the per-site drift of a diff (the "reported" part of the whole-model checks).
+void report_drift(const std::string& title, const nlohmann::json& j) {
+  std::string lines = title + "\n";
+  for (const auto& [site, d] : site_drift(j)) {
+    lines += fmt::format("  {:<14} rel_l2: largest per-sequence median {:.3g}, max {:.3g}\n", site,
+                         d.median_max, d.max);
+  }
+  WARN(lines);
+}
+
+int flipped_sequences(const std::string& a, const std::string& b) {
+  const auto ra = trace::TraceReader::open(a), rb = trace::TraceReader::open(b);
+  int flipped = 0;
+  for (int s : ra.sequence_indices()) flipped += ra.sequence(s).tokens != rb.sequence(s).tokens;
+  return flipped;
+}
+
+}  // namespace
+
+TEST_CASE("CUDA fp32 generates the CPU fp64 oracle's greedy tokens on the bundled prompts",
+          "[cuda][model]") {
+  TempDir dir("ds-cuda");
+  const std::string oracle = traced(dir, "fp64", "--device cpu --dtype fp64", 100);
+  for (const char* gemm : {"cublas", "tiled"}) {
+    const std::string gpu =
+        traced(dir, gemm, fmt::format("--device cuda --dtype fp32 --kernel gemm={}", gemm), 100);
+    INFO("gemm=" << gemm);
+    CHECK(flipped_sequences(oracle, gpu) == 0);
+    const nlohmann::json j = diff_json(oracle, gpu);
+    report_drift(fmt::format("CUDA fp32 (gemm={}) vs CPU fp64, 32 prompts x 100 tokens:", gemm), j);
+    for (const auto& [site, d] : site_drift(j)) {
+      // fp32 vs fp64 through 5 layers: relative drift ~1e-7..1e-6 per site; 1e-4 would mean a
+      // wrong op, not rounding
+      INFO(site);
+      CHECK(d.max < 1e-4);
+    }
+  }
+}
+
+TEST_CASE("CUDA bf16 against the CPU bf16 emulation: drift reported", "[cuda][model]") {
+  TempDir dir("ds-cuda");
+  const std::string cpu = traced(dir, "cpu-bf16", "--device cpu --dtype bf16", 100);
+  const std::string gpu =
+      traced(dir, "gpu-bf16", "--device cuda --dtype bf16 --kernel gemm=tiled", 100);
+  const int flips = flipped_sequences(cpu, gpu);
+  const nlohmann::json j = diff_json(cpu, gpu);
+  report_drift(
+      fmt::format("CUDA bf16 (tiled) vs CPU bf16 emulation: {} of 32 sequences flip", flips), j);
+  // The embedding is a gather of the same bf16 weights: identical on both.
+  const auto drift = site_drift(j);
+  REQUIRE(!drift.empty());
+  CHECK(drift.front().first == "embed");
+  CHECK(drift.front().second.max == 0.0);
+}
+
+TEST_CASE("CUDA taps do not change a single logit", "[cuda][model][taps]") {
+  const Model m = load_model(stories_bin());
+  const std::vector<int32_t> prompt = {1, 403, 407, 261, 378, 1033, 5, 22};
+  for (DType d : {DType::fp32, DType::bf16}) {
+    Numerics nx;
+    nx.dtype = d;
+    nx.device = Device::cuda;
+    auto plain = make_cuda_runtime(m, nx, 64);
+    auto tapped = make_cuda_runtime(m, nx, 64);
+    CaptureHook hook;
+    tapped->set_tap_hook(&hook);
+    std::vector<double> a, b;
+    plain->forward(prompt, 0, a);
+    tapped->forward(prompt, 0, b);
+    INFO(dtype_name(d));
+    REQUIRE(a.size() == b.size());
+    CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
+    CHECK(hook.by_site.count("L4/out") == 1);
+    CHECK(hook.by_site.count("logits") == 1);
+  }
+}
+
+TEST_CASE("CUDA traces record every kernel with its tap site", "[cuda][kernels]") {
+  TempDir dir("ds-cuda");
+  const std::string t = traced(dir, "k", "--device cuda --kernel gemm=tiled --kernels on", 8);
+  const auto r = trace::TraceReader::open(t);
+  REQUIRE(r.has_kernels());
+  const auto records = r.kernels();
+  std::set<std::string> sites, ops;
+  bool tiled = false;
+  for (const auto& k : records) {
+    sites.insert(k.site);
+    ops.insert(k.op);
+    tiled |= k.name.find("gemm_tiled_kernel") != std::string::npos;
+    CHECK(k.duration_ns > 0);
+  }
+  CHECK(tiled);
+  CHECK(sites.count("embed") == 1);
+  CHECK(sites.count("L0/attn_out") == 1);
+  CHECK(sites.count("logits") == 1);
+  CHECK(sites.count("") == 0);  // every kernel launched inside an op
+  for (const char* op : {"q_proj", "attention", "o_proj", "gate_proj", "swiglu", "lm_head"}) {
+    CHECK(ops.count(op) == 1);
+  }
+}
+
+}  // namespace ds::test
+
+namespace ds::test {
+
+TEST_CASE("The diff of gemm=cublas and gemm=tiled traces lists the differing kernels per site",
+          "[cuda][kernels]") {
+  TempDir dir("ds-cuda");
+  const std::string a = traced(dir, "cublas", "--device cuda --kernel gemm=cublas --kernels on", 8);
+  const std::string b = traced(dir, "tiled", "--device cuda --kernel gemm=tiled --kernels on", 8);
+  const nlohmann::json k = diff_json(a, b)["kernels"];
+  std::set<std::string> listed;
+  for (const auto& s : k["sites"]) listed.insert(s["site"].get<std::string>());
+  // GEMMs run at attn_out (q/k/v/o projections), mlp_out (gate/up/down) and logits (lm_head);
+  // the norms, RoPE, attention, SwiGLU and residual adds are the same kernels on both sides.
+  for (int l = 0; l < 5; ++l) {
+    CHECK(listed.count(fmt::format("L{}/attn_out", l)) == 1);
+    CHECK(listed.count(fmt::format("L{}/mlp_out", l)) == 1);
+    CHECK(listed.count(fmt::format("L{}/out", l)) == 0);
+  }
+  CHECK(listed.count("logits") == 1);
+  CHECK(listed.count("embed") == 0);
+  for (const auto& s : k["sites"]) {
+    if (s["site"] != "L0/attn_out") continue;
+    bool tiled_only_b = false, q_proj_only_a = false;
+    for (const auto& u : s["only_b"]) {
+      tiled_only_b |= u["name"].get<std::string>().find("gemm_tiled_kernel") != std::string::npos;
+    }
+    for (const auto& u : s["only_a"]) q_proj_only_a |= u["op"] == "q_proj";
+    CHECK(tiled_only_b);
+    CHECK(q_proj_only_a);
+  }
+}
+
+}  // namespace ds::test

@@ -1,0 +1,188 @@
+// KernelRecorder through CUPTI's activity API: concurrent-kernel records (name, grid, block,
+// start/end) joined by correlation id with the external-correlation records that tie each launch
+// to the (pass, site, op) label pushed around it.
+#include <cupti.h>
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include "common/error.h"
+#include "trace/kernel_recorder.h"
+
+namespace ds::trace {
+namespace {
+
+constexpr CUpti_ExternalCorrelationKind kKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+constexpr size_t kBufferBytes = 8u << 20;
+
+void check(CUptiResult r, const char* what, const char* file, int line) {
+  if (r == CUPTI_SUCCESS) return;
+  const char* msg = nullptr;
+  cuptiGetResultString(r, &msg);
+  throw Error(std::string("CUPTI: ") + what + " failed: " + (msg ? msg : "?") + " (" + file + ":" +
+                  std::to_string(line) + ")",
+              "another profiler (nsys, ncu) may hold CUPTI; run with --kernels off to trace "
+              "without kernel records");
+}
+#define DS_CUPTI_CHECK(call) check((call), #call, __FILE__, __LINE__)
+
+std::string demangle(const char* name) {
+  if (name == nullptr) return "?";
+  int status = 0;
+  char* d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  std::string out = status == 0 && d != nullptr ? d : name;
+  std::free(d);
+  return out;
+}
+
+struct RawKernel {
+  uint32_t correlation = 0;
+  std::string name;
+  std::array<int32_t, 3> grid{}, block{};
+  int64_t duration_ns = 0;
+};
+
+// State shared with CUPTI's buffer callbacks (plain functions, any thread).
+struct Shared {
+  std::mutex mu;
+  std::vector<RawKernel> kernels;                      // completed, not yet drained
+  std::unordered_map<uint32_t, uint64_t> external_of;  // correlation id -> label id
+  bool active = false;
+};
+Shared& shared() {
+  static Shared s;
+  return s;
+}
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
+  *size = *buffer != nullptr ? kBufferBytes : 0;
+  *max_records = 0;
+}
+
+void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  Shared& s = shared();
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    CUpti_Activity* rec = nullptr;
+    while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+      if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ||
+          rec->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
+        const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
+        s.kernels.push_back({k->correlationId,
+                             demangle(k->name),
+                             {k->gridX, k->gridY, k->gridZ},
+                             {k->blockX, k->blockY, k->blockZ},
+                             static_cast<int64_t>(k->end - k->start)});
+      } else if (rec->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
+        const auto* e = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(rec);
+        if (e->externalKind == kKind) s.external_of[e->correlationId] = e->externalId;
+      }
+    }
+  }
+  std::free(buffer);
+}
+
+}  // namespace
+
+struct KernelRecorder::Impl {
+  struct Label {
+    int pass;
+    int site;  // index into sites
+    const char* op;
+  };
+  std::vector<Label> labels;  // external id - 1 -> label
+  std::vector<std::string> sites;
+  std::map<std::string, int> site_index;
+  std::vector<RawKernel> pending;
+};
+
+bool KernelRecorder::built() {
+  return true;
+}
+
+KernelRecorder::KernelRecorder() : impl_(std::make_unique<Impl>()) {
+  Shared& s = shared();
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.active) throw Error("only one kernel recorder can run at a time");
+    s.active = true;
+    s.kernels.clear();
+    s.external_of.clear();
+  }
+  try {
+    DS_CUPTI_CHECK(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
+    DS_CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+    DS_CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION));
+    // External-correlation records accompany API records: without the runtime (our <<<>>>
+    // launches) and driver (cuBLASLt's) kinds none are emitted. Their records are skipped.
+    DS_CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME));
+    DS_CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER));
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.active = false;
+    throw;
+  }
+}
+
+KernelRecorder::~KernelRecorder() {
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+  cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
+  cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER);
+  Shared& s = shared();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.active = false;
+}
+
+void KernelRecorder::begin_op(int pass, const std::string& site, const char* op) {
+  auto [it, inserted] = impl_->site_index.try_emplace(site, static_cast<int>(impl_->sites.size()));
+  if (inserted) impl_->sites.push_back(site);
+  impl_->labels.push_back({pass, it->second, op});
+  DS_CUPTI_CHECK(cuptiActivityPushExternalCorrelationId(kKind, impl_->labels.size()));
+}
+
+void KernelRecorder::end_op() {
+  uint64_t last = 0;
+  DS_CUPTI_CHECK(cuptiActivityPopExternalCorrelationId(kKind, &last));
+}
+
+std::vector<KernelRecord> KernelRecorder::drain() {
+  DS_CUPTI_CHECK(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+  Shared& s = shared();
+  std::vector<KernelRecord> out;
+  std::lock_guard<std::mutex> lock(s.mu);
+  impl_->pending.insert(impl_->pending.end(), std::make_move_iterator(s.kernels.begin()),
+                        std::make_move_iterator(s.kernels.end()));
+  s.kernels.clear();
+  // After a forced flush every launch's records are in; a kernel without an external id was
+  // launched outside any op and keeps an empty site.
+  std::sort(impl_->pending.begin(), impl_->pending.end(),
+            [](const RawKernel& a, const RawKernel& b) { return a.correlation < b.correlation; });
+  for (RawKernel& k : impl_->pending) {
+    auto e = s.external_of.find(k.correlation);
+    KernelRecord r;
+    if (e != s.external_of.end() && e->second >= 1 && e->second <= impl_->labels.size()) {
+      const Impl::Label& l = impl_->labels[e->second - 1];
+      r.pass = l.pass;
+      r.site = impl_->sites[l.site];
+      r.op = l.op;
+    }
+    r.name = std::move(k.name);
+    r.grid = k.grid;
+    r.block = k.block;
+    r.duration_ns = k.duration_ns;
+    out.push_back(std::move(r));
+    if (e != s.external_of.end()) s.external_of.erase(e);
+  }
+  impl_->pending.clear();
+  s.external_of.clear();  // after a forced flush no kernel of an earlier launch is outstanding
+  return out;
+}
+
+}  // namespace ds::trace
