@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Runs on a lent GPU machine, from the repository root, with .gpu/bundle.tar.xz carried
+# (scripts/gpu_bundle.sh): unpacks the CUDA build, makes the paths compiled into it valid
+# (/work/main = this checkout), runs the [cuda] tests, then the GPU benchmarks when asked.
+#   bash scripts/gpu_run.sh [tests|bench|all] [extra Catch2 args for the tests]
+# Everything it prints is also written to $OUT (when set) as gpu_run.log.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+what=${1:-tests}
+shift || true
+log=${OUT:-/tmp}/gpu_run.log
+exec > >(tee "$log") 2>&1
+root=$(pwd)
+if [ "$root" != /work/main ]; then
+  mkdir -p /work
+  ln -sfn "$root" /work/main
+fi
+tar -C /work/main -xJf .gpu/bundle.tar.xz
+export LD_LIBRARY_PATH=/work/main/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:/usr/local/cuda/extras/CUPTI/lib64:${LD_LIBRARY_PATH:-}
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+/work/main/build-cuda/driftscope --version || true
+rc=0
+if [ "$what" = tests ] || [ "$what" = all ]; then
+  /work/main/build-cuda/tests/driftscope_cuda_tests --durations yes "$@" || rc=$?
+  echo "cuda tests exit code: $rc"
+fi
+if [ "$what" = bench ] || [ "$what" = all ]; then
+  model=/tmp/ds-qwen2-7b
+  [ -d "$model" ] || /work/main/build-cuda/driftscope synth --shape qwen2-7b -o "$model"
+  /work/main/build-cuda/bench/bench_gpu_decode "$model" --batch 1 --dtype bf16 --tokens 64
+  /work/main/build-cuda/bench/bench_gpu_prefill "$model" --tokens 2048 --dtype bf16
+fi
+exit $rc
