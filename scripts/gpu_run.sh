@@ -3,6 +3,8 @@
 # (scripts/gpu_bundle.sh): unpacks the CUDA build, makes the paths compiled into it valid
 # (/work/main = this checkout), runs the [cuda] tests, then the GPU benchmarks when asked.
 #   bash scripts/gpu_run.sh [tests|bench|all] [extra Catch2 args for the tests]
+# bench: synthesises a Qwen2-7B-shape checkpoint, runs the decode and prefill benchmarks and the
+# comparison with transformers (scripts/hf_compare.py).
 # Everything it prints is also written to $OUT (when set) as gpu_run.log.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -29,5 +31,9 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
   [ -d "$model" ] || /work/main/build-cuda/driftscope synth --shape qwen2-7b -o "$model"
   /work/main/build-cuda/bench/bench_gpu_decode "$model" --batch 1 --dtype bf16 --tokens 64
   /work/main/build-cuda/bench/bench_gpu_prefill "$model" --tokens 2048 --dtype bf16
+  # Against transformers (torch is there): per-layer drift and eager-generate tokens/s.
+  /work/main/build-cuda/driftscope run -m "$model" --prompt-ids 1,100,200,300,400,500,600,700 \
+    -n 64 --device cuda --dtype bf16 --probes 'embed,L*/out,final_norm' --force -o /tmp/ds-hf.h5
+  python3 scripts/hf_compare.py "$model" /tmp/ds-hf.h5 --dtype bf16 --device cuda
 fi
 exit $rc
