@@ -2,15 +2,13 @@
 // start/end) joined by correlation id with the external-correlation records that tie each launch
 // to the (pass, site, op) label pushed around it.
 #include <cupti.h>
-#include <cxxabi.h>
 
-#include <algorithm>
 #include <cstdlib>
-#include <map>
 #include <mutex>
 #include <unordered_map>
 
 #include "common/error.h"
+#include "trace/kernel_join.h"
 #include "trace/kernel_recorder.h"
 
 namespace ds::trace {
@@ -29,22 +27,6 @@ void check(CUptiResult r, const char* what, const char* file, int line) {
               "without kernel records");
 }
 #define DS_CUPTI_CHECK(call) check((call), #call, __FILE__, __LINE__)
-
-std::string demangle(const char* name) {
-  if (name == nullptr) return "?";
-  int status = 0;
-  char* d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-  std::string out = status == 0 && d != nullptr ? d : name;
-  std::free(d);
-  return out;
-}
-
-struct RawKernel {
-  uint32_t correlation = 0;
-  std::string name;
-  std::array<int32_t, 3> grid{}, block{};
-  int64_t duration_ns = 0;
-};
 
 // State shared with CUPTI's buffer callbacks (plain functions, any thread).
 struct Shared {
@@ -74,7 +56,7 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
           rec->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
         const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
         s.kernels.push_back({k->correlationId,
-                             demangle(k->name),
+                             demangle_kernel_name(k->name),
                              {k->gridX, k->gridY, k->gridZ},
                              {k->blockX, k->blockY, k->blockZ},
                              static_cast<int64_t>(k->end - k->start)});
@@ -90,15 +72,7 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
 }  // namespace
 
 struct KernelRecorder::Impl {
-  struct Label {
-    int pass;
-    int site;  // index into sites
-    const char* op;
-  };
-  std::vector<Label> labels;  // external id - 1 -> label
-  std::vector<std::string> sites;
-  std::map<std::string, int> site_index;
-  std::vector<RawKernel> pending;
+  std::vector<OpLabel> labels;  // external id - 1 -> label
 };
 
 bool KernelRecorder::built() {
@@ -141,9 +115,7 @@ KernelRecorder::~KernelRecorder() {
 }
 
 void KernelRecorder::begin_op(int pass, const std::string& site, const char* op) {
-  auto [it, inserted] = impl_->site_index.try_emplace(site, static_cast<int>(impl_->sites.size()));
-  if (inserted) impl_->sites.push_back(site);
-  impl_->labels.push_back({pass, it->second, op});
+  impl_->labels.push_back({pass, site, op});
   DS_CUPTI_CHECK(cuptiActivityPushExternalCorrelationId(kKind, impl_->labels.size()));
 }
 
@@ -155,33 +127,12 @@ void KernelRecorder::end_op() {
 std::vector<KernelRecord> KernelRecorder::drain() {
   DS_CUPTI_CHECK(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
   Shared& s = shared();
-  std::vector<KernelRecord> out;
   std::lock_guard<std::mutex> lock(s.mu);
-  impl_->pending.insert(impl_->pending.end(), std::make_move_iterator(s.kernels.begin()),
-                        std::make_move_iterator(s.kernels.end()));
+  // After a forced flush (the runtime synchronised before) every launch's records are in.
+  std::vector<KernelRecord> out =
+      join_kernel_records(std::move(s.kernels), s.external_of, impl_->labels);
   s.kernels.clear();
-  // After a forced flush every launch's records are in; a kernel without an external id was
-  // launched outside any op and keeps an empty site.
-  std::sort(impl_->pending.begin(), impl_->pending.end(),
-            [](const RawKernel& a, const RawKernel& b) { return a.correlation < b.correlation; });
-  for (RawKernel& k : impl_->pending) {
-    auto e = s.external_of.find(k.correlation);
-    KernelRecord r;
-    if (e != s.external_of.end() && e->second >= 1 && e->second <= impl_->labels.size()) {
-      const Impl::Label& l = impl_->labels[e->second - 1];
-      r.pass = l.pass;
-      r.site = impl_->sites[l.site];
-      r.op = l.op;
-    }
-    r.name = std::move(k.name);
-    r.grid = k.grid;
-    r.block = k.block;
-    r.duration_ns = k.duration_ns;
-    out.push_back(std::move(r));
-    if (e != s.external_of.end()) s.external_of.erase(e);
-  }
-  impl_->pending.clear();
-  s.external_of.clear();  // after a forced flush no kernel of an earlier launch is outstanding
+  s.external_of.clear();
   return out;
 }
 
