@@ -307,18 +307,19 @@ class CudaRuntime final : public Runtime {
                  sin_.as<float>(), stream_);
     }
     const size_t row_bytes = static_cast<size_t>(KV) * cuda::dt_bytes(a_t_);
-    for (int r = 0; r < n; ++r) {  // append to each row's slot cache (stored like activations)
-      DS_CHECK(cudaMemcpyAsync(cache_row(k_cache_, cols_.slot[r], l, cols_.pos[r]),
-                               k_.as<unsigned char>() + r * row_bytes, row_bytes,
-                               cudaMemcpyDeviceToDevice, stream_));
-      DS_CHECK(cudaMemcpyAsync(cache_row(v_cache_, cols_.slot[r], l, cols_.pos[r]),
-                               v_.as<unsigned char>() + r * row_bytes, row_bytes,
-                               cudaMemcpyDeviceToDevice, stream_));
-    }
     const size_t q_row_bytes = static_cast<size_t>(Q) * cuda::dt_bytes(a_t_);
-    for (int r0 = 0; r0 < n;) {  // attention per sequence: rows of one slot are contiguous
+    for (int r0 = 0; r0 < n;) {  // per sequence: rows of one slot are contiguous
       int r1 = r0 + 1;
       while (r1 < n && cols_.slot[r1] == cols_.slot[r0]) ++r1;
+      // append to the slot's cache (stored like activations): consecutive positions, so the
+      // sequence's new keys and values are one contiguous copy each
+      const size_t bytes = (r1 - r0) * row_bytes;
+      DS_CHECK(cudaMemcpyAsync(cache_row(k_cache_, cols_.slot[r0], l, cols_.pos[r0]),
+                               k_.as<unsigned char>() + r0 * row_bytes, bytes,
+                               cudaMemcpyDeviceToDevice, stream_));
+      DS_CHECK(cudaMemcpyAsync(cache_row(v_cache_, cols_.slot[r0], l, cols_.pos[r0]),
+                               v_.as<unsigned char>() + r0 * row_bytes, bytes,
+                               cudaMemcpyDeviceToDevice, stream_));
       cuda::AttentionArgs a;
       a.out = att_.as<unsigned char>() + r0 * q_row_bytes;
       a.q = q_.as<unsigned char>() + r0 * q_row_bytes;
