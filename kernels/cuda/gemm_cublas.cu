@@ -35,6 +35,14 @@ struct Plan {
   bool half_scale = false;  // alpha/beta are __half (fp16 compute)
 };
 
+void destroy(Plan& p) {
+  if (p.a != nullptr) cublasLtMatrixLayoutDestroy(p.a);
+  if (p.b != nullptr) cublasLtMatrixLayoutDestroy(p.b);
+  if (p.c != nullptr) cublasLtMatrixLayoutDestroy(p.c);
+  if (p.op != nullptr) cublasLtMatmulDescDestroy(p.op);
+  p = Plan{};
+}
+
 // The largest power of two (<= 256) that divides the address: cuBLASLt's heuristic assumes 256
 // unless told, and tensor-parallel shards start at offsets inside a buffer.
 uint32_t alignment(const void* p) {
@@ -61,79 +69,87 @@ struct CublasGemm::Impl {
     auto it = plans.find(key);
     if (it != plans.end()) return it->second;
     Plan p;
-    cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
-    cudaDataType_t scale = CUDA_R_32F;
-    if (g.accum_f16) {
-      if (g.x_t != DT::f16) {
-        throw Error("cuBLAS has no fp16 accumulation for " + std::string(dt_name(g.x_t)) + " GEMMs",
-                    "use --kernel gemm=tiled, whose fp16 accumulation works with every dtype");
+    try {
+      cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+      cudaDataType_t scale = CUDA_R_32F;
+      if (g.accum_f16) {
+        if (g.x_t != DT::f16) {
+          throw Error(
+              "cuBLAS has no fp16 accumulation for " + std::string(dt_name(g.x_t)) + " GEMMs",
+              "use --kernel gemm=tiled, whose fp16 accumulation works with every dtype");
+        }
+        compute = CUBLAS_COMPUTE_16F;
+        scale = CUDA_R_16F;
+        p.half_scale = true;
+      } else if (g.x_t == DT::f32) {
+        compute = tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
       }
-      compute = CUBLAS_COMPUTE_16F;
-      scale = CUDA_R_16F;
-      p.half_scale = true;
-    } else if (g.x_t == DT::f32) {
-      compute = tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-    }
-    const cudaDataType_t t = cuda_type(g.x_t);
-    DS_CUDA_CHECK(cublasLtMatmulDescCreate(&p.op, compute, scale));
-    const cublasOperation_t trans = CUBLAS_OP_T, no_trans = CUBLAS_OP_N;
-    DS_CUDA_CHECK(
-        cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof(trans)));
-    DS_CUDA_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &no_trans,
-                                                 sizeof(no_trans)));
-    DS_CUDA_CHECK(cublasLtMatrixLayoutCreate(&p.a, t, g.K, g.N, g.ldw));  // w: K x N col-major
-    DS_CUDA_CHECK(cublasLtMatrixLayoutCreate(&p.b, t, g.K, g.M, g.ldx));  // x^T: K x M col-major
-    DS_CUDA_CHECK(cublasLtMatrixLayoutCreate(&p.c, t, g.N, g.M, g.N));    // y^T: N x M col-major
+      const cudaDataType_t t = cuda_type(g.x_t);
+      DS_CUDA_CHECK(cublasLtMatmulDescCreate(&p.op, compute, scale));
+      const cublasOperation_t trans = CUBLAS_OP_T, no_trans = CUBLAS_OP_N;
+      DS_CUDA_CHECK(
+          cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof(trans)));
+      DS_CUDA_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &no_trans,
+                                                   sizeof(no_trans)));
+      DS_CUDA_CHECK(cublasLtMatrixLayoutCreate(&p.a, t, g.K, g.N, g.ldw));  // w: K x N col-major
+      DS_CUDA_CHECK(cublasLtMatrixLayoutCreate(&p.b, t, g.K, g.M, g.ldx));  // x^T: K x M col-major
+      DS_CUDA_CHECK(cublasLtMatrixLayoutCreate(&p.c, t, g.N, g.M, g.N));    // y^T: N x M col-major
 
-    cublasLtMatmulPreference_t pref = nullptr;
-    DS_CUDA_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-    DS_CUDA_CHECK(cublasLtMatmulPreferenceSetAttribute(
-        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &kWorkspaceBytes, sizeof(kWorkspaceBytes)));
-    const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> aligns[] = {
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align_w},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align_x},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align_y},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_y}};
-    for (const auto& [attr, value] : aligns) {
-      DS_CUDA_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, attr, &value, sizeof(value)));
-    }
-    cublasLtMatmulHeuristicResult_t results[8] = {};
-    int found = 0;
-    const cublasStatus_t st =
-        cublasLtMatmulAlgoGetHeuristic(handle, p.op, p.a, p.b, p.c, p.c, pref, 8, results, &found);
-    cublasLtMatmulPreferenceDestroy(pref);
-    if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
-      throw Error("cuBLASLt found no algorithm for a " + std::string(dt_name(g.x_t)) +
-                      " GEMM of M=" + std::to_string(g.M) + " N=" + std::to_string(g.N) +
-                      " K=" + std::to_string(g.K),
-                  "use --kernel gemm=tiled");
-    }
-    bool chosen = false;
-    for (int i = 0; i < found && !chosen; ++i) {
-      p.algo = results[i].algo;
-      if (g.split_k <= 0) {
-        chosen = true;  // cuBLASLt's own choice, split-K included
-        break;
+      cublasLtMatmulPreference_t pref = nullptr;
+      DS_CUDA_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+      DS_CUDA_CHECK(
+          cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                               &kWorkspaceBytes, sizeof(kWorkspaceBytes)));
+      const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> aligns[] = {
+          {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align_w},
+          {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align_x},
+          {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align_y},
+          {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_y}};
+      for (const auto& [attr, value] : aligns) {
+        DS_CUDA_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, attr, &value, sizeof(value)));
       }
-      const int32_t splits = g.split_k;
-      const uint32_t scheme =
-          splits > 1 ? CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE : CUBLASLT_REDUCTION_SCHEME_NONE;
-      if (cublasLtMatmulAlgoConfigSetAttribute(&p.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits,
-                                               sizeof(splits)) != CUBLAS_STATUS_SUCCESS ||
-          cublasLtMatmulAlgoConfigSetAttribute(&p.algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
-                                               &scheme, sizeof(scheme)) != CUBLAS_STATUS_SUCCESS) {
-        continue;
+      cublasLtMatmulHeuristicResult_t results[8] = {};
+      int found = 0;
+      const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle, p.op, p.a, p.b, p.c, p.c,
+                                                               pref, 8, results, &found);
+      cublasLtMatmulPreferenceDestroy(pref);
+      if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
+        throw Error("cuBLASLt found no algorithm for a " + std::string(dt_name(g.x_t)) +
+                        " GEMM of M=" + std::to_string(g.M) + " N=" + std::to_string(g.N) +
+                        " K=" + std::to_string(g.K),
+                    "use --kernel gemm=tiled");
       }
-      cublasLtMatmulHeuristicResult_t check{};
-      chosen = cublasLtMatmulAlgoCheck(handle, p.op, p.a, p.b, p.c, p.c, &p.algo, &check) ==
-                   CUBLAS_STATUS_SUCCESS &&
-               check.workspaceSize <= kWorkspaceBytes;
-    }
-    if (!chosen) {
-      throw Error("cuBLASLt has no algorithm with split-K " + std::to_string(g.split_k) +
-                      " for M=" + std::to_string(g.M) + " N=" + std::to_string(g.N) +
-                      " K=" + std::to_string(g.K),
-                  "use --split-k auto, or --kernel gemm=tiled (any split)");
+      bool chosen = false;
+      for (int i = 0; i < found && !chosen; ++i) {
+        p.algo = results[i].algo;
+        if (g.split_k <= 0) {
+          chosen = true;  // cuBLASLt's own choice, split-K included
+          break;
+        }
+        const int32_t splits = g.split_k;
+        const uint32_t scheme =
+            splits > 1 ? CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE : CUBLASLT_REDUCTION_SCHEME_NONE;
+        if (cublasLtMatmulAlgoConfigSetAttribute(&p.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits,
+                                                 sizeof(splits)) != CUBLAS_STATUS_SUCCESS ||
+            cublasLtMatmulAlgoConfigSetAttribute(&p.algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
+                                                 &scheme,
+                                                 sizeof(scheme)) != CUBLAS_STATUS_SUCCESS) {
+          continue;
+        }
+        cublasLtMatmulHeuristicResult_t check{};
+        chosen = cublasLtMatmulAlgoCheck(handle, p.op, p.a, p.b, p.c, p.c, &p.algo, &check) ==
+                     CUBLAS_STATUS_SUCCESS &&
+                 check.workspaceSize <= kWorkspaceBytes;
+      }
+      if (!chosen) {
+        throw Error("cuBLASLt has no algorithm with split-K " + std::to_string(g.split_k) +
+                        " for M=" + std::to_string(g.M) + " N=" + std::to_string(g.N) +
+                        " K=" + std::to_string(g.K),
+                    "use --split-k auto, or --kernel gemm=tiled (any split)");
+      }
+    } catch (...) {
+      destroy(p);  // a shape cuBLASLt refuses leaves no descriptors behind
+      throw;
     }
     return plans.emplace(key, p).first->second;
   }
@@ -145,12 +161,7 @@ CublasGemm::CublasGemm() : impl_(std::make_unique<Impl>()) {
 }
 
 CublasGemm::~CublasGemm() {
-  for (auto& [key, p] : impl_->plans) {
-    cublasLtMatrixLayoutDestroy(p.a);
-    cublasLtMatrixLayoutDestroy(p.b);
-    cublasLtMatrixLayoutDestroy(p.c);
-    cublasLtMatmulDescDestroy(p.op);
-  }
+  for (auto& [key, p] : impl_->plans) destroy(p);
   cudaFree(impl_->workspace);
   cublasLtDestroy(impl_->handle);
 }

@@ -39,7 +39,7 @@ __global__ void argmax_lse_kernel(int32_t* argmax, float* lse, const T* logits, 
   for (int i = threadIdx.x; i < vocab; i += blockDim.x) sum += expf(to_f(row[i]) - v);
   sum = block_sum(sum, shared);
   if (threadIdx.x == 0) {
-    argmax[blockIdx.x] = id;
+    argmax[blockIdx.x] = id < vocab ? id : 0;  // an all-NaN row: 0 (its lse is NaN)
     lse[blockIdx.x] = v + logf(sum);
   }
 }
