@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
-#include "kernels/device.h"
+#include "src/runtime_policy.h"
 
 namespace ds {
 namespace {
@@ -62,27 +62,9 @@ SamplingParams RunConfig::sampling() const {
 void validate(const RunConfig& c) {
   one_of("device", c.device, {"cpu", "cuda"});
   one_of("dtype", c.dtype, {"fp64", "fp32", "fp16", "bf16", "layercast"});
-  const GemmKernel gemm_kernel = parse_kernel(c.kernel);
+  parse_kernel(c.kernel);
   one_of("cuda_graphs", c.cuda_graphs, {"off", "on"});
   one_of("tf32", c.tf32, {"off", "on"});
-  if (c.device == "cuda") {
-    if (cuda_device_count() == 0) {
-      throw Error("device 'cuda': " + cuda_device_summary(),
-                  "use --device cpu (the reference backend, which emulates GPU numerics)");
-    }
-    if (c.dtype == "fp64") {
-      throw Error("dtype fp64 is the CPU oracle; the CUDA backend runs fp32, fp16, bf16, layercast",
-                  "use --device cpu for fp64");
-    }
-    if (c.cuda_graphs == "on") {
-      throw Error("cuda_graphs on is not implemented by the CUDA backend yet",
-                  "use --cuda-graphs off (the default)");
-    }
-    if (c.accum == "fp16" && c.dtype == "bf16" && gemm_kernel == GemmKernel::cublas) {
-      throw Error("cuBLAS has no fp16 accumulation for bf16 GEMMs",
-                  "use --kernel gemm=tiled, whose fp16 accumulation works with every dtype");
-    }
-  }
   one_of("accum", c.accum, {"fp32", "fp16"});
   if (c.accum == "fp16" && c.dtype != "fp16" && c.dtype != "bf16") {
     throw Error(fmt::format("accum fp16 does not go with dtype {}", c.dtype),
@@ -101,6 +83,13 @@ void validate(const RunConfig& c) {
   if (!(c.repetition_penalty > 0)) bad("repetition_penalty", fmt::format("{}", c.repetition_penalty), "a value > 0 (1 = off)");
   if (c.max_new < 0) bad("max_new", std::to_string(c.max_new), "N >= 0");
   validate(c.sampling());
+  if (c.device == "cuda") {  // up front, before a model is loaded
+    if (c.cuda_graphs == "on") {
+      throw Error("cuda_graphs on is not implemented by the CUDA backend yet",
+                  "use --cuda-graphs off (the default)");
+    }
+    check_cuda_support(numerics(c));
+  }
 }
 
 void validate_for_model(const RunConfig& c, const ModelConfig& m) {

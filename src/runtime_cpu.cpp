@@ -72,8 +72,6 @@ struct Layer {
   std::vector<T> attn_norm, wq, wk, wv, bq, bk, bv, wo, mlp_norm, w_gate, w_up, w_down;
 };
 
-constexpr int kLayerKinds = 6;  // attn_norm, attn_out, resid_mid, mlp_norm, mlp_out, out
-
 template <typename T>
 class CpuRuntime final : public Runtime {
  public:

@@ -27,7 +27,7 @@ void WantedSites::ask(TapHook* hook, int n_layers) {
   logits = wants(SiteKind::logits, -1);
   layer.assign(n_layers, {});
   for (int l = 0; l < n_layers; ++l) {
-    for (int k = 0; k < 6; ++k) {
+    for (int k = 0; k < kLayerSiteKinds; ++k) {
       layer[l][k] = wants(static_cast<SiteKind>(static_cast<int>(SiteKind::attn_norm) + k), l);
     }
   }

@@ -42,10 +42,13 @@ class TapHook {
   virtual void on_tap(const Site& site, const TapTensor& t) = 0;
 };
 
+// Per-layer site kinds: attn_norm, attn_out, resid_mid, mlp_norm, mlp_out, out.
+inline constexpr int kLayerSiteKinds = 6;
+
 // The first phase of the hook: which sites it wants, asked once per site.
 struct WantedSites {
   bool embed = false, final_norm = false, logits = false;
-  std::vector<std::array<bool, 6>> layer;  // [layer][kind - attn_norm], attn_norm .. out
+  std::vector<std::array<bool, kLayerSiteKinds>> layer;  // [layer][kind - attn_norm]
 
   // Asks `hook` about every site of an n_layers model (null hook: nothing is wanted).
   void ask(TapHook* hook, int n_layers);

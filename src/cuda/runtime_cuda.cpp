@@ -13,7 +13,6 @@
 #include "common/error.h"
 #include "common/float_formats.h"
 #include "kernels/cuda/ops_cuda.h"
-#include "kernels/device.h"
 #include "src/rope_table.h"
 #include "src/runtime.h"
 #include "src/runtime_policy.h"
@@ -144,8 +143,6 @@ struct LayerBufs {
   DevBuf attn_norm, wq, wk, wv, bq, bk, bv, wo, mlp_norm, w_gate, w_up, w_down;
 };
 
-constexpr int kLayerKinds = 6;  // attn_norm, attn_out, resid_mid, mlp_norm, mlp_out, out
-
 class CudaRuntime final : public Runtime {
  public:
   CudaRuntime(const Model& m, const Numerics& nx, int capacity, int slots)
@@ -178,8 +175,8 @@ class CudaRuntime final : public Runtime {
     DS_CHECK(cudaMemset(v_cache_.get(), 0, cache * cuda::dt_bytes(a_t_)));
     if (nx.gemm_kernel == GemmKernel::cublas) cublas_ = std::make_unique<cuda::CublasGemm>();
     for (int l = 0; l < c_.n_layers; ++l) {
-      std::array<std::string, kLayerKinds> names;
-      for (int k = 0; k < kLayerKinds; ++k) {
+      std::array<std::string, kLayerSiteKinds> names;
+      for (int k = 0; k < kLayerSiteKinds; ++k) {
         names[k] = site_name({static_cast<SiteKind>(static_cast<int>(SiteKind::attn_norm) + k), l});
       }
       layer_sites_.push_back(names);
@@ -542,7 +539,7 @@ class CudaRuntime final : public Runtime {
   std::unique_ptr<cuda::CublasGemm> cublas_;
   DevBuf embed_, final_norm_, lm_head_, cos_, sin_;
   std::vector<LayerBufs> layers_;
-  std::vector<std::array<std::string, kLayerKinds>> layer_sites_;
+  std::vector<std::array<std::string, kLayerSiteKinds>> layer_sites_;
   DevBuf k_cache_, v_cache_;
   DevBuf x_, xb_, q_, k_, v_, att_, gate_, up_, logits_;
   DevBuf tokens_d_, slot_d_, pos_d_;
@@ -560,15 +557,7 @@ class CudaRuntime final : public Runtime {
 
 std::unique_ptr<Runtime> make_cuda_runtime(const Model& model, const Numerics& numerics,
                                            int capacity, int slots) {
-  if (cuda_device_count() == 0) {
-    throw Error("device 'cuda': " + cuda_device_summary(),
-                "use --device cpu (the reference backend, which emulates GPU numerics)");
-  }
-  if (numerics.dtype == DType::fp64) {
-    throw Error(
-        "dtype fp64 is the CPU oracle; the CUDA backend runs fp32, fp16, bf16 and layercast",
-        "use --device cpu for fp64");
-  }
+  check_cuda_support(numerics);
   return std::make_unique<CudaRuntime>(model, numerics, capacity, slots);
 }
 
