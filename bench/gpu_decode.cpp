@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
-#include "src/generate.h"
-#include "src/model.h"
-#include "src/run_config.h"
-#include "src/trace_recorder.h"
+#include "src/run/generate.h"
+#include "src/model/model.h"
+#include "src/run/run_config.h"
+#include "src/run/trace_recorder.h"
 #include "trace/writer.h"
 
 namespace fs = std::filesystem;

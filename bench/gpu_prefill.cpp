@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "kernels/cuda/ops_cuda.h"
-#include "src/model.h"
-#include "src/run_config.h"
+#include "src/model/model.h"
+#include "src/run/run_config.h"
 
 namespace {
 

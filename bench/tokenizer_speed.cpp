@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "src/tokenizer.h"
-#include "src/tokenizer_load.h"
-#include "src/utf8.h"
+#include "src/tokenizer/tokenizer.h"
+#include "src/tokenizer/load.h"
+#include "src/tokenizer/utf8.h"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;

@@ -8,12 +8,12 @@
 #include <filesystem>
 #include <vector>
 
-#include "src/generate.h"
-#include "src/model.h"
-#include "src/prompts.h"
-#include "src/tokenizer_load.h"
-#include "src/trace_recorder.h"
-#include "src/traced_run.h"
+#include "src/run/generate.h"
+#include "src/model/model.h"
+#include "src/run/prompts.h"
+#include "src/tokenizer/load.h"
+#include "src/run/trace_recorder.h"
+#include "src/run/traced_run.h"
 
 namespace fs = std::filesystem;
 

@@ -1,9 +1,11 @@
-// Bit-exact conversions between float32 and the 16-bit storage formats bf16 and fp16.
+// Storage formats of the runtime's tensors and bit-exact conversions between float32 and the
+// 16-bit formats bf16 and fp16.
 // Rounding is to nearest, ties to even; NaN stays NaN (quiet), overflow becomes Inf,
 // fp16 subnormals are produced and read exactly.
 #pragma once
 
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 
 namespace ds {
@@ -47,5 +49,36 @@ inline uint16_t f32_to_f16_bits(float f) {
 
 inline float round_to_bf16(float f) { return bf16_bits_to_f32(f32_to_bf16_bits(f)); }
 inline float round_to_f16(float f) { return f16_bits_to_f32(f32_to_f16_bits(f)); }
+
+// Where a weight, an activation, an op's output or the KV cache is stored: native = the compute
+// type itself (float; double in the CPU's fp64 oracle), f16 / bf16 = rounded to nearest even into
+// that 16-bit format. The one storage enum of kernels/ and the runtimes.
+enum class Storage { native, f16, bf16 };
+
+// v rounded to storage s (identity for native).
+inline float round_to(float v, Storage s) {
+  switch (s) {
+    case Storage::f16: return round_to_f16(v);
+    case Storage::bf16: return round_to_bf16(v);
+    default: return v;
+  }
+}
+
+// n floats to the bit patterns of a 16-bit format (half: f16 or bf16), and back. The one
+// narrow / widen routine of the project (writer, reader, loaders, synth, CUDA uploads).
+inline void narrow(const float* in, uint16_t* out, size_t n, Storage half) {
+  if (half == Storage::f16) {
+    for (size_t i = 0; i < n; ++i) out[i] = f32_to_f16_bits(in[i]);
+  } else {
+    for (size_t i = 0; i < n; ++i) out[i] = f32_to_bf16_bits(in[i]);
+  }
+}
+inline void widen(const uint16_t* in, float* out, size_t n, Storage half) {
+  if (half == Storage::f16) {
+    for (size_t i = 0; i < n; ++i) out[i] = f16_bits_to_f32(in[i]);
+  } else {
+    for (size_t i = 0; i < n; ++i) out[i] = bf16_bits_to_f32(in[i]);
+  }
+}
 
 }  // namespace ds

@@ -1,28 +1,29 @@
 // Backend-neutral op calls of the transformer: pointers, sizes and numerics knobs, no model
 // knowledge. The CPU reference (kernels/cpu) implements each for T = float and T = double with
 // plain loops in the reduction order documented here (and in docs/numerics.md). Reduced
-// precision is emulated on T = float: `Round` says to which storage format an op's output is
-// rounded (round to nearest even), exactly where a GPU kernel would store it.
+// precision is emulated on T = float: `Storage` says to which storage format an op's output is
+// rounded (round to nearest even), exactly where a GPU kernel would store it; native keeps T.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "common/float_formats.h"
+
 namespace ds::ops {
 
-// Storage format of an op's output (and of weights): none = keep T.
-enum class Round { none, f16, bf16 };
+using ds::Storage;  // common/float_formats.h: where an op's output (and a weight) is stored
 
 // Rounds n values in place to the storage format.
 template <typename T>
-void round_to(T* x, size_t n, Round r);
+void round_to(T* x, size_t n, Storage r);
 
 // How a GEMM reduces: K is split into `split_k` contiguous chunks (sizes differ by at most one,
 // larger first); each chunk is summed from k = start upwards in the accumulator (fp32 = T, or
 // fp16: every partial sum rounded to fp16, as HGEMM with fp16 accumulation); the chunk sums are
 // added in chunk order; the bias (if any) is added; the result is rounded to `out`.
 struct GemmNumerics {
-  Round out = Round::none;
+  Storage out = Storage::native;
   bool accum_f16 = false;
   int split_k = 1;
 };
@@ -33,15 +34,15 @@ template <typename T>
 void matmul(T* y, const T* x, int ldx, const T* w, int ldw, const T* b, int M, int N, int K,
             const GemmNumerics& g);
 
-// Tensor-parallel row-parallel GEMM (o_proj, down_proj): K is cut into `tp` equal shards, each
-// shard's GEMM (numerics g, split-K inside the shard) is rounded to g.out, and the shard results
-// are all-reduced in the given order, each addition rounded to g.out:
-//   ring: ((p0 + p1) + p2) + ...        tree: pairwise, (p0 + p1) + (p2 + p3), ...
-// scratch: at least (tp + 1) * M * N values.
+// Tensor-parallel all-reduce of the row-parallel layers (o_proj, down_proj): rank s's partial
+// result is the n values at parts + s * n; y = their sum, each addition rounded to `out`, in the
+// given order:
+//   ring: ((p0 + p1) + p2) + ...
+//   tree: neighbours level by level, (p0 + p1) + (p2 + p3), ...; an odd one out moves up unchanged.
+// tp = 1 copies p0. parts is clobbered (the tree reduces in place); y must not overlap parts.
 enum class AllReduce { ring, tree };
 template <typename T>
-void matmul_row_parallel(T* y, const T* x, const T* w, int M, int N, int K, int tp, AllReduce order,
-                         const GemmNumerics& g, T* scratch);
+void all_reduce(T* y, T* parts, int tp, size_t n, AllReduce order, Storage out);
 
 // out[r] = table[ids[r]]                                  out: (n, dim), table: (vocab, dim)
 template <typename T>
@@ -50,14 +51,14 @@ void embedding(T* out, const T* table, const int32_t* ids, int n, int dim);
 // y[r][i] = round((x[r][i] * inv_rms) * w[i]), inv_rms = 1 / sqrt(sum_i x[r][i]^2 / dim + eps);
 // the sum of squares runs over i = 0..dim-1 in order, accumulated in T.   x, y: (rows, dim)
 template <typename T>
-void rmsnorm(T* y, const T* x, const T* w, int rows, int dim, double eps, Round out);
+void rmsnorm(T* y, const T* x, const T* w, int rows, int dim, double eps, Storage out);
 
 // Rotary embedding, half-split layout: for each head and i < head_dim/2, with c = cos[p][i],
 // s = sin[p][i] at the row's position p:  x[i] <- x[i]*c - x[i+h]*s ; x[i+h] <- x[i+h]*c + x[i]*s,
 // then rounded to `out`.  x: (rows, n_heads * head_dim); cos, sin: (max_pos, head_dim/2)
 template <typename T>
 void rope(T* x, int rows, int n_heads, int head_dim, const int* positions, const T* cos,
-          const T* sin, Round out);
+          const T* sin, Storage out);
 
 // How attention reduces over keys.
 //  splits = 1: scores s_t = (q . k_t) * scale (dot summed over d in order); softmax subtracts the
@@ -68,8 +69,8 @@ void rope(T* x, int rows, int n_heads, int head_dim, const int* positions, const
 //    merged in chunk order with m = max m_c: out = sum o_c e^(m_c - m) / sum l_c e^(m_c - m).
 //  accum_f16: dot products and the weighted sums of v accumulate in fp16. out rounded to `out`.
 struct AttnNumerics {
-  Round p_round = Round::none;
-  Round out = Round::none;
+  Storage p_round = Storage::native;
+  Storage out = Storage::native;
   bool accum_f16 = false;
   int splits = 1;
 };
@@ -86,11 +87,11 @@ void attention(T* out, const T* q, const T* k_cache, const T* v_cache, int rows,
 
 // out[i] = round(silu(gate[i]) * up[i]), silu(x) = x / (1 + exp(-x))
 template <typename T>
-void swiglu(T* out, const T* gate, const T* up, size_t n, Round r);
+void swiglu(T* out, const T* gate, const T* up, size_t n, Storage r);
 
 // y[i] = round(a[i] + b[i]) (y may alias a)
 template <typename T>
-void add(T* y, const T* a, const T* b, size_t n, Round r);
+void add(T* y, const T* a, const T* b, size_t n, Storage r);
 
 // The split-K a BLAS-like library would pick for an (M, N, K) GEMM (gemm_policy=heuristic):
 // a GEMV kernel for M = 1 reduces K in 4 parts, small-M kernels (M <= 16) split K in 2, large

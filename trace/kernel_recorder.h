@@ -1,5 +1,5 @@
 // Kernel recorder: attributes every GPU kernel launch to the tap site and op that launched it
-// (DESIGN.md "/kernels"), through CUPTI's activity API with external correlation ids pushed
+// (docs/trace-format.md "/kernels"), through CUPTI's activity API with external correlation ids pushed
 // around each op. Built with CUPTI when the CUDA part is built and CUPTI is found; otherwise
 // constructing one throws a ds::Error saying so.
 #pragma once

@@ -12,10 +12,10 @@ namespace ds::ops {
 namespace {
 
 template <typename T>
-inline T rnd(T v, Round r) {
-  if (r == Round::none) return v;
+inline T rnd(T v, Storage r) {
+  if (r == Storage::native) return v;
   const float f = static_cast<float>(v);
-  return static_cast<T>(r == Round::f16 ? round_to_f16(f) : round_to_bf16(f));
+  return static_cast<T>(ds::round_to(f, r));
 }
 
 // sum_{k=k0..k1-1} x[k] * w[k] in order, in T or with every partial sum rounded to fp16.
@@ -25,7 +25,7 @@ inline T dot(const T* x, const T* w, int k0, int k1, bool accum_f16) {
   if (!accum_f16) {
     for (int k = k0; k < k1; ++k) acc += x[k] * w[k];
   } else {
-    for (int k = k0; k < k1; ++k) acc = rnd<T>(acc + x[k] * w[k], Round::f16);
+    for (int k = k0; k < k1; ++k) acc = rnd<T>(acc + x[k] * w[k], Storage::f16);
   }
   return acc;
 }
@@ -33,14 +33,14 @@ inline T dot(const T* x, const T* w, int k0, int k1, bool accum_f16) {
 // Adds b to acc in the accumulator's precision.
 template <typename T>
 inline T acc_add(T acc, T b, bool accum_f16) {
-  return accum_f16 ? rnd<T>(acc + b, Round::f16) : acc + b;
+  return accum_f16 ? rnd<T>(acc + b, Storage::f16) : acc + b;
 }
 
 }  // namespace
 
 template <typename T>
-void round_to(T* x, size_t n, Round r) {
-  if (r == Round::none) return;
+void round_to(T* x, size_t n, Storage r) {
+  if (r == Storage::native) return;
   for (size_t i = 0; i < n; ++i) x[i] = rnd(x[i], r);
 }
 
@@ -68,38 +68,26 @@ void matmul(T* y, const T* x, int ldx, const T* w, int ldw, const T* b, int M, i
 }
 
 template <typename T>
-void matmul_row_parallel(T* y, const T* x, const T* w, int M, int N, int K, int tp, AllReduce order,
-                         const GemmNumerics& g, T* scratch) {
-  if (tp <= 1) {
-    matmul(y, x, K, w, K, static_cast<const T*>(nullptr), M, N, K, g);
-    return;
-  }
-  const int ks = K / tp;
-  const size_t mn = static_cast<size_t>(M) * N;
-  for (int s = 0; s < tp; ++s) {  // each rank's partial result, stored in the activation format
-    matmul(scratch + s * mn, x + static_cast<size_t>(s) * ks, K, w + static_cast<size_t>(s) * ks, K,
-           static_cast<const T*>(nullptr), M, N, ks, g);
-  }
-  if (order == AllReduce::ring) {
-    std::memcpy(y, scratch, sizeof(T) * mn);
+void all_reduce(T* y, T* parts, int tp, size_t n, AllReduce order, Storage out) {
+  if (order == AllReduce::ring || tp <= 1) {
+    std::memcpy(y, parts, sizeof(T) * n);
     for (int s = 1; s < tp; ++s) {
-      for (size_t i = 0; i < mn; ++i) y[i] = rnd(y[i] + scratch[s * mn + i], g.out);
+      const T* p = parts + s * n;
+      for (size_t i = 0; i < n; ++i) y[i] = rnd(y[i] + p[i], out);
     }
     return;
   }
   // tree: combine neighbours level by level; an odd one out moves up unchanged
   for (int width = tp; width > 1; width = (width + 1) / 2) {
     for (int s = 0; 2 * s + 1 < width; ++s) {
-      T* dst = scratch + s * mn;
-      const T* a = scratch + (2 * s) * mn;
-      const T* c = scratch + (2 * s + 1) * mn;
-      for (size_t i = 0; i < mn; ++i) dst[i] = rnd(a[i] + c[i], g.out);
+      T* dst = parts + s * n;
+      const T* a = parts + (2 * s) * n;
+      const T* c = parts + (2 * s + 1) * n;
+      for (size_t i = 0; i < n; ++i) dst[i] = rnd(a[i] + c[i], out);
     }
-    if (width % 2 == 1 && width > 1) {
-      std::memmove(scratch + (width / 2) * mn, scratch + (width - 1) * mn, sizeof(T) * mn);
-    }
+    if (width % 2 == 1) std::memmove(parts + (width / 2) * n, parts + (width - 1) * n, sizeof(T) * n);
   }
-  std::memcpy(y, scratch, sizeof(T) * mn);
+  std::memcpy(y, parts, sizeof(T) * n);
 }
 
 template <typename T>
@@ -111,7 +99,7 @@ void embedding(T* out, const T* table, const int32_t* ids, int n, int dim) {
 }
 
 template <typename T>
-void rmsnorm(T* y, const T* x, const T* w, int rows, int dim, double eps, Round out) {
+void rmsnorm(T* y, const T* x, const T* w, int rows, int dim, double eps, Storage out) {
   for (int r = 0; r < rows; ++r) {
     const T* xr = x + static_cast<size_t>(r) * dim;
     T* yr = y + static_cast<size_t>(r) * dim;
@@ -124,7 +112,7 @@ void rmsnorm(T* y, const T* x, const T* w, int rows, int dim, double eps, Round 
 
 template <typename T>
 void rope(T* x, int rows, int n_heads, int head_dim, const int* positions, const T* cos,
-          const T* sin, Round out) {
+          const T* sin, Storage out) {
   const int half = head_dim / 2;
   for (int r = 0; r < rows; ++r) {
     const T* c = cos + static_cast<size_t>(positions[r]) * half;
@@ -216,7 +204,7 @@ void attention(T* out, const T* q, const T* k_cache, const T* v_cache, int rows,
 }
 
 template <typename T>
-void swiglu(T* out, const T* gate, const T* up, size_t n, Round r) {
+void swiglu(T* out, const T* gate, const T* up, size_t n, Storage r) {
   for (size_t i = 0; i < n; ++i) {
     const T g = gate[i];
     out[i] = rnd((g / (T(1) + std::exp(-g))) * up[i], r);
@@ -224,7 +212,7 @@ void swiglu(T* out, const T* gate, const T* up, size_t n, Round r) {
 }
 
 template <typename T>
-void add(T* y, const T* a, const T* b, size_t n, Round r) {
+void add(T* y, const T* a, const T* b, size_t n, Storage r) {
   for (size_t i = 0; i < n; ++i) y[i] = rnd(a[i] + b[i], r);
 }
 
@@ -241,18 +229,17 @@ int heuristic_attn_splits(int kv_len, int sequences, int n_heads) {
 }
 
 #define DS_INSTANTIATE(T)                                                                       \
-  template void round_to<T>(T*, size_t, Round);                                                 \
+  template void round_to<T>(T*, size_t, Storage);                                                 \
   template void matmul<T>(T*, const T*, int, const T*, int, const T*, int, int, int,            \
                           const GemmNumerics&);                                                 \
-  template void matmul_row_parallel<T>(T*, const T*, const T*, int, int, int, int, AllReduce,   \
-                                       const GemmNumerics&, T*);                                \
+  template void all_reduce<T>(T*, T*, int, size_t, AllReduce, Storage);                          \
   template void embedding<T>(T*, const T*, const int32_t*, int, int);                           \
-  template void rmsnorm<T>(T*, const T*, const T*, int, int, double, Round);                    \
-  template void rope<T>(T*, int, int, int, const int*, const T*, const T*, Round);              \
+  template void rmsnorm<T>(T*, const T*, const T*, int, int, double, Storage);                    \
+  template void rope<T>(T*, int, int, int, const int*, const T*, const T*, Storage);              \
   template void attention<T>(T*, const T*, const T*, const T*, int, const int*, int, int, int,  \
                              int, T, const AttnNumerics&, T*);                                  \
-  template void swiglu<T>(T*, const T*, const T*, size_t, Round);                               \
-  template void add<T>(T*, const T*, const T*, size_t, Round);
+  template void swiglu<T>(T*, const T*, const T*, size_t, Storage);                               \
+  template void add<T>(T*, const T*, const T*, size_t, Storage);
 
 DS_INSTANTIATE(float)
 DS_INSTANTIATE(double)

@@ -9,10 +9,10 @@
 #include "common/error.h"
 #include "src/cli/commands.h"
 #include "src/cli/model_args.h"
-#include "src/cli/report_output.h"
+#include "src/cli/diff_report.h"
 #include "src/cli/run_config_args.h"
 #include "src/cli/traced_command.h"
-#include "src/trace_recorder.h"
+#include "src/run/trace_recorder.h"
 
 namespace fs = std::filesystem;
 

@@ -8,7 +8,7 @@
 #include "diff/diff.h"
 #include "diff/gate.h"
 #include "src/cli/commands.h"
-#include "src/cli/report_output.h"
+#include "src/cli/diff_report.h"
 
 namespace ds {
 namespace {

@@ -8,10 +8,10 @@
 #include "src/cli/commands.h"
 #include "src/cli/model_args.h"
 #include "src/cli/run_config_args.h"
-#include "src/generate.h"
-#include "src/prompts.h"
-#include "src/run_config.h"
-#include "src/runtime.h"
+#include "src/run/generate.h"
+#include "src/run/prompts.h"
+#include "src/run/run_config.h"
+#include "src/runtime/runtime.h"
 
 namespace ds {
 namespace {

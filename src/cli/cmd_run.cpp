@@ -11,7 +11,7 @@
 #include "src/cli/run_config_args.h"
 #include "src/cli/traced_command.h"
 #include "trace/reader.h"
-#include "src/trace_recorder.h"
+#include "src/run/trace_recorder.h"
 
 namespace ds {
 namespace {

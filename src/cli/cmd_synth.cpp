@@ -6,7 +6,7 @@
 
 #include "common/error.h"
 #include "src/cli/commands.h"
-#include "src/synth.h"
+#include "src/model/synth.h"
 
 namespace ds {
 namespace {

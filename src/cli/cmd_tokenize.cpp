@@ -15,7 +15,7 @@
 #include "common/error.h"
 #include "src/cli/commands.h"
 #include "src/cli/model_args.h"
-#include "src/tokenizer_load.h"
+#include "src/tokenizer/load.h"
 
 namespace ds {
 namespace {

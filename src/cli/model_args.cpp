@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "common/error.h"
-#include "src/tokenizer_load.h"
+#include "src/tokenizer/load.h"
 
 namespace ds {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "src/model.h"
-#include "src/tokenizer.h"
+#include "src/model/model.h"
+#include "src/tokenizer/tokenizer.h"
 
 namespace CLI {
 class App;

@@ -3,7 +3,7 @@
 
 #include <filesystem>
 
-#include "src/tokenizer_load.h"
+#include "src/tokenizer/load.h"
 
 namespace ds {
 

@@ -5,7 +5,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "src/tokenizer.h"
+#include "src/tokenizer/tokenizer.h"
 
 namespace ds {
 

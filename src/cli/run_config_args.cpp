@@ -1,4 +1,4 @@
-// CLI flags of the run configuration; every knob of DESIGN.md's table.
+// CLI flags of the run configuration; every knob of docs/configurations.md.
 #include "src/cli/run_config_args.h"
 
 #include <CLI/CLI.hpp>

@@ -2,7 +2,7 @@
 // demo, plus --config FILE (CLI11 TOML) and --dry-run.
 #pragma once
 
-#include "src/run_config.h"
+#include "src/run/run_config.h"
 
 namespace CLI {
 class App;

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "src/cli/model_args.h"
-#include "src/prompts.h"
-#include "src/run_config.h"
-#include "src/traced_run.h"
+#include "src/run/prompts.h"
+#include "src/run/run_config.h"
+#include "src/run/traced_run.h"
 #include "trace/writer.h"
 
 namespace ds {

@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "src/model.h"
-#include "src/runtime.h"
+#include "src/model/model.h"
+#include "src/runtime/runtime.h"
 #include "tests/support/capture_hook.h"
 #include "tests/support/paths.h"
 #include "tests/support/run_cli.h"

@@ -19,8 +19,8 @@ namespace {
 using cuda::DT;
 constexpr DT kTypes[] = {DT::f32, DT::f16, DT::bf16};
 
-ops::Round cpu_round(DT t) {
-  return t == DT::f32 ? ops::Round::none : (t == DT::f16 ? ops::Round::f16 : ops::Round::bf16);
+Storage cpu_round(DT t) {
+  return t == DT::f32 ? Storage::native : (t == DT::f16 ? Storage::f16 : Storage::bf16);
 }
 
 std::vector<float> rounded(std::vector<float> v, DT t) {

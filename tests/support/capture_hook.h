@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "src/taps.h"
+#include "src/runtime/taps.h"
 
 namespace ds::test {
 

@@ -6,9 +6,9 @@
 #include <fstream>
 
 #include "common/error.h"
-#include "src/model.h"
-#include "src/trace_recorder.h"
-#include "src/traced_run.h"
+#include "src/model/model.h"
+#include "src/run/trace_recorder.h"
+#include "src/run/traced_run.h"
 #include "tests/support/paths.h"
 #include "tests/support/temp_dir.h"
 #include "trace/reader.h"

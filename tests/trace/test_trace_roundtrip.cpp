@@ -8,11 +8,11 @@
 #include <numeric>
 
 #include "common/float_formats.h"
-#include "src/model.h"
-#include "src/runtime.h"
-#include "src/generate.h"
-#include "src/trace_recorder.h"
-#include "src/traced_run.h"
+#include "src/model/model.h"
+#include "src/runtime/runtime.h"
+#include "src/run/generate.h"
+#include "src/run/trace_recorder.h"
+#include "src/run/traced_run.h"
 #include "tests/support/capture_hook.h"
 #include "tests/support/paths.h"
 #include "tests/support/temp_dir.h"

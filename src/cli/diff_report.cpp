@@ -1,0 +1,90 @@
+// Diff report production and output for the CLI.
+#include "src/cli/diff_report.h"
+
+#include <fmt/format.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "src/cli/recorded_tokenizer.h"
+#include "viewer/json.h"
+#include "viewer/terminal.h"
+
+namespace ds {
+namespace {
+
+int terminal_width(int requested) {
+  if (requested > 0) return requested;
+  winsize ws{};
+  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) {
+    return ws.ws_col;
+  }
+  if (const char* c = std::getenv("COLUMNS")) {
+    const int n = std::atoi(c);
+    if (n > 0) return n;
+  }
+  return 100;
+}
+
+// --color always|never|auto; auto: a terminal on stdout and NO_COLOR unset or empty.
+bool use_color(const std::string& mode) {
+  if (mode == "always") return true;
+  if (mode == "never") return false;
+  const char* no_color = std::getenv("NO_COLOR");
+  return isatty(STDOUT_FILENO) && !(no_color && *no_color);
+}
+
+}  // namespace
+
+void add_report_style_options(CLI::App& cmd, ReportStyle& s) {
+  cmd.add_option("--color", s.color, "colours: auto (terminal, NO_COLOR unset), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+  cmd.add_option("--width", s.width, "report width in columns (default: the terminal's)");
+  cmd.add_option("--pages", s.pages, "sequences shown in detail, earliest flips first")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd.add_flag("--sites", s.sites, "print the per-site drift table of each sequence shown");
+}
+
+diff::Report diff_with_recorded_tokenizer(const trace::TraceReader& a, const trace::TraceReader& b,
+                                          diff::DiffOptions opt) {
+  std::shared_ptr<Tokenizer> tok;
+  if (const auto model = nlohmann::json::parse(a.model_json(), nullptr, false); model.is_object()) {
+    tok = recorded_tokenizer(model);
+  }
+  if (tok) opt.decode = [tok](const std::vector<int32_t>& ids) { return tok->decode(ids); };
+  return diff::diff_traces(a, b, opt);
+}
+
+void print_terminal_report(const diff::Report& report, const ReportStyle& s) {
+  viewer::TerminalOptions t;
+  t.width = terminal_width(s.width);
+  t.color = use_color(s.color);
+  t.max_pages = s.pages;
+  t.sites = s.sites;
+  fmt::print("{}", viewer::render_terminal(report, t));
+}
+
+void write_json_report(const diff::Report& report, const std::string& path) {
+  const std::string text = viewer::render_json(report);
+  if (path == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return;
+  }
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out.flush()) {
+    throw Error(fmt::format("cannot write the JSON report to '{}'", path),
+                "check the directory exists and is writable, or use --json - for stdout");
+  }
+}
+
+}  // namespace ds

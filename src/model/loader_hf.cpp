@@ -1,0 +1,116 @@
+// Loader for Hugging Face model directories: config.json + model.safetensors (or sharded index).
+// Every tensor's name, dtype and shape is checked against the config before use.
+#include <fstream>
+#include <set>
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "src/model/model.h"
+#include "src/model/safetensors.h"
+
+namespace fs = std::filesystem;
+
+namespace ds {
+namespace {
+
+class TensorLoader {
+ public:
+  explicit TensorLoader(const SafetensorsCheckpoint& ck) : ck_(ck) {}
+
+  std::vector<float> load(const std::string& name, std::vector<int64_t> shape) {
+    const TensorInfo& t = ck_.get(name);
+    if (t.shape != shape) {
+      throw Error(fmt::format("tensor '{}' has shape [{}], the config implies [{}]", name,
+                              fmt::join(t.shape, ", "), fmt::join(shape, ", ")),
+                  "config.json does not describe these weights");
+    }
+    if (t.dtype == TensorDtype::F64) {
+      throw Error(fmt::format("tensor '{}' is F64", name), "supported: F32, BF16, F16");
+    }
+    dtypes_.insert(dtype_name(t.dtype));
+    used_.insert(name);
+    return SafetensorsCheckpoint::to_f32(t);
+  }
+
+  std::string dtype_summary() const {
+    return dtypes_.size() == 1 ? *dtypes_.begin() : std::string("mixed");
+  }
+  const std::set<std::string>& used() const { return used_; }
+
+ private:
+  const SafetensorsCheckpoint& ck_;
+  std::set<std::string> dtypes_;
+  std::set<std::string> used_;
+};
+
+}  // namespace
+
+Model load_hf_model(const fs::path& dir) {
+  const fs::path config_path = dir / "config.json";
+  if (!fs::exists(config_path)) {
+    throw Error(fmt::format("'{}' has no config.json", dir.string()),
+                "point --model at a Hugging Face model directory or a llama2.c .bin file");
+  }
+  nlohmann::json cj;
+  {
+    std::ifstream in(config_path);
+    try {
+      cj = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(fmt::format("{}: not valid JSON ({})", config_path.string(), e.what()));
+    }
+  }
+  Model m;
+  m.format = ModelFormat::HuggingFace;
+  m.path = dir;
+  m.config = parse_hf_config(cj, config_path.string());
+  const ModelConfig& c = m.config;
+
+  auto ck = SafetensorsCheckpoint::open(dir);
+  m.weight_files = ck.files();
+  TensorLoader tl(ck);
+  const int64_t D = c.dim, F = c.hidden_dim, Q = c.q_dim(), KV = c.kv_dim(), V = c.vocab_size;
+  m.weights.embed = tl.load("model.embed_tokens.weight", {V, D});
+  m.weights.layers.resize(c.n_layers);
+  for (int l = 0; l < c.n_layers; ++l) {
+    const std::string p = fmt::format("model.layers.{}.", l);
+    LayerWeights& w = m.weights.layers[l];
+    w.attn_norm = tl.load(p + "input_layernorm.weight", {D});
+    w.wq = tl.load(p + "self_attn.q_proj.weight", {Q, D});
+    w.wk = tl.load(p + "self_attn.k_proj.weight", {KV, D});
+    w.wv = tl.load(p + "self_attn.v_proj.weight", {KV, D});
+    if (c.qkv_bias) {
+      w.bq = tl.load(p + "self_attn.q_proj.bias", {Q});
+      w.bk = tl.load(p + "self_attn.k_proj.bias", {KV});
+      w.bv = tl.load(p + "self_attn.v_proj.bias", {KV});
+    }
+    w.wo = tl.load(p + "self_attn.o_proj.weight", {D, Q});
+    w.mlp_norm = tl.load(p + "post_attention_layernorm.weight", {D});
+    w.w_gate = tl.load(p + "mlp.gate_proj.weight", {F, D});
+    w.w_up = tl.load(p + "mlp.up_proj.weight", {F, D});
+    w.w_down = tl.load(p + "mlp.down_proj.weight", {D, F});
+  }
+  m.weights.final_norm = tl.load("model.norm.weight", {D});
+  if (!c.tied_embeddings) {
+    if (!ck.contains("lm_head.weight")) {
+      throw Error("tensor 'lm_head.weight' is missing and tie_word_embeddings is false",
+                  "set tie_word_embeddings=true in config.json if the model shares its embedding");
+    }
+    m.weights.lm_head = tl.load("lm_head.weight", {V, D});
+  }
+  // Tensors the config does not explain mean config and weights disagree (e.g. more layers).
+  for (const auto& [name, t] : ck.tensors()) {
+    if (tl.used().count(name) || name == "lm_head.weight" || name.ends_with("rotary_emb.inv_freq")) {
+      continue;
+    }
+    throw Error(fmt::format("unexpected tensor '{}' in the checkpoint", name),
+                "config.json does not describe these weights (layer count, biases?)");
+  }
+  m.weight_dtype = tl.dtype_summary();
+  return m;
+}
+
+}  // namespace ds

@@ -1,0 +1,123 @@
+// Loader for llama2.c checkpoints (.bin, legacy version-0 format): a 7-int32 header
+// (dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len; a negative vocab_size
+// means a separate classifier follows), then float32 weights in a fixed order.
+// RoPE: llama2.c rotates interleaved pairs (2i, 2i+1); the runtime uses the Hugging Face
+// half-split layout (i, i + head_dim/2), so q/k rows are permuted here, once, at load.
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "common/error.h"
+#include "src/model/mapped_file.h"
+#include "src/model/model.h"
+
+namespace fs = std::filesystem;
+
+namespace ds {
+namespace {
+
+// Row r = h*hd + 2i + j (interleaved) moves to h*hd + j*hd/2 + i (half-split), as in the
+// Hugging Face conversion script's permute().
+std::vector<float> interleaved_to_half_split(const std::vector<float>& w, int n_heads, int head_dim,
+                                             int cols) {
+  std::vector<float> out(w.size());
+  const int half = head_dim / 2;
+  for (int h = 0; h < n_heads; ++h) {
+    for (int i = 0; i < half; ++i) {
+      for (int j = 0; j < 2; ++j) {
+        const size_t src = static_cast<size_t>(h * head_dim + 2 * i + j) * cols;
+        const size_t dst = static_cast<size_t>(h * head_dim + j * half + i) * cols;
+        std::memcpy(&out[dst], &w[src], sizeof(float) * cols);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Model load_llama2c_model(const fs::path& bin) {
+  MappedFile file(bin);
+  const auto bytes = file.bytes();
+  const std::string src = bin.string();
+  if (bytes.size() < 7 * 4) {
+    throw Error(fmt::format("{}: {} bytes is too short for a llama2.c header", src, bytes.size()),
+                "the file is truncated or not a llama2.c checkpoint");
+  }
+  int32_t h[7];
+  std::memcpy(h, bytes.data(), sizeof(h));
+  Model m;
+  m.format = ModelFormat::Llama2c;
+  m.path = bin;
+  m.weight_files = {bin};
+  m.weight_dtype = "F32";
+  ModelConfig& c = m.config;
+  c.architecture = "llama";
+  c.dim = h[0];
+  c.hidden_dim = h[1];
+  c.n_layers = h[2];
+  c.n_heads = h[3];
+  c.n_kv_heads = h[4];
+  c.tied_embeddings = h[5] > 0;
+  c.vocab_size = h[5] > 0 ? h[5] : -h[5];
+  c.max_seq_len = h[6];
+  c.head_dim = c.n_heads > 0 ? c.dim / c.n_heads : 0;
+  c.rms_norm_eps = 1e-5;  // fixed in llama2.c's rmsnorm
+  c.rope_theta = 10000.0;
+  c.bos_id = 1;
+  c.eos_id = 2;
+  if (c.n_heads > 0 && c.dim % c.n_heads != 0) {
+    throw Error(fmt::format("{}: dim {} is not a multiple of n_heads {}", src, c.dim, c.n_heads),
+                "the header is corrupt or this is not a llama2.c checkpoint");
+  }
+  validate_config(c, src);
+
+  const size_t D = c.dim, F = c.hidden_dim, L = c.n_layers, V = c.vocab_size;
+  const size_t KV = c.kv_dim(), Q = c.q_dim(), S = c.max_seq_len, HS = c.head_dim;
+  const size_t n_floats = V * D + L * D + L * D * Q + 2 * L * D * KV + L * Q * D + L * D +
+                          3 * L * D * F + D + S * HS  // freq_cis_real + freq_cis_imag
+                          + (c.tied_embeddings ? 0 : V * D);
+  const size_t expected = 7 * 4 + n_floats * 4;
+  if (bytes.size() != expected) {
+    throw Error(fmt::format("{}: file has {} bytes, its header ({}) implies {}", src, bytes.size(),
+                            describe(c), expected),
+                "the file is truncated or corrupt, or not a legacy (version 0) llama2.c checkpoint");
+  }
+
+  const std::byte* p = bytes.data() + 7 * 4;
+  auto take = [&](size_t n) {
+    std::vector<float> v(n);
+    std::memcpy(v.data(), p, n * 4);
+    p += n * 4;
+    return v;
+  };
+  // llama2.c stores each kind for all layers together: take them, then split per layer.
+  auto split = [&](std::vector<float> all, size_t per_layer, auto member) {
+    for (size_t l = 0; l < L; ++l) {
+      (m.weights.layers[l].*member)
+          .assign(all.begin() + l * per_layer, all.begin() + (l + 1) * per_layer);
+    }
+  };
+  m.weights.layers.resize(L);
+  m.weights.embed = take(V * D);
+  split(take(L * D), D, &LayerWeights::attn_norm);
+  split(take(L * Q * D), Q * D, &LayerWeights::wq);
+  split(take(L * KV * D), KV * D, &LayerWeights::wk);
+  split(take(L * KV * D), KV * D, &LayerWeights::wv);
+  split(take(L * D * Q), D * Q, &LayerWeights::wo);
+  split(take(L * D), D, &LayerWeights::mlp_norm);
+  split(take(L * F * D), F * D, &LayerWeights::w_gate);  // w1
+  split(take(L * D * F), D * F, &LayerWeights::w_down);  // w2
+  split(take(L * F * D), F * D, &LayerWeights::w_up);    // w3
+  m.weights.final_norm = take(D);
+  p += S * HS * 4;  // skip freq_cis_real and freq_cis_imag (S * HS/2 floats each)
+  if (!c.tied_embeddings) m.weights.lm_head = take(V * D);
+
+  for (auto& lw : m.weights.layers) {
+    lw.wq = interleaved_to_half_split(lw.wq, c.n_heads, c.head_dim, c.dim);
+    lw.wk = interleaved_to_half_split(lw.wk, c.n_kv_heads, c.head_dim, c.dim);
+  }
+  return m;
+}
+
+}  // namespace ds

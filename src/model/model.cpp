@@ -1,0 +1,75 @@
+// Model loading entry point: picks the format from the path, finds tokenizers and the default model.
+#include "src/model/model.h"
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "common/error.h"
+
+namespace fs = std::filesystem;
+
+namespace ds {
+
+Model load_model(const fs::path& path) {
+  if (!fs::exists(path)) {
+    throw Error(fmt::format("model path '{}' does not exist", path.string()),
+                "give --model a Hugging Face model directory or a llama2.c .bin file "
+                "(without --model the bundled stories260K is used)");
+  }
+  if (fs::is_directory(path)) return load_hf_model(path);
+  if (path.extension() == ".bin") return load_llama2c_model(path);
+  if (path.filename() == "config.json" || path.extension() == ".safetensors") {
+    return load_hf_model(path.parent_path());
+  }
+  throw Error(fmt::format("'{}' is neither a model directory nor a .bin file", path.string()),
+              "give --model a Hugging Face model directory or a llama2.c .bin file");
+}
+
+fs::path find_tokenizer(const Model& model) {
+  if (model.format == ModelFormat::HuggingFace) {
+    fs::path p = model.path / "tokenizer.json";
+    if (fs::exists(p)) return p;
+    throw Error(fmt::format("no tokenizer.json in '{}'", model.path.string()),
+                "pass --tokenizer PATH, or give the prompt as --prompt-ids");
+  }
+  const fs::path dir = model.path.parent_path().empty() ? fs::path(".") : model.path.parent_path();
+  if (fs::exists(dir / "tokenizer.bin")) return dir / "tokenizer.bin";
+  std::vector<fs::path> candidates;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name.starts_with("tok") && name.ends_with(".bin")) candidates.push_back(e.path());
+  }
+  if (candidates.size() == 1) return candidates[0];
+  throw Error(fmt::format("no unique tokenizer.bin / tok*.bin beside '{}'", model.path.string()),
+              "pass --tokenizer PATH, or give the prompt as --prompt-ids");
+}
+
+void check_token_ids(std::span<const int32_t> ids, int vocab_size) {
+  for (int32_t id : ids) {
+    if (id < 0 || id >= vocab_size) {
+      throw Error(fmt::format("unknown token id {} (the vocabulary has {} tokens)", id, vocab_size),
+                  fmt::format("token ids must lie in 0..{}", vocab_size - 1));
+    }
+  }
+}
+
+fs::path default_model_path() {
+  const fs::path rel = fs::path("models") / "stories260K" / "stories260K.bin";
+  std::vector<fs::path> roots;
+  if (const char* home = std::getenv("DRIFTSCOPE_HOME")) roots.emplace_back(home);
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    roots.push_back(exe.parent_path() / "..");                       // build/driftscope
+    roots.push_back(exe.parent_path() / ".." / "share" / "driftscope");  // installed
+  }
+  roots.emplace_back(DRIFTSCOPE_SOURCE_DIR);
+  for (const auto& r : roots) {
+    if (fs::exists(r / rel)) return fs::weakly_canonical(r / rel);
+  }
+  throw Error("the bundled model models/stories260K/stories260K.bin was not found",
+              "pass --model PATH, or set DRIFTSCOPE_HOME to the driftscope source folder");
+}
+
+}  // namespace ds

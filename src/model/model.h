@@ -1,0 +1,65 @@
+// A loaded model: its config and float32 weights in Hugging Face layout, from either format.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "src/model/config.h"
+
+namespace ds {
+
+// Weights of one decoder layer; matrices are row-major [out_features, in_features] as in
+// Hugging Face (y = x W^T). q/k rows are in the half-split RoPE layout.
+struct LayerWeights {
+  std::vector<float> attn_norm;             // (dim)
+  std::vector<float> wq, wk, wv;            // (q_dim, dim), (kv_dim, dim), (kv_dim, dim)
+  std::vector<float> bq, bk, bv;            // (q_dim), (kv_dim), (kv_dim); empty without qkv_bias
+  std::vector<float> wo;                    // (dim, q_dim)
+  std::vector<float> mlp_norm;              // (dim)
+  std::vector<float> w_gate, w_up, w_down;  // (hidden_dim, dim), (hidden_dim, dim), (dim, hidden_dim)
+};
+
+struct ModelWeights {
+  std::vector<float> embed;       // (vocab, dim)
+  std::vector<LayerWeights> layers;
+  std::vector<float> final_norm;  // (dim)
+  std::vector<float> lm_head;     // (vocab, dim); empty when tied to embed
+};
+
+enum class ModelFormat { HuggingFace, Llama2c };
+
+struct Model {
+  ModelConfig config;
+  ModelWeights weights;
+  ModelFormat format = ModelFormat::HuggingFace;
+  std::filesystem::path path;                      // what the user named
+  std::vector<std::filesystem::path> weight_files; // the files the weights came from
+  std::string weight_dtype;                        // "F32", "BF16", "F16" or "mixed"
+
+  const std::vector<float>& classifier() const {
+    return weights.lm_head.empty() ? weights.embed : weights.lm_head;
+  }
+};
+
+// Loads a Hugging Face directory (config.json + safetensors) or a llama2.c .bin file.
+// Throws ds::Error with a hint for anything missing, malformed or inconsistent.
+Model load_model(const std::filesystem::path& path);
+
+Model load_hf_model(const std::filesystem::path& dir);
+Model load_llama2c_model(const std::filesystem::path& bin);
+
+// The tokenizer that belongs to a model: tokenizer.json in a Hugging Face directory; for a
+// llama2.c .bin, tokenizer.bin or the single tok*.bin beside it. Throws ds::Error when none.
+std::filesystem::path find_tokenizer(const Model& model);
+
+// Throws ds::Error "unknown token id" for an id outside [0, vocab_size).
+void check_token_ids(std::span<const int32_t> ids, int vocab_size);
+
+// The bundled default model (models/stories260K/stories260K.bin): found beside the executable's
+// install tree or the source tree this binary was built from.
+std::filesystem::path default_model_path();
+
+}  // namespace ds

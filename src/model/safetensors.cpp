@@ -1,0 +1,248 @@
+// safetensors reader (memory-mapped, single or sharded) and writer.
+// Format: u64 little-endian header length N, N bytes of JSON {name: {dtype, shape, data_offsets}},
+// then the data; offsets are relative to the end of the header.
+#include "src/model/safetensors.h"
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <set>
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/float_formats.h"
+#include "common/error.h"
+
+namespace fs = std::filesystem;
+
+namespace ds {
+
+const char* dtype_name(TensorDtype d) {
+  switch (d) {
+    case TensorDtype::F32: return "F32";
+    case TensorDtype::BF16: return "BF16";
+    case TensorDtype::F16: return "F16";
+    case TensorDtype::F64: return "F64";
+  }
+  return "?";
+}
+
+size_t dtype_size(TensorDtype d) {
+  switch (d) {
+    case TensorDtype::F32: return 4;
+    case TensorDtype::BF16: return 2;
+    case TensorDtype::F16: return 2;
+    case TensorDtype::F64: return 8;
+  }
+  return 0;
+}
+
+int64_t TensorInfo::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+namespace {
+
+constexpr uint64_t kMaxHeader = 100ull << 20;  // the reference implementation's limit
+
+TensorDtype parse_dtype(const std::string& s, const std::string& where) {
+  if (s == "F32") return TensorDtype::F32;
+  if (s == "BF16") return TensorDtype::BF16;
+  if (s == "F16") return TensorDtype::F16;
+  if (s == "F64") return TensorDtype::F64;
+  throw Error(fmt::format("{}: unsupported tensor dtype '{}'", where, s),
+              "supported dtypes: F32, BF16, F16 (and F64)");
+}
+
+[[noreturn]] void corrupt(const fs::path& file, const std::string& what) {
+  throw Error(fmt::format("{}: corrupt safetensors file: {}", file.string(), what),
+              "the file may be truncated (an interrupted download?); fetch it again");
+}
+
+}  // namespace
+
+void SafetensorsCheckpoint::add_file(const fs::path& file) {
+  auto map = std::make_unique<MappedFile>(file);
+  auto bytes = map->bytes();
+  if (bytes.size() < 8) corrupt(file, fmt::format("{} bytes, too short for a header", bytes.size()));
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<uint8_t>(bytes[i]);
+  if (n > kMaxHeader || n > bytes.size() - 8) {
+    corrupt(file, fmt::format("header length {} exceeds the file size {}", n, bytes.size()));
+  }
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(reinterpret_cast<const char*>(bytes.data() + 8),
+                                   reinterpret_cast<const char*>(bytes.data() + 8 + n));
+  } catch (const nlohmann::json::exception& e) {
+    corrupt(file, fmt::format("header is not valid JSON ({})", e.what()));
+  }
+  if (!header.is_object()) corrupt(file, "header is not a JSON object");
+  auto data = bytes.subspan(8 + n);
+  for (const auto& [name, v] : header.items()) {
+    if (name == "__metadata__") continue;
+    std::string where = fmt::format("{}: tensor '{}'", file.string(), name);
+    try {
+      TensorInfo t;
+      t.name = name;
+      t.file = file.string();
+      t.dtype = parse_dtype(v.at("dtype").get<std::string>(), where);
+      t.shape = v.at("shape").get<std::vector<int64_t>>();
+      auto off = v.at("data_offsets").get<std::vector<uint64_t>>();
+      if (off.size() != 2 || off[0] > off[1] || off[1] > data.size()) {
+        corrupt(file, fmt::format("tensor '{}' has data offsets outside the file", name));
+      }
+      for (int64_t d : t.shape) {
+        if (d < 0) corrupt(file, fmt::format("tensor '{}' has a negative dimension", name));
+      }
+      uint64_t expected = static_cast<uint64_t>(t.numel()) * dtype_size(t.dtype);
+      if (off[1] - off[0] != expected) {
+        corrupt(file, fmt::format("tensor '{}' holds {} bytes, its shape needs {}", name,
+                                  off[1] - off[0], expected));
+      }
+      t.data = data.subspan(off[0], off[1] - off[0]);
+      if (!tensors_.emplace(name, std::move(t)).second) {
+        corrupt(file, fmt::format("tensor '{}' appears twice", name));
+      }
+    } catch (const nlohmann::json::exception& e) {
+      corrupt(file, fmt::format("tensor '{}' has a malformed entry ({})", name, e.what()));
+    }
+  }
+  files_.push_back(file);
+  maps_.push_back(std::move(map));
+}
+
+SafetensorsCheckpoint SafetensorsCheckpoint::open(const fs::path& path) {
+  fs::path p = path;
+  if (fs::is_directory(p)) {
+    if (fs::exists(p / "model.safetensors")) {
+      p = p / "model.safetensors";
+    } else if (fs::exists(p / "model.safetensors.index.json")) {
+      p = p / "model.safetensors.index.json";
+    } else {
+      throw Error(fmt::format("'{}' holds no model.safetensors or model.safetensors.index.json",
+                              path.string()),
+                  "point --model at a Hugging Face model directory or a llama2.c .bin file");
+    }
+  }
+  SafetensorsCheckpoint ck;
+  if (p.extension() == ".json") {
+    nlohmann::json index;
+    {
+      std::ifstream in(p);
+      if (!in) throw Error(fmt::format("cannot open '{}'", p.string()));
+      try {
+        index = nlohmann::json::parse(in);
+      } catch (const nlohmann::json::exception& e) {
+        throw Error(fmt::format("{}: not valid JSON ({})", p.string(), e.what()));
+      }
+    }
+    if (!index.contains("weight_map") || !index["weight_map"].is_object()) {
+      throw Error(fmt::format("{}: no 'weight_map' object", p.string()),
+                  "a sharded checkpoint index maps each tensor name to its shard file");
+    }
+    std::set<std::string> shards;
+    for (const auto& [name, file] : index["weight_map"].items()) shards.insert(file.get<std::string>());
+    for (const auto& shard : shards) ck.add_file(p.parent_path() / shard);
+    for (const auto& [name, file] : index["weight_map"].items()) {
+      auto it = ck.tensors_.find(name);
+      if (it == ck.tensors_.end() || fs::path(it->second.file).filename() != file.get<std::string>()) {
+        throw Error(fmt::format("{}: tensor '{}' is not in its shard '{}'", p.string(), name,
+                                file.get<std::string>()),
+                    "the index and the shard files do not belong together");
+      }
+    }
+  } else {
+    ck.add_file(p);
+  }
+  return ck;
+}
+
+const TensorInfo& SafetensorsCheckpoint::get(const std::string& name) const {
+  auto it = tensors_.find(name);
+  if (it == tensors_.end()) {
+    throw Error(fmt::format("tensor '{}' is missing from the checkpoint", name),
+                "the config.json and the weights do not match, or the file is incomplete");
+  }
+  return it->second;
+}
+
+std::vector<float> SafetensorsCheckpoint::to_f32(const TensorInfo& t) {
+  const size_t n = static_cast<size_t>(t.numel());
+  std::vector<float> out(n);
+  const std::byte* p = t.data.data();
+  switch (t.dtype) {
+    case TensorDtype::F32:
+      std::memcpy(out.data(), p, n * 4);
+      break;
+    case TensorDtype::F64:
+      for (size_t i = 0; i < n; ++i) {
+        double d;
+        std::memcpy(&d, p + 8 * i, 8);
+        out[i] = static_cast<float>(d);
+      }
+      break;
+    case TensorDtype::BF16:
+    case TensorDtype::F16:
+      for (size_t i = 0; i < n; ++i) {
+        uint16_t b;
+        std::memcpy(&b, p + 2 * i, 2);
+        out[i] = t.dtype == TensorDtype::BF16 ? bf16_bits_to_f32(b) : f16_bits_to_f32(b);
+      }
+      break;
+  }
+  return out;
+}
+
+void write_safetensors(const fs::path& path, const std::vector<TensorToWrite>& tensors) {
+  std::vector<const TensorToWrite*> sorted;
+  for (const auto& t : tensors) sorted.push_back(&t);
+  std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->name < b->name; });
+  nlohmann::json header = nlohmann::json::object();
+  std::string data;
+  for (const auto* t : sorted) {
+    int64_t numel = 1;
+    for (int64_t d : t->shape) numel *= d;
+    if (numel != static_cast<int64_t>(t->values.size())) {
+      throw Error(fmt::format("write_safetensors: tensor '{}' has {} values for its shape's {}",
+                              t->name, t->values.size(), numel));
+    }
+    size_t begin = data.size();
+    for (float v : t->values) {
+      switch (t->dtype) {
+        case TensorDtype::F32: data.append(reinterpret_cast<const char*>(&v), 4); break;
+        case TensorDtype::F64: {
+          double d = v;
+          data.append(reinterpret_cast<const char*>(&d), 8);
+          break;
+        }
+        case TensorDtype::BF16:
+        case TensorDtype::F16: {
+          uint16_t b = t->dtype == TensorDtype::BF16 ? f32_to_bf16_bits(v) : f32_to_f16_bits(v);
+          data.append(reinterpret_cast<const char*>(&b), 2);
+          break;
+        }
+      }
+    }
+    header[t->name] = {{"dtype", dtype_name(t->dtype)},
+                       {"shape", t->shape},
+                       {"data_offsets", {begin, data.size()}}};
+  }
+  std::string h = header.dump();
+  while ((8 + h.size()) % 8 != 0) h.push_back(' ');  // align the data section
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw Error(fmt::format("cannot write '{}'", path.string()));
+  uint64_t n = h.size();
+  char len[8];
+  for (int i = 0; i < 8; ++i) len[i] = static_cast<char>((n >> (8 * i)) & 0xff);
+  out.write(len, 8);
+  out.write(h.data(), static_cast<std::streamsize>(h.size()));
+  out.write(data.data(), static_cast<std::streamsize>(data.size()));
+  if (!out) throw Error(fmt::format("error writing '{}'", path.string()));
+}
+
+}  // namespace ds

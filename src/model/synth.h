@@ -1,0 +1,41 @@
+// Synthetic checkpoints of real model shapes (Llama-2-7B, Llama-3-8B, Qwen2-7B, Mistral-7B, ...)
+// with seeded random weights, written as Hugging Face directories for benchmarks at real size.
+// The values mean nothing; shapes, dtypes and bytes are those of the real models.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "src/model/config.h"
+
+namespace ds {
+
+struct SynthShape {
+  std::string name;  // "llama2-7b", ...
+  ModelConfig config;
+};
+
+// Every known shape.
+const std::vector<SynthShape>& synth_shapes();
+// Throws ds::Error listing the known names.
+const SynthShape& synth_shape(const std::string& name);
+// Number of parameters of a config (embedding, layers, final norm, untied lm_head).
+int64_t parameter_count(const ModelConfig& c);
+
+struct SynthOptions {
+  std::string dtype = "bf16";   // bf16 | f16 | f32
+  uint64_t seed = 0;
+  int layers = 0;               // 0 = the shape's; fewer for quick benchmarks
+  int64_t shard_bytes = 4ll << 30;  // larger checkpoints are sharded with an index
+  bool force = false;
+};
+
+// Writes config.json and model.safetensors (or shards + model.safetensors.index.json), streaming
+// tensor by tensor so memory stays small whatever the size. Weights ~ U(-a, a) with std 0.02,
+// norms 1, biases 0, each tensor from its own seeded stream.
+void write_synthetic_checkpoint(const SynthShape& shape, const SynthOptions& opt,
+                                const std::filesystem::path& dir);
+
+}  // namespace ds

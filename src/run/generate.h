@@ -1,0 +1,65 @@
+// The generation loop: prefill of the prompts (whole, chunked, or with the prefix from an earlier
+// pass), then one token per step for every active sequence of a co-batched group.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "src/runtime/runtime.h"
+#include "src/run/sampler.h"
+
+namespace ds {
+
+struct GenerateOptions {
+  int max_new = 256;
+  SamplingParams sampling;
+  std::optional<int32_t> eos_id;  // stop when generated; none = never
+  uint64_t stream = 0;            // which prompt this is (single-sequence generate())
+  int prefill_chunk = 0;          // 0 = each prompt in one pass; N = passes of N prompt tokens
+  bool prefix_cache = false;      // prompt[:-1] computed alone in an earlier pass, the last token
+                                  // together with the batch (as a prefix-cache hit would)
+  std::function<bool()> should_stop;  // polled between steps; true ends with "interrupted"
+};
+
+struct GenerateResult {
+  std::vector<int32_t> tokens;  // prompt tokens then generated tokens
+  int prompt_len = 0;
+  std::string stop_reason;      // "eos", "max_new", "context", "forced" or "interrupted"
+};
+
+struct SequenceRequest {
+  std::vector<int32_t> prompt;
+  uint64_t stream = 0;  // sampling noise stream (the prompt's index), shared across configs
+  // Teacher forcing: when set, these tokens are taken in order instead of the model's own
+  // choices (its logits are still computed and tapped); generation ends after the last one
+  // (stop reason "forced", or "eos" when it is EOS).
+  std::optional<std::vector<int32_t>> forced = std::nullopt;
+};
+
+// Called when sequence `index` of the batch finished a step: all its rows of the step went
+// through the forward pass, and `new_token` (absent only when max_new is 0) was chosen.
+using StepCallback = std::function<void(int index, std::optional<int32_t> new_token,
+                                        const std::vector<int32_t>& tokens)>;
+
+// Generates for every request together: request i uses KV-cache slot i (rt.slots() must be >=
+// requests.size()), rows of all active sequences share each forward pass.
+// Throws ds::Error for an empty prompt or one longer than the runtime's capacity.
+std::vector<GenerateResult> generate_batch(Runtime& rt, const std::vector<SequenceRequest>& requests,
+                                           const GenerateOptions& opt,
+                                           const StepCallback& on_step = {});
+
+// Called after each generated token with the whole sequence so far.
+using TokenCallback = std::function<void(const std::vector<int32_t>& tokens)>;
+
+// One sequence in slot 0 (stream opt.stream).
+GenerateResult generate(Runtime& rt, std::span<const int32_t> prompt, const GenerateOptions& opt,
+                        const TokenCallback& on_token = {});
+
+// KV-cache positions a generation needs: prompt + max_new, capped at the context length.
+int needed_capacity(int prompt_len, int max_new, int context_len);
+
+}  // namespace ds

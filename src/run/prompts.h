@@ -1,0 +1,37 @@
+// Prompt lists for `driftscope run --prompts FILE`: one prompt per line, or JSONL objects with
+// "text" or "ids".
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "src/tokenizer/tokenizer.h"
+
+namespace ds {
+
+struct Prompt {
+  std::optional<std::string> text;  // as written (absent for "ids" prompts)
+  std::vector<int32_t> ids;         // what the model consumes
+  // Teacher forcing (run --force-tokens): the continuation to consume instead of the model's
+  // own choices; max_new does not apply.
+  std::optional<std::vector<int32_t>> forced = std::nullopt;
+};
+
+// Reads FILE: a line starting with '{' is a JSON object {"text": "..."} or {"ids": [..]};
+// any other non-empty line is text ("\n" inside text must be written in JSONL). Text is
+// encoded with `tok` (add_special per its config); ids are used as given. Throws ds::Error
+// naming the line for malformed input or when text needs a tokenizer that is absent.
+// With special_in_text false, special-token markup in text is encoded as plain text.
+std::vector<Prompt> read_prompts_file(const std::filesystem::path& path, const Tokenizer* tok,
+                                      bool special_in_text = true);
+
+// The add_bos knob: "auto" leaves prompts as encoded (text: the tokenizer's config; ids: as
+// given); "on" puts `bos` first where it is missing; "off" removes a leading `bos`.
+// Throws ds::Error when "on" is asked and the model has no BOS token.
+void apply_add_bos(std::vector<Prompt>& prompts, const std::string& policy,
+                   std::optional<int32_t> bos);
+
+}  // namespace ds

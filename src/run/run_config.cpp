@@ -1,0 +1,167 @@
+// Validation, runtime numerics and serialisations of the run configuration.
+#include "src/run/run_config.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "src/runtime/policy.h"
+
+namespace ds {
+namespace {
+
+[[noreturn]] void bad(const std::string& field, const std::string& value, const std::string& allowed) {
+  throw Error(fmt::format("invalid {} '{}'", field, value),
+              fmt::format("--{} takes {}", [&] {
+                std::string f = field;
+                for (char& ch : f) ch = ch == '_' ? '-' : ch;
+                return f;
+              }(), allowed));
+}
+
+void one_of(const std::string& field, const std::string& v, std::initializer_list<const char*> ok) {
+  std::string allowed;
+  for (const char* o : ok) {
+    if (v == o) return;
+    allowed += (allowed.empty() ? "" : ", ") + std::string(o);
+  }
+  bad(field, v, allowed);
+}
+
+// "auto" -> 0, "N" -> N >= 1.
+int auto_or_count(const std::string& field, const std::string& v) {
+  if (v == "auto") return 0;
+  size_t used = 0;
+  int n = 0;
+  try {
+    n = std::stoi(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != v.size() || n < 1) bad(field, v, "auto or a whole number >= 1");
+  return n;
+}
+
+// "gemm=tiled" -> GemmKernel::tiled; the one op with a choice of implementation today.
+GemmKernel parse_kernel(const std::string& v) {
+  if (v == "gemm=cublas") return GemmKernel::cublas;
+  if (v == "gemm=tiled") return GemmKernel::tiled;
+  bad("kernel", v, "gemm=cublas (cuBLASLt) or gemm=tiled (own kernel, the CPU reference's order)");
+}
+
+}  // namespace
+
+SamplingParams RunConfig::sampling() const {
+  SamplingParams p{temperature, top_p, top_k, seed};
+  p.highest_id_ties = tie_break == "highest_id";
+  p.repetition_penalty = repetition_penalty;
+  return p;
+}
+
+void validate(const RunConfig& c) {
+  one_of("device", c.device, {"cpu", "cuda"});
+  one_of("dtype", c.dtype, {"fp64", "fp32", "fp16", "bf16", "layercast"});
+  parse_kernel(c.kernel);
+  one_of("cuda_graphs", c.cuda_graphs, {"off", "on"});
+  one_of("tf32", c.tf32, {"off", "on"});
+  one_of("accum", c.accum, {"fp32", "fp16"});
+  if (c.accum == "fp16" && c.dtype != "fp16" && c.dtype != "bf16") {
+    throw Error(fmt::format("accum fp16 does not go with dtype {}", c.dtype),
+                "fp16 accumulation models pure-fp16 engines: use it with --dtype fp16 or bf16");
+  }
+  if (c.batch < 1) bad("batch", std::to_string(c.batch), "a whole number >= 1");
+  one_of("gemm_policy", c.gemm_policy, {"invariant", "heuristic"});
+  auto_or_count("split_k", c.split_k);
+  if (c.tp < 1 || c.tp > 8) bad("tp", std::to_string(c.tp), "1..8");
+  one_of("allreduce", c.allreduce, {"ring", "tree"});
+  auto_or_count("attn_splits", c.attn_splits);
+  if (c.prefill_chunk < 0) bad("prefill_chunk", std::to_string(c.prefill_chunk), "0 (whole prompt) or N >= 1");
+  one_of("prefix_cache", c.prefix_cache, {"off", "on"});
+  one_of("tie_break", c.tie_break, {"lowest_id", "highest_id"});
+  one_of("add_bos", c.add_bos, {"auto", "on", "off"});
+  if (!(c.repetition_penalty > 0)) bad("repetition_penalty", fmt::format("{}", c.repetition_penalty), "a value > 0 (1 = off)");
+  if (c.max_new < 0) bad("max_new", std::to_string(c.max_new), "N >= 0");
+  validate(c.sampling());
+  if (c.device == "cuda") {  // up front, before a model is loaded
+    if (c.cuda_graphs == "on") {
+      throw Error("cuda_graphs on is not implemented by the CUDA backend yet",
+                  "use --cuda-graphs off (the default)");
+    }
+    check_cuda_support(numerics(c));
+  }
+}
+
+void validate_for_model(const RunConfig& c, const ModelConfig& m) {
+  if (m.n_heads % c.tp != 0 || m.n_kv_heads % c.tp != 0 || m.hidden_dim % c.tp != 0) {
+    throw Error(fmt::format("invalid tp {}: it must divide the model's {} heads, {} key/value "
+                            "heads and MLP width {}", c.tp, m.n_heads, m.n_kv_heads, m.hidden_dim),
+                "--tp takes a divisor of all three");
+  }
+}
+
+Numerics numerics(const RunConfig& c) {
+  Numerics n;
+  n.dtype = parse_dtype(c.dtype);
+  n.accum_f16 = c.accum == "fp16";
+  n.gemm_policy = c.gemm_policy == "heuristic" ? GemmPolicy::heuristic : GemmPolicy::invariant;
+  n.split_k = auto_or_count("split_k", c.split_k);
+  n.tp = c.tp;
+  n.allreduce = c.allreduce == "tree" ? ops::AllReduce::tree : ops::AllReduce::ring;
+  n.attn_splits = auto_or_count("attn_splits", c.attn_splits);
+  n.device = c.device == "cuda" ? Device::cuda : Device::cpu;
+  n.gemm_kernel = parse_kernel(c.kernel);
+  n.tf32 = c.tf32 == "on";
+  return n;
+}
+
+namespace {
+
+template <typename F>
+void for_each_field(const RunConfig& c, F&& f) {
+  f("device", c.device);
+  f("dtype", c.dtype);
+  f("accum", c.accum);
+  f("batch", c.batch);
+  f("gemm_policy", c.gemm_policy);
+  f("split_k", c.split_k);
+  f("tp", c.tp);
+  f("allreduce", c.allreduce);
+  f("attn_splits", c.attn_splits);
+  f("prefill_chunk", c.prefill_chunk);
+  f("prefix_cache", c.prefix_cache);
+  f("tie_break", c.tie_break);
+  f("add_bos", c.add_bos);
+  f("repetition_penalty", c.repetition_penalty);
+  f("max_new", c.max_new);
+  f("temperature", c.temperature);
+  f("top_p", c.top_p);
+  f("top_k", c.top_k);
+  f("seed", c.seed);
+  f("kernel", c.kernel);
+  f("cuda_graphs", c.cuda_graphs);
+  f("tf32", c.tf32);
+}
+
+}  // namespace
+
+std::string to_json(const RunConfig& c) {
+  nlohmann::ordered_json j;
+  for_each_field(c, [&](const char* name, const auto& v) { j[name] = v; });
+  return j.dump();
+}
+
+std::string to_toml(const RunConfig& c) {
+  std::string out;
+  for_each_field(c, [&](const char* name, const auto& v) {
+    using V = std::decay_t<decltype(v)>;
+    if constexpr (std::is_same_v<V, std::string>) {
+      out += fmt::format("{}=\"{}\"\n", name, v);
+    } else {
+      out += fmt::format("{}={}\n", name, v);
+    }
+  });
+  return out;
+}
+
+}  // namespace ds

@@ -1,0 +1,54 @@
+// The run configuration: every knob that can make two runs of the same model differ
+// (docs/configurations.md). Settable by CLI flags (the field
+// names with dashes) and config files; recorded in full in each trace's /meta config_json.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "src/runtime/runtime.h"
+#include "src/run/sampler.h"
+
+namespace ds {
+
+struct RunConfig {
+  std::string device = "cpu";          // cpu | cuda
+  std::string dtype = "fp32";          // fp64 | fp32 | fp16 | bf16 | layercast
+  std::string accum = "fp32";          // fp32 | fp16 (GEMM / attention accumulation)
+  int batch = 1;                       // prompts co-batched per forward pass
+  std::string gemm_policy = "invariant";  // invariant | heuristic
+  std::string split_k = "auto";        // auto | 1..N
+  int tp = 1;                          // tensor-parallel degree (row-parallel reductions)
+  std::string allreduce = "ring";      // ring | tree
+  std::string attn_splits = "auto";    // auto | 1..N (split-KV partial softmax merge)
+  int prefill_chunk = 0;               // 0 = whole prompt in one pass, N = chunks of N tokens
+  std::string prefix_cache = "off";    // off | on: prompt prefix KV from an earlier pass
+  std::string tie_break = "lowest_id"; // lowest_id | highest_id (greedy argmax ties)
+  std::string add_bos = "auto";        // auto (tokenizer config) | on | off
+  double repetition_penalty = 1.0;     // 1 = off; HF rule: logit/p if > 0 else logit*p
+  int max_new = 256;
+  double temperature = 0.0;
+  double top_p = 1.0;
+  int top_k = 0;
+  uint64_t seed = 0;
+  std::string kernel = "gemm=cublas";  // GPU only: op implementations, "gemm=cublas|tiled"
+  std::string cuda_graphs = "off";     // GPU only
+  std::string tf32 = "off";            // GPU only
+
+  SamplingParams sampling() const;
+};
+
+// Checks every field up front; throws ds::Error naming the field and the allowed values.
+void validate(const RunConfig& c);
+// Checks the fields that depend on the model (tp must divide heads, kv heads and MLP width).
+void validate_for_model(const RunConfig& c, const ModelConfig& m);
+
+// The runtime numerics the config selects.
+Numerics numerics(const RunConfig& c);
+
+// {"device": "cpu", "dtype": "fp32", ...}: every field, in declaration order.
+std::string to_json(const RunConfig& c);
+// The config as a CLI11 TOML config file (what `--dry-run` prints; `--config` reads it back).
+std::string to_toml(const RunConfig& c);
+
+}  // namespace ds

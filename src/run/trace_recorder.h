@@ -1,0 +1,42 @@
+// Connects the runtime's tap hook to the trace writer: copies each wanted tensor's rows per
+// sequence, and hands a finished step (rows + the token chosen after it) to the writer.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "src/runtime/taps.h"
+#include "trace/writer.h"
+
+namespace ds {
+
+// The hidden sites a --probes value selects for a model of n_layers layers:
+// "default", "all", "none", or a comma-separated list of site names ("embed,L0/out,final_norm");
+// "L*/<kind>" selects that kind in every layer. Throws ds::Error naming an unknown site.
+std::vector<std::string> resolve_probes(const std::string& spec, int n_layers);
+
+class TraceRecorder final : public TapHook {
+ public:
+  TraceRecorder(trace::TraceWriter& writer, const std::vector<std::string>& sites);
+
+  bool wants(const Site& site) override;
+  void on_tap(const Site& site, const TapTensor& t) override;
+
+  // Rows of KV-cache slot `slot` belong to trace sequence `seq` from now on.
+  void bind_slot(int slot, int seq) { slot_seq_[slot] = seq; }
+
+  // The forward pass for `seq` is done and `new_tokens` were chosen from its last logits row:
+  // queue the step to the writer.
+  void commit(int seq, std::vector<int32_t> new_tokens);
+
+ private:
+  trace::TraceWriter& writer_;
+  std::set<std::string> sites_;
+  std::map<int, int> slot_seq_;               // KV-cache slot -> trace sequence
+  std::map<int, trace::StepRecord> pending_;  // by sequence
+};
+
+}  // namespace ds

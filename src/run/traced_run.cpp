@@ -1,0 +1,120 @@
+// Traced run driver: one runtime, prompts in order, taps through a TraceRecorder.
+#include "src/run/traced_run.h"
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "src/runtime/runtime.h"
+#include "src/run/trace_recorder.h"
+#include "trace/kernel_recorder.h"
+#include "common/error.h"
+
+namespace ds {
+
+std::string traced_config_json(const RunConfig& config, const std::string& probes,
+                               const trace::WriterOptions& writer,
+                               const std::string& force_tokens, const std::string& kernels) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(to_json(config));
+  j["trace"] = {{"probes", probes},
+                {"hidden_dtype", trace::hidden_dtype_name(writer.hidden_dtype)},
+                {"topk", writer.topk},
+                {"full_logits", writer.full_logits},
+                {"kernels", kernels},
+                {"force_tokens", force_tokens.empty() ? nlohmann::ordered_json()
+                                                      : nlohmann::ordered_json(force_tokens)}};
+  return j.dump();
+}
+
+bool records_kernels(const std::string& kernels, const std::string& device) {
+  if (kernels == "off") return false;
+  if (kernels == "auto") return device == "cuda" && trace::KernelRecorder::built();
+  if (kernels != "on") {
+    throw Error("invalid kernels '" + kernels + "'", "--kernels takes auto, on or off");
+  }
+  if (device != "cuda") {
+    throw Error("kernel records need --device cuda (the CPU reference launches no kernels)",
+                "use --kernels auto or off on the CPU");
+  }
+  if (!trace::KernelRecorder::built()) {
+    throw Error("kernel records need CUPTI, which this build does not have",
+                "rebuild with the CUDA toolkit's CUPTI, or use --kernels off");
+  }
+  return true;
+}
+
+TracedRunResult run_traced(const Model& model, const std::vector<Prompt>& prompts,
+                           const TracedRunOptions& opt) {
+  validate(opt.config);
+  validate_for_model(opt.config, model.config);
+  const ModelConfig& c = model.config;
+  int longest = 0;
+  for (const auto& p : prompts) {
+    check_token_ids(p.ids, c.vocab_size);
+    if (p.forced) check_token_ids(*p.forced, c.vocab_size);
+    int n = static_cast<int>(p.ids.size());
+    n += p.forced ? static_cast<int>(p.forced->size()) : opt.config.max_new;
+    longest = std::max(longest, n);
+  }
+  std::unique_ptr<trace::KernelRecorder> kernels;
+  if (records_kernels(opt.kernels, opt.config.device)) {
+    kernels = std::make_unique<trace::KernelRecorder>();
+  }
+  trace::TraceWriter writer(opt.writer, opt.info);
+  TraceRecorder recorder(writer, opt.sites);
+  const int batch = std::min<int>(opt.config.batch, std::max<size_t>(1, prompts.size()));
+  auto rt = make_runtime(model, numerics(opt.config), needed_capacity(longest, 0, c.max_seq_len),
+                         batch);
+  rt->set_tap_hook(&recorder);
+  rt->set_kernel_recorder(kernels.get());
+  int commits = 0;
+  auto drain_kernels = [&] {  // into the trace every 256 tokens and after each group
+    if (kernels) writer.append_kernels(kernels->drain());
+  };
+  GenerateOptions g;
+  g.max_new = opt.config.max_new;
+  g.sampling = opt.config.sampling();
+  g.eos_id = opt.eos_id;
+  g.prefill_chunk = opt.config.prefill_chunk;
+  g.prefix_cache = opt.config.prefix_cache == "on";
+  g.should_stop = opt.should_stop;
+
+  TracedRunResult result;
+  bool stopped = false;
+  for (size_t first = 0; first < prompts.size() && !stopped; first += batch) {
+    if (opt.should_stop && opt.should_stop()) break;
+    const size_t last = std::min(prompts.size(), first + batch);
+    std::vector<SequenceRequest> group;
+    for (size_t i = first; i < last; ++i) {
+      const int seq = static_cast<int>(i);
+      writer.begin_sequence(seq, prompts[i].ids);
+      recorder.bind_slot(static_cast<int>(i - first), seq);
+      group.push_back({prompts[i].ids, i, prompts[i].forced});
+    }
+    auto results = generate_batch(
+        *rt, group, g,
+        [&](int slot, std::optional<int32_t> token, const std::vector<int32_t>& tokens) {
+          const int seq = static_cast<int>(first) + slot;
+          recorder.commit(seq, token ? std::vector<int32_t>{*token} : std::vector<int32_t>{});
+          if (++commits % 256 == 0) drain_kernels();
+          if (opt.progress) {
+            opt.progress(seq, static_cast<int>(prompts.size()),
+                         static_cast<int>(tokens.size() - prompts[seq].ids.size()));
+          }
+        });
+    drain_kernels();
+    for (size_t k = 0; k < results.size(); ++k) {
+      writer.end_sequence(static_cast<int>(first + k), results[k].stop_reason);
+      stopped |= results[k].stop_reason == "interrupted";
+      result.sequences.push_back(std::move(results[k]));
+    }
+  }
+  result.complete = !stopped && result.sequences.size() == prompts.size();
+  if (!writer.finish(result.complete, result.complete ? "finished" : "interrupted")) {
+    throw Error("writing trace '" + opt.writer.path.string() + "' failed: " + writer.error(),
+                "the trace keeps every step written before the failure (complete=0)");
+  }
+  return result;
+}
+
+}  // namespace ds

@@ -1,0 +1,50 @@
+// A traced run: every prompt generated under one run config, every wanted site recorded into a
+// trace file. The writer is finished in all cases, so an interrupted run leaves a readable trace.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "src/run/generate.h"
+#include "src/model/model.h"
+#include "src/run/prompts.h"
+#include "src/run/run_config.h"
+#include "trace/writer.h"
+
+namespace ds {
+
+struct TracedRunOptions {
+  RunConfig config;  // batch, prefill_chunk, prefix_cache and the numerics knobs all apply
+  std::vector<std::string> sites;    // hidden sites to record (see resolve_probes)
+  trace::WriterOptions writer;
+  trace::RunInfo info;
+  std::optional<int32_t> eos_id;
+  // CUPTI kernel records into /kernels: auto (on for --device cuda when CUPTI is built), on
+  // (required: an error when they cannot be recorded), off.
+  std::string kernels = "auto";
+  std::function<bool()> should_stop;                        // e.g. SIGINT seen
+  std::function<void(int seq, int n_seqs, int generated)> progress;  // after every token
+};
+
+struct TracedRunResult {
+  std::vector<GenerateResult> sequences;  // those started (the last may be partial)
+  bool complete = false;                  // every prompt ran to its own stop
+};
+
+// The fully resolved configuration recorded as /meta config_json: the run config's fields plus
+// a "trace" object (probes, hidden_dtype, topk, full_logits, force_tokens: the trace whose
+// tokens were consumed, or null).
+std::string traced_config_json(const RunConfig& config, const std::string& probes,
+                               const trace::WriterOptions& writer,
+                               const std::string& force_tokens = {},
+                               const std::string& kernels = "auto");
+
+// Whether a run records kernels: `kernels` (auto, on, off) on `device`. Throws ds::Error for an
+// unknown value, or for "on" where kernels cannot be recorded (CPU device, no CUPTI in the build).
+bool records_kernels(const std::string& kernels, const std::string& device);
+
+TracedRunResult run_traced(const Model& model, const std::vector<Prompt>& prompts,
+                           const TracedRunOptions& opt);
+
+}  // namespace ds

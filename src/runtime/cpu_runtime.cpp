@@ -1,0 +1,180 @@
+// The CPU reference backend of the forward skeleton (forward.h): buffers are std::vector<T>, ops
+// are kernels/ops.h on T = float (fp32, and fp16 / bf16 / layercast emulated by rounding where a
+// GPU stores) or T = double (the fp64 oracle). Taps hand the buffer to the hook at once.
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "common/error.h"
+#include "kernels/ops.h"
+#include "src/runtime/forward.h"
+#include "src/runtime/runtime.h"
+
+namespace ds {
+
+DType parse_dtype(const std::string& s) {
+  if (s == "fp64") return DType::fp64;
+  if (s == "fp32") return DType::fp32;
+  if (s == "fp16") return DType::fp16;
+  if (s == "bf16") return DType::bf16;
+  if (s == "layercast") return DType::layercast;
+  throw Error(fmt::format("unknown dtype '{}'", s),
+              "--dtype takes fp64, fp32, fp16, bf16 or layercast");
+}
+
+const char* dtype_name(DType d) {
+  switch (d) {
+    case DType::fp64: return "fp64";
+    case DType::fp32: return "fp32";
+    case DType::fp16: return "fp16";
+    case DType::bf16: return "bf16";
+    case DType::layercast: return "layercast";
+  }
+  return "?";
+}
+
+Storage weight_storage(DType d) {
+  switch (d) {
+    case DType::fp16: return Storage::f16;
+    case DType::bf16:
+    case DType::layercast: return Storage::bf16;
+    default: return Storage::native;
+  }
+}
+
+Storage activation_storage(DType d) {
+  switch (d) {
+    case DType::fp16: return Storage::f16;
+    case DType::bf16: return Storage::bf16;
+    default: return Storage::native;
+  }
+}
+
+void Runtime::forward(std::span<const int32_t> tokens, int pos, std::vector<double>& logits) {
+  std::vector<BatchRow> rows(tokens.size());
+  for (size_t r = 0; r < tokens.size(); ++r) rows[r] = {0, pos + static_cast<int>(r), tokens[r]};
+  forward(rows, logits);
+}
+
+namespace {
+
+template <typename T>
+class CpuBackend {
+ public:
+  using Ptr = T*;
+  struct Buf {
+    std::vector<T> v;
+    T* ptr(size_t offset) { return v.data() + offset; }
+  };
+  struct Weight {
+    std::vector<T> v;
+    const T* ptr(size_t offset = 0) const { return v.data() + offset; }
+    bool empty() const { return v.empty(); }
+  };
+
+  CpuBackend(const Numerics& nx, const ModelConfig& c)
+      : nx_(nx),
+        weights_(weight_storage(nx.dtype)),
+        act_(activation_storage(nx.dtype)),
+        eps_(c.rms_norm_eps),
+        vocab_(c.vocab_size) {}
+
+  // Weights are stored rounded to the precision's weight format; rope tables are not rounded.
+  Weight upload(const std::vector<float>& host) const { return {narrow(host, weights_)}; }
+  Weight upload_table(const std::vector<double>& host) const { return {narrow(host, Storage::native)}; }
+  void resize(Buf& b, size_t n) const { b.v.resize(n); }
+  void resize_zeroed(Buf& b, size_t n) const { b.v.assign(n, T(0)); }
+  void ready() const {}
+  void set_recorder(trace::KernelRecorder* /*recorder*/) const {}  // no kernels on the CPU
+  void set_hook(TapHook* hook, const WantedSites& /*wanted*/) { hook_ = hook; }
+  void begin_pass(const BatchColumns& cols) { cols_ = &cols; }
+  struct NoScope {};
+  NoScope op(const std::string& /*site*/, const char* /*label*/) const { return {}; }
+  static Ptr offset(Ptr p, size_t n) { return p + n; }
+
+  void embedding(Ptr x, const Weight& table, int n, int dim) const {
+    ops::embedding(x, table.ptr(), cols_->tokens.data(), n, dim);
+  }
+  void rmsnorm(Ptr y, Ptr x, const Weight& w, int n, int dim) const {
+    ops::rmsnorm(y, x, w.ptr(), n, dim, eps_, act_);
+  }
+  // y (M, N) = x (M, K; rows ldx apart) w[:, w_col ...]^T (rows ldw apart) (+ b)
+  void gemm(Ptr y, Ptr x, int ldx, const Weight& w, size_t w_col, int ldw, const Weight* b, int M,
+            int N, int K, int split_k) const {
+    ops::matmul(y, x, ldx, w.ptr(w_col), ldw, b != nullptr ? b->ptr() : nullptr, M, N, K,
+                ops::GemmNumerics{act_, nx_.accum_f16, split_k});
+  }
+  void rope(Ptr x, int n, int heads, int head_dim, const Weight& cos, const Weight& sin) const {
+    ops::rope(x, n, heads, head_dim, cols_->pos.data(), cos.ptr(), sin.ptr(), act_);
+  }
+  void copy(Ptr dst, Ptr src, size_t n) const { std::memcpy(dst, src, sizeof(T) * n); }
+  void attention(Ptr out, Ptr q, Ptr k_cache, Ptr v_cache, const AttentionCall& a) {
+    if (scores_.size() < static_cast<size_t>(a.max_keys)) scores_.resize(a.max_keys);
+    ops::attention(out, q, k_cache, v_cache, a.rows, &cols_->pos[a.r0], a.n_heads, a.n_kv_heads,
+                   a.head_dim, a.window, T(a.scale),
+                   ops::AttnNumerics{act_, act_, nx_.accum_f16, a.splits}, scores_.data());
+  }
+  void swiglu(Ptr out, Ptr gate, Ptr up, size_t n) const { ops::swiglu(out, gate, up, n, act_); }
+  void add(Ptr y, Ptr a, Ptr b, size_t n) const { ops::add(y, a, b, n, act_); }
+  void all_reduce(Ptr y, Ptr parts, int tp, size_t n, ops::AllReduce order) const {
+    ops::all_reduce(y, parts, tp, n, order, act_);
+  }
+
+  void tap(const Site& site, Ptr p, int n, int width) const {
+    TapTensor t;
+    if constexpr (std::is_same_v<T, float>) {
+      t.f32 = p;
+    } else {
+      t.f64 = p;
+    }
+    t.rows = n;
+    t.width = width;
+    t.slot = cols_->slot.data();
+    t.pos = cols_->pos.data();
+    hook_->on_tap(site, t);
+  }
+  void end_pass(Ptr logits, int n, std::vector<double>& out) const {
+    out.assign(logits, logits + static_cast<size_t>(n) * vocab_);
+  }
+
+ private:
+  template <typename U>
+  static std::vector<T> narrow(const std::vector<U>& host, Storage s) {
+    std::vector<T> out(host.begin(), host.end());
+    ops::round_to(out.data(), out.size(), s);
+    return out;
+  }
+
+  Numerics nx_;
+  Storage weights_, act_;  // storage of weights; of activations and the KV cache
+  double eps_;
+  int vocab_;
+  const BatchColumns* cols_ = nullptr;
+  TapHook* hook_ = nullptr;
+  std::vector<T> scores_;  // attention scratch, one value per key
+};
+
+}  // namespace
+
+std::unique_ptr<Runtime> make_cpu_runtime(const Model& model, const Numerics& numerics,
+                                          int capacity, int slots) {
+  if (numerics.dtype == DType::fp64) {
+    return std::make_unique<ForwardRuntime<CpuBackend<double>>>(model, numerics, capacity, slots);
+  }
+  return std::make_unique<ForwardRuntime<CpuBackend<float>>>(model, numerics, capacity, slots);
+}
+
+std::unique_ptr<Runtime> make_runtime(const Model& model, const Numerics& numerics, int capacity,
+                                      int slots) {
+  return numerics.device == Device::cuda ? make_cuda_runtime(model, numerics, capacity, slots)
+                                         : make_cpu_runtime(model, numerics, capacity, slots);
+}
+
+std::unique_ptr<Runtime> make_cpu_runtime(const Model& model, DType dtype, int capacity,
+                                          int slots) {
+  Numerics nx;
+  nx.dtype = dtype;
+  return make_cpu_runtime(model, nx, capacity, slots);
+}
+
+}  // namespace ds

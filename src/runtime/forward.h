@@ -1,0 +1,295 @@
+// The one forward pass of driftscope (Llama / Mistral / Qwen2), written once over a backend's ops:
+// the weight set, the nine work buffers, the KV-cache layout, the block order, the seven tap
+// points, the per-sequence attention loop and the tensor-parallel shards with their all-reduce.
+// The CPU reference (cpu_runtime.cpp) and the CUDA runtime (cuda/cuda_runtime.cpp) supply buffers
+// and ops only, so the two cannot drift apart in structure; docs/architecture.md argues the
+// template over a virtual ops interface.
+//
+// A backend B provides:
+//   using Buf;     activation storage that grows on demand; Buf::ptr(offset) (an element offset)
+//                  gives a B::Ptr into it
+//   using Weight;  a weight tensor as the backend stores it; Weight::ptr(offset), Weight::empty()
+//   Weight upload(const std::vector<float>&)   a host tensor in the backend's weight storage
+//   Weight upload_table(const std::vector<double>&)   rope cos/sin tables
+//   void resize(Buf&, size_t values)
+//   void begin_pass(const BatchColumns&)        the rows of this pass (tokens, slots, positions)
+//   op(site, label) -> a scope object           names the ops launched inside it (kernel records)
+//   embedding, rmsnorm, gemm, rope, append_cache, attention, swiglu, add, all_reduce   see below
+//   tap(site, Ptr, rows, width)                 hands a tensor to the hook (now or after the pass)
+//   end_pass(Ptr logits, rows, logits_out)      logits to the host as double, pending taps delivered
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "src/model/model.h"
+#include "src/runtime/policy.h"
+#include "src/runtime/rope_table.h"
+#include "src/runtime/runtime.h"
+#include "src/runtime/taps.h"
+
+namespace ds {
+
+// One sequence's attention call: its rows [r0, r0 + rows) of the pass, all in one KV-cache slot.
+struct AttentionCall {
+  int r0 = 0, rows = 0;
+  int max_keys = 0;  // keys of the last row (its position + 1)
+  int n_heads = 0, n_kv_heads = 0, head_dim = 0;
+  int window = 0;    // sliding window; 0 = unlimited
+  double scale = 1;  // 1 / sqrt(head_dim), converted by each backend to its compute type
+  int splits = 1;    // split-KV chunks
+};
+
+// The weights of one layer, in a backend's storage (absent biases are empty).
+template <typename W>
+struct StoredLayer {
+  W attn_norm, wq, wk, wv, bq, bk, bv, wo, mlp_norm, w_gate, w_up, w_down;
+};
+
+template <class B>
+class ForwardRuntime final : public Runtime {
+ public:
+  using Buf = typename B::Buf;
+  using Weight = typename B::Weight;
+  using Ptr = typename B::Ptr;
+
+  // B is built from (numerics, config) and owns the device state; the skeleton owns the rest.
+  ForwardRuntime(const Model& m, const Numerics& nx, int capacity, int slots)
+      : c_(m.config), nx_(nx), capacity_(capacity), slots_(slots), b_(nx, m.config) {
+    check_runtime_setup(c_, nx, capacity, slots);
+    embed_ = b_.upload(m.weights.embed);
+    for (const auto& w : m.weights.layers) {
+      layers_.push_back({b_.upload(w.attn_norm), b_.upload(w.wq), b_.upload(w.wk),
+                         b_.upload(w.wv), b_.upload(w.bq), b_.upload(w.bk), b_.upload(w.bv),
+                         b_.upload(w.wo), b_.upload(w.mlp_norm), b_.upload(w.w_gate),
+                         b_.upload(w.w_up), b_.upload(w.w_down)});
+    }
+    final_norm_ = b_.upload(m.weights.final_norm);
+    if (!m.weights.lm_head.empty()) lm_head_ = b_.upload(m.weights.lm_head);
+    const RopeTable rt = rope_table(c_, capacity);
+    cos_ = b_.upload_table(rt.cos);
+    sin_ = b_.upload_table(rt.sin);
+    // KV cache: (slots, n_layers, capacity, kv_dim), stored like activations
+    const size_t cache = static_cast<size_t>(slots) * c_.n_layers * capacity * c_.kv_dim();
+    b_.resize_zeroed(k_cache_, cache);
+    b_.resize_zeroed(v_cache_, cache);
+    for (int l = 0; l < c_.n_layers; ++l) {
+      std::array<std::string, kLayerSiteCount> names;
+      for (int k = 0; k < kLayerSiteCount; ++k) names[k] = site_name({layer_site_kind(k), l});
+      layer_sites_.push_back(names);
+    }
+    set_tap_hook(nullptr);
+    b_.ready();
+  }
+
+  int capacity() const override { return capacity_; }
+  int slots() const override { return slots_; }
+  const ModelConfig& config() const override { return c_; }
+  void set_kernel_recorder(trace::KernelRecorder* recorder) override { b_.set_recorder(recorder); }
+  using Runtime::forward;
+
+  void set_tap_hook(TapHook* hook) override {
+    wanted_.ask(hook, c_.n_layers);
+    b_.set_hook(hook, wanted_);
+  }
+
+  void forward(std::span<const BatchRow> rows, std::vector<double>& logits) override {
+    const int n = static_cast<int>(rows.size());
+    if (n == 0) return;
+    cols_.assign(rows, c_.vocab_size, slots_, capacity_);
+    resize(n);
+    b_.begin_pass(cols_);
+    {
+      auto op = b_.op(embed_site_, "embedding");
+      b_.embedding(x_.ptr(0), embed_, n, c_.dim);
+    }
+    if (wanted_.embed) b_.tap({SiteKind::embed}, x_.ptr(0), n, c_.dim);
+    for (int l = 0; l < c_.n_layers; ++l) {
+      attention_block(l, n);
+      mlp_block(l, n);
+    }
+    {
+      auto op = b_.op(final_norm_site_, "rmsnorm");
+      b_.rmsnorm(xb_.ptr(0), x_.ptr(0), final_norm_, n, c_.dim);
+    }
+    if (wanted_.final_norm) b_.tap({SiteKind::final_norm}, xb_.ptr(0), n, c_.dim);
+    {
+      auto op = b_.op(logits_site_, "lm_head");
+      gemm(logits_.ptr(0), xb_.ptr(0), lm_head_.empty() ? embed_ : lm_head_, nullptr, n,
+           c_.vocab_size, c_.dim);
+    }
+    if (wanted_.logits) b_.tap({SiteKind::logits}, logits_.ptr(0), n, c_.vocab_size);
+    b_.end_pass(logits_.ptr(0), n, logits);
+  }
+
+ private:
+  // x <- x + o_proj(attention(rope(q), rope(k), v)) over rmsnorm(x)
+  void attention_block(int l, int n) {
+    const StoredLayer<Weight>& w = layers_[l];
+    const int D = c_.dim, Q = c_.q_dim(), KV = c_.kv_dim();
+    {
+      auto op = b_.op(lsite(l, SiteKind::attn_norm), "rmsnorm");
+      b_.rmsnorm(xb_.ptr(0), x_.ptr(0), w.attn_norm, n, D);
+    }
+    tap_layer(l, SiteKind::attn_norm, xb_.ptr(0), n, D);
+    const std::string& site = lsite(l, SiteKind::attn_out);
+    {
+      auto op = b_.op(site, "q_proj");
+      gemm(q_.ptr(0), xb_.ptr(0), w.wq, &w.bq, n, Q, D);  // (n, q_dim)
+    }
+    {
+      auto op = b_.op(site, "k_proj");
+      gemm(k_.ptr(0), xb_.ptr(0), w.wk, &w.bk, n, KV, D);  // (n, kv_dim)
+    }
+    {
+      auto op = b_.op(site, "v_proj");
+      gemm(v_.ptr(0), xb_.ptr(0), w.wv, &w.bv, n, KV, D);  // (n, kv_dim)
+    }
+    {
+      auto op = b_.op(site, "rope");
+      b_.rope(q_.ptr(0), n, c_.n_heads, c_.head_dim, cos_, sin_);
+      b_.rope(k_.ptr(0), n, c_.n_kv_heads, c_.head_dim, cos_, sin_);
+    }
+    const double scale = 1.0 / std::sqrt(static_cast<double>(c_.head_dim));
+    for (int r0 = 0; r0 < n;) {  // per sequence: rows of one slot are contiguous, in position order
+      int r1 = r0 + 1;
+      while (r1 < n && cols_.slot[r1] == cols_.slot[r0]) ++r1;
+      const int slot = cols_.slot[r0], rows = r1 - r0;
+      // append the sequence's new keys and values to its cache: consecutive positions, so one
+      // contiguous block each
+      const size_t at = cache_index(slot, l, cols_.pos[r0]);
+      b_.copy(k_cache_.ptr(at), k_.ptr(static_cast<size_t>(r0) * KV), static_cast<size_t>(rows) * KV);
+      b_.copy(v_cache_.ptr(at), v_.ptr(static_cast<size_t>(r0) * KV), static_cast<size_t>(rows) * KV);
+      AttentionCall a;
+      a.r0 = r0;
+      a.rows = rows;
+      a.max_keys = cols_.pos[r1 - 1] + 1;
+      a.n_heads = c_.n_heads;
+      a.n_kv_heads = c_.n_kv_heads;
+      a.head_dim = c_.head_dim;
+      a.window = c_.sliding_window;
+      a.scale = scale;
+      a.splits = attention_splits(nx_, rows, a.max_keys, cols_.n_seqs, c_.n_heads);
+      auto op = b_.op(site, "attention");
+      const size_t q_off = static_cast<size_t>(r0) * Q;
+      b_.attention(att_.ptr(q_off), q_.ptr(q_off), k_cache_.ptr(cache_index(slot, l, 0)),
+                   v_cache_.ptr(cache_index(slot, l, 0)), a);
+      r0 = r1;
+    }
+    {
+      auto op = b_.op(site, "o_proj");
+      row_parallel_gemm(xb_.ptr(0), att_.ptr(0), w.wo, n, D, Q);  // (n, dim)
+    }
+    tap_layer(l, SiteKind::attn_out, xb_.ptr(0), n, D);
+    {
+      auto op = b_.op(lsite(l, SiteKind::resid_mid), "residual_add");
+      b_.add(x_.ptr(0), x_.ptr(0), xb_.ptr(0), static_cast<size_t>(n) * D);
+    }
+    tap_layer(l, SiteKind::resid_mid, x_.ptr(0), n, D);
+  }
+
+  // x <- x + down(silu(gate(h)) * up(h)), h = rmsnorm(x)
+  void mlp_block(int l, int n) {
+    const StoredLayer<Weight>& w = layers_[l];
+    const int D = c_.dim, F = c_.hidden_dim;
+    {
+      auto op = b_.op(lsite(l, SiteKind::mlp_norm), "rmsnorm");
+      b_.rmsnorm(xb_.ptr(0), x_.ptr(0), w.mlp_norm, n, D);
+    }
+    tap_layer(l, SiteKind::mlp_norm, xb_.ptr(0), n, D);
+    const std::string& site = lsite(l, SiteKind::mlp_out);
+    {
+      auto op = b_.op(site, "gate_proj");
+      gemm(gate_.ptr(0), xb_.ptr(0), w.w_gate, nullptr, n, F, D);  // (n, hidden)
+    }
+    {
+      auto op = b_.op(site, "up_proj");
+      gemm(up_.ptr(0), xb_.ptr(0), w.w_up, nullptr, n, F, D);  // (n, hidden)
+    }
+    {
+      auto op = b_.op(site, "swiglu");
+      b_.swiglu(gate_.ptr(0), gate_.ptr(0), up_.ptr(0), static_cast<size_t>(n) * F);
+    }
+    {
+      auto op = b_.op(site, "down_proj");
+      row_parallel_gemm(xb_.ptr(0), gate_.ptr(0), w.w_down, n, D, F);  // (n, dim)
+    }
+    tap_layer(l, SiteKind::mlp_out, xb_.ptr(0), n, D);
+    {
+      auto op = b_.op(lsite(l, SiteKind::out), "residual_add");
+      b_.add(x_.ptr(0), x_.ptr(0), xb_.ptr(0), static_cast<size_t>(n) * D);
+    }
+    tap_layer(l, SiteKind::out, x_.ptr(0), n, D);
+  }
+
+  // y (M, N) = x (M, K) w^T (+ b), split-K by the configured policy.
+  void gemm(Ptr y, Ptr x, const Weight& w, const Weight* bias, int M, int N, int K) {
+    const Weight* b = bias != nullptr && !bias->empty() ? bias : nullptr;
+    b_.gemm(y, x, K, w, 0, K, b, M, N, K, gemm_split_k(nx_, M, N, K));
+  }
+
+  // o_proj / down_proj: K cut into tp equal shards (rank s multiplies x[:, s*K/tp ...] by the
+  // weight's columns of the same range), each rank's result stored like activations, then
+  // all-reduced in the configured order (kernels/ops.h all_reduce).
+  void row_parallel_gemm(Ptr y, Ptr x, const Weight& w, int M, int N, int K) {
+    const int tp = nx_.tp;
+    if (tp <= 1) {
+      gemm(y, x, w, nullptr, M, N, K);
+      return;
+    }
+    const int ks = K / tp;
+    const size_t mn = static_cast<size_t>(M) * N;
+    b_.resize(tp_parts_, static_cast<size_t>(tp) * mn);
+    const int split = gemm_split_k(nx_, M, N, ks);
+    for (int s = 0; s < tp; ++s) {
+      b_.gemm(tp_parts_.ptr(s * mn), b_.offset(x, static_cast<size_t>(s) * ks), K, w,
+              static_cast<size_t>(s) * ks, K, nullptr, M, N, ks, split);
+    }
+    b_.all_reduce(y, tp_parts_.ptr(0), tp, mn, nx_.allreduce);
+  }
+
+  // Index of (slot, layer, position) in the KV cache (slots, n_layers, capacity, kv_dim).
+  size_t cache_index(int slot, int layer, int pos) const {
+    return ((static_cast<size_t>(slot) * c_.n_layers + layer) * capacity_ + pos) * c_.kv_dim();
+  }
+
+  const std::string& lsite(int l, SiteKind k) const { return layer_sites_[l][layer_site_index(k)]; }
+
+  void tap_layer(int l, SiteKind k, Ptr p, int n, int width) {
+    if (wanted_.at(l, k)) b_.tap({k, l}, p, n, width);
+  }
+
+  void resize(int n) {
+    const size_t rows = static_cast<size_t>(n);
+    b_.resize(x_, rows * c_.dim);              // (n, dim) residual stream
+    b_.resize(xb_, rows * c_.dim);             // (n, dim) normed input / block output
+    b_.resize(q_, rows * c_.q_dim());          // (n, q_dim)
+    b_.resize(k_, rows * c_.kv_dim());         // (n, kv_dim)
+    b_.resize(v_, rows * c_.kv_dim());         // (n, kv_dim)
+    b_.resize(att_, rows * c_.q_dim());        // (n, q_dim) attention output before o_proj
+    b_.resize(gate_, rows * c_.hidden_dim);    // (n, hidden)
+    b_.resize(up_, rows * c_.hidden_dim);      // (n, hidden)
+    b_.resize(logits_, rows * c_.vocab_size);  // (n, vocab)
+  }
+
+  ModelConfig c_;
+  Numerics nx_;
+  int capacity_;
+  int slots_;
+  B b_;
+  Weight embed_, final_norm_, lm_head_, cos_, sin_;
+  std::vector<StoredLayer<Weight>> layers_;
+  const std::string embed_site_ = site_name({SiteKind::embed});
+  const std::string final_norm_site_ = site_name({SiteKind::final_norm});
+  const std::string logits_site_ = site_name({SiteKind::logits});
+  std::vector<std::array<std::string, kLayerSiteCount>> layer_sites_;  // op labels per layer
+  Buf k_cache_, v_cache_;
+  Buf x_, xb_, q_, k_, v_, att_, gate_, up_, logits_, tp_parts_;
+  BatchColumns cols_;  // tokens, slots and positions of the current pass
+  WantedSites wanted_;
+};
+
+}  // namespace ds

@@ -1,0 +1,44 @@
+// What both backends decide the same way from the knobs and a batch: the split-K of a GEMM, the
+// split-KV of an attention call, the sequences in a batch, and which rows are valid input.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "src/runtime/runtime.h"
+
+namespace ds {
+
+// Split-K of an (M, N, K) GEMM: the explicit split_k, else 1 (invariant) or the heuristic's.
+int gemm_split_k(const Numerics& nx, int M, int N, int K);
+
+// Split-KV count of one sequence's attention call of `rows` query rows over kv_len keys in a
+// batch of n_seqs sequences: the explicit attn_splits, else 1 (invariant policy or prefill) or
+// the flash-decoding heuristic's.
+int attention_splits(const Numerics& nx, int rows, int kv_len, int n_seqs, int n_heads);
+
+// Throws ds::Error for a capacity outside the model's context, no slots, or a tp that does not
+// divide the heads, key/value heads and MLP width.
+void check_runtime_setup(const ModelConfig& c, const Numerics& nx, int capacity, int slots);
+
+// Throws ds::Error with a hint when the CUDA backend cannot run these numerics: no usable
+// device (or no CUDA part in this build), fp64 (the CPU oracle), or fp16 accumulation of bf16
+// GEMMs on cuBLAS.
+void check_cuda_support(const Numerics& nx);
+
+// The rows of one forward pass as the columns the ops take, checked (check_batch_rows).
+struct BatchColumns {
+  std::vector<int32_t> tokens;
+  std::vector<int> slot, pos;
+  int n_seqs = 0;  // sequences (runs of equal slots) in the pass
+  void assign(std::span<const BatchRow> rows, int vocab_size, int slots, int capacity);
+};
+
+// Number of sequences (runs of equal slots) in a batch.
+int count_sequences(std::span<const BatchRow> rows);
+
+// Throws ds::Error for an unknown token id, a slot outside 0..slots-1, a position outside the
+// capacity, or rows of one sequence whose positions are not consecutive.
+void check_batch_rows(std::span<const BatchRow> rows, int vocab_size, int slots, int capacity);
+
+}  // namespace ds

@@ -1,0 +1,69 @@
+// Tap hook: the runtime's two-phase callback at every layer boundary (docs/trace-format.md, site names).
+// Before a forward pass the runtime asks once per site whether it is wanted; during the pass it
+// hands over each wanted tensor exactly as the next operation consumes it. With no hook, or no
+// wanted site, nothing is copied.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+#include <span>
+#include <string>
+
+namespace ds {
+
+enum class SiteKind { embed, attn_norm, attn_out, resid_mid, mlp_norm, mlp_out, out, final_norm, logits };
+
+struct Site {
+  SiteKind kind;
+  int layer = -1;  // for the per-layer kinds
+};
+
+// "embed", "L3/attn_out", "final_norm", "logits": the trace format's names.
+std::string site_name(const Site& s);
+
+// A tapped tensor: `rows` rows of `width` values (float or double, as the runtime computes),
+// row r belonging to the sequence in KV-cache slot slot[r], at input position pos[r].
+struct TapTensor {
+  const float* f32 = nullptr;   // exactly one of f32 / f64 is set
+  const double* f64 = nullptr;
+  int rows = 0;
+  int width = 0;
+  const int* slot = nullptr;
+  const int* pos = nullptr;
+};
+
+class TapHook {
+ public:
+  virtual ~TapHook() = default;
+  // Asked once per site before the runtime starts; false means the site is never handed over.
+  virtual bool wants(const Site& site) = 0;
+  // Called with each wanted tensor; the data is only valid during the call.
+  virtual void on_tap(const Site& site, const TapTensor& t) = 0;
+};
+
+// Number of per-layer site kinds: attn_norm, attn_out, resid_mid, mlp_norm, mlp_out, out (in
+// forward order; trace::kLayerSiteKinds holds their names).
+inline constexpr int kLayerSiteCount = 6;
+// The k-th per-layer kind (0 = attn_norm) and back.
+constexpr SiteKind layer_site_kind(int k) {
+  return static_cast<SiteKind>(static_cast<int>(SiteKind::attn_norm) + k);
+}
+constexpr int layer_site_index(SiteKind kind) {
+  return static_cast<int>(kind) - static_cast<int>(SiteKind::attn_norm);
+}
+
+// The first phase of the hook: which sites it wants, asked once per site.
+struct WantedSites {
+  bool embed = false, final_norm = false, logits = false;
+  std::vector<std::array<bool, kLayerSiteCount>> layer;  // [layer][layer_site_index(kind)]
+
+  // Asks `hook` about every site of an n_layers model (null hook: nothing is wanted).
+  void ask(TapHook* hook, int n_layers);
+  bool at(int l, SiteKind kind) const {
+    return layer[l][layer_site_index(kind)];
+  }
+  int hidden_sites() const;  // wanted sites other than the logits
+};
+
+}  // namespace ds
