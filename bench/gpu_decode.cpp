@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cuda/check.h"
 #include "src/run/generate.h"
 #include "src/model/model.h"
 #include "src/run/run_config.h"
@@ -29,26 +30,19 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void ok(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    fmt::print(stderr, "{}: {}\n", what, cudaGetErrorString(e));
-    std::exit(3);
-  }
-}
-
 // DRAM bandwidth from a device-to-device copy: 2 x bytes (read + write) / median time.
 double copy_bandwidth() {
   const size_t bytes = size_t{1} << 30;
   void *a = nullptr, *b = nullptr;
-  ok(cudaMalloc(&a, bytes), "cudaMalloc");
-  ok(cudaMalloc(&b, bytes), "cudaMalloc");
+  DS_CUDA_CHECK(cudaMalloc(&a, bytes));
+  DS_CUDA_CHECK(cudaMalloc(&b, bytes));
   cudaEvent_t e0, e1;
   cudaEventCreate(&e0);
   cudaEventCreate(&e1);
   std::vector<float> ms;
   for (int i = 0; i < 11; ++i) {
     cudaEventRecord(e0);
-    ok(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice), "copy");
+    DS_CUDA_CHECK(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice));
     cudaEventRecord(e1);
     cudaEventSynchronize(e1);
     float t = 0;

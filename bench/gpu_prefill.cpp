@@ -38,7 +38,7 @@ struct Shape {
 };
 
 // cuBLASLt throughput (FLOP/s) over the model's GEMM shapes at M rows, in storage type t.
-double cublas_flops(const std::vector<Shape>& shapes, int M, ds::cuda::DT t, bool tf32) {
+double cublas_flops(const std::vector<Shape>& shapes, int M, ds::Storage t, bool tf32) {
   ds::cuda::CublasGemm gemm;
   size_t max_x = 0, max_w = 0, max_y = 0;
   for (const Shape& s : shapes) {
@@ -46,7 +46,7 @@ double cublas_flops(const std::vector<Shape>& shapes, int M, ds::cuda::DT t, boo
     max_w = std::max(max_w, static_cast<size_t>(s.N) * s.K);
     max_y = std::max(max_y, static_cast<size_t>(M) * s.N);
   }
-  const size_t eb = ds::cuda::dt_bytes(t);
+  const size_t eb = ds::cuda::storage_bytes(t);
   void *x = nullptr, *w = nullptr, *y = nullptr;
   cudaMalloc(&x, max_x * eb);
   cudaMalloc(&w, max_w * eb);
@@ -123,16 +123,16 @@ int main(int argc, char** argv) {
         {c.dim, c.hidden_dim, c.n_layers}, {c.vocab_size, c.dim, 1}};
     double model_flops = 0;
     for (const Shape& s : shapes) model_flops += 2.0 * tokens * s.N * s.K * s.count;
-    const ds::cuda::DT t = rc.dtype == "fp16"   ? ds::cuda::DT::f16
-                           : rc.dtype == "bf16" ? ds::cuda::DT::bf16
-                                                : ds::cuda::DT::f32;
+    const ds::Storage t = rc.dtype == "fp16"   ? ds::Storage::f16
+                           : rc.dtype == "bf16" ? ds::Storage::bf16
+                                                : ds::Storage::native;
     const double peak = cublas_flops(shapes, tokens, t, rc.tf32 == "on");
     const double s = median(secs);
     fmt::print(
         "prefill {} tokens, {} {}: {:.3f} s = {:.0f} tokens/s, {:.1f} TFLOP/s of GEMM work\n",
         tokens, rc.dtype, rc.kernel, s, tokens / s, model_flops / s / 1e12);
     fmt::print("cuBLASLt on the same shapes ({}): {:.1f} TFLOP/s; ratio {:.2f}\n",
-               ds::cuda::dt_name(t), peak / 1e12, model_flops / s / peak);
+               ds::cuda::storage_name(t), peak / 1e12, model_flops / s / peak);
   } catch (const std::exception& e) {
     fmt::print(stderr, "bench_gpu_prefill: {}\n", e.what());
     return 2;

@@ -2,7 +2,7 @@
 #include <algorithm>
 
 #include "kernels/cuda/attention.cuh"
-#include "kernels/cuda/check.cuh"
+#include "kernels/cuda/check.h"
 
 namespace ds::cuda {
 

@@ -1,13 +1,13 @@
-// Device query through the CUDA runtime (the CUDA part of kernels/, built whenever nvcc is found).
+// Device query through the CUDA runtime (kernels/cuda/device.h).
 #include <cuda_runtime.h>
 
 #include <string>
 
-#include "kernels/device.h"
+#include "kernels/cuda/device.h"
 
-namespace ds {
+namespace ds::cuda {
 
-int cuda_device_count() {
+int device_count() {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess) {
     cudaGetLastError();  // clear the sticky "no driver / no device" error
@@ -16,7 +16,7 @@ int cuda_device_count() {
   return n;
 }
 
-std::string cuda_device_summary() {
+std::string device_summary() {
   int n = 0;
   cudaError_t err = cudaGetDeviceCount(&n);
   if (err != cudaSuccess) {
@@ -32,4 +32,4 @@ std::string cuda_device_summary() {
          ")";
 }
 
-}  // namespace ds
+}  // namespace ds::cuda

@@ -8,19 +8,20 @@
 #include <tuple>
 #include <utility>
 
-#include "kernels/cuda/check.cuh"
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/ops_cuda.h"
 
 namespace ds::cuda {
 namespace {
 
-cudaDataType_t cuda_type(DT t) {
+cudaDataType_t cuda_type(Storage t) {
   switch (t) {
-    case DT::f32:
+    case Storage::native:
       return CUDA_R_32F;
-    case DT::f16:
+    case Storage::f16:
       return CUDA_R_16F;
-    case DT::bf16:
+    case Storage::bf16:
       return CUDA_R_16BF;
   }
   return CUDA_R_32F;
@@ -60,6 +61,7 @@ using PlanKey =
 struct CublasGemm::Impl {
   cublasLtHandle_t handle = nullptr;
   void* workspace = nullptr;
+  DeviceBuffer upcast;  // LayerCast: the weight in the activations' type, right before its GEMM
   std::map<PlanKey, Plan> plans;
 
   Plan& plan(const GemmArgs& g, bool tf32) {
@@ -73,15 +75,15 @@ struct CublasGemm::Impl {
       cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
       cudaDataType_t scale = CUDA_R_32F;
       if (g.accum_f16) {
-        if (g.x_t != DT::f16) {
+        if (g.x_t != Storage::f16) {
           throw Error(
-              "cuBLAS has no fp16 accumulation for " + std::string(dt_name(g.x_t)) + " GEMMs",
+              "cuBLAS has no fp16 accumulation for " + std::string(storage_name(g.x_t)) + " GEMMs",
               "use --kernel gemm=tiled, whose fp16 accumulation works with every dtype");
         }
         compute = CUBLAS_COMPUTE_16F;
         scale = CUDA_R_16F;
         p.half_scale = true;
-      } else if (g.x_t == DT::f32) {
+      } else if (g.x_t == Storage::native) {
         compute = tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
       }
       const cudaDataType_t t = cuda_type(g.x_t);
@@ -114,7 +116,7 @@ struct CublasGemm::Impl {
                                                                pref, 8, results, &found);
       cublasLtMatmulPreferenceDestroy(pref);
       if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
-        throw Error("cuBLASLt found no algorithm for a " + std::string(dt_name(g.x_t)) +
+        throw Error("cuBLASLt found no algorithm for a " + std::string(storage_name(g.x_t)) +
                         " GEMM of M=" + std::to_string(g.M) + " N=" + std::to_string(g.N) +
                         " K=" + std::to_string(g.K),
                     "use --kernel gemm=tiled");
@@ -166,11 +168,18 @@ CublasGemm::~CublasGemm() {
   cublasLtDestroy(impl_->handle);
 }
 
-void CublasGemm::run(const GemmArgs& g, bool tf32, Stream stream) {
-  if (g.M == 0 || g.N == 0) return;
-  if (g.x_t != g.w_t || g.x_t != g.y_t) {
-    throw Error("cuBLAS GEMM: x, w and y must have one storage type (got " +
-                std::string(dt_name(g.x_t)) + ", " + dt_name(g.w_t) + ", " + dt_name(g.y_t) + ")");
+void CublasGemm::run(const GemmArgs& args, bool tf32, Stream stream) {
+  if (args.M == 0 || args.N == 0) return;
+  if (args.x_t != args.y_t) {
+    throw Error("cuBLAS GEMM: x and y must have one storage type (got " +
+                std::string(storage_name(args.x_t)) + ", " + storage_name(args.y_t) + ")");
+  }
+  GemmArgs g = args;
+  if (g.w_t != g.x_t) {  // cuBLASLt takes one type: upcast the weight's N rows of ldw
+    impl_->upcast.ensure((static_cast<size_t>(g.N - 1) * g.ldw + g.K) * storage_bytes(g.x_t));
+    upcast_rows(impl_->upcast.get(), g.x_t, g.w, g.w_t, g.N, g.K, g.ldw, stream);
+    g.w = impl_->upcast.get();
+    g.w_t = g.x_t;  // the bias keeps its type: add_bias widens it exactly
   }
   Plan& p = impl_->plan(g, tf32);
   const float one = 1.f, zero = 0.f;
@@ -180,7 +189,7 @@ void CublasGemm::run(const GemmArgs& g, bool tf32, Stream stream) {
   DS_CUDA_CHECK(cublasLtMatmul(impl_->handle, p.op, alpha, g.w, p.a, g.x, p.b, beta, g.y, p.c, g.y,
                                p.c, &p.algo, impl_->workspace, kWorkspaceBytes,
                                static_cast<cudaStream_t>(stream)));
-  if (g.bias != nullptr) add_bias(g.y, g.y_t, g.bias, g.w_t, g.M, g.N, stream);
+  if (g.bias != nullptr) add_bias(g.y, g.y_t, g.bias, args.w_t, g.M, g.N, stream);
 }
 
 std::string CublasGemm::version() {

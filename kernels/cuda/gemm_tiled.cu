@@ -1,7 +1,7 @@
 // Launcher of the own tiled GEMM (kernels/cuda/ops_cuda.h).
 #include <algorithm>
 
-#include "kernels/cuda/check.cuh"
+#include "kernels/cuda/check.h"
 #include "kernels/cuda/gemm_tiled.cuh"
 
 namespace ds::cuda {

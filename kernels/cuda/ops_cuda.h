@@ -11,28 +11,31 @@
 #include <memory>
 #include <string>
 
+#include "common/float_formats.h"
+#include "kernels/ops.h"
+
 namespace ds::cuda {
 
 using Stream = void*;  // cudaStream_t
 
-// Storage type of a device buffer.
-enum class DT { f32, f16, bf16 };
-size_t dt_bytes(DT t);
-const char* dt_name(DT t);
+// Storage of a device buffer: ds::Storage (common/float_formats.h), native = f32 on the GPU.
+using ds::Storage;
+size_t storage_bytes(Storage t);
+const char* storage_name(Storage t);
 
 // out[r] = table[ids[r]] converted to out_t.                   out: (n, dim), table: (vocab, dim)
-void embedding(void* out, DT out_t, const void* table, DT table_t, const int32_t* ids, int n,
+void embedding(void* out, Storage out_t, const void* table, Storage table_t, const int32_t* ids, int n,
                int dim, Stream stream);
 
 // y = round_t((x * inv_rms) * w), sum of squares in fp32 by a tree reduction (not the CPU's
 // sequential order).                                          x, y: (rows, dim) of t; w: (dim) of
 // w_t
-void rmsnorm(void* y, const void* x, DT t, const void* w, DT w_t, int rows, int dim, float eps,
+void rmsnorm(void* y, const void* x, Storage t, const void* w, Storage w_t, int rows, int dim, float eps,
              Stream stream);
 
 // Half-split rotary embedding in place, rounded to t.  x: (rows, n_heads*head_dim);
 // positions: (rows); cos, sin: fp32 (max_pos, head_dim/2).
-void rope(void* x, DT t, int rows, int n_heads, int head_dim, const int* positions,
+void rope(void* x, Storage t, int rows, int n_heads, int head_dim, const int* positions,
           const float* cos, const float* sin, Stream stream);
 
 // Causal GQA attention of `rows` query rows, each against its own sequence's cache:
@@ -48,7 +51,7 @@ struct AttentionArgs {
   const void* q = nullptr;
   const void* k_cache = nullptr;
   const void* v_cache = nullptr;
-  DT t = DT::f32;
+  Storage t = Storage::native;
   int rows = 0;
   const int* row_slot = nullptr;
   const int* positions = nullptr;
@@ -65,29 +68,41 @@ size_t attention_scratch_floats(const AttentionArgs& a);
 void attention(const AttentionArgs& a, float* scratch, Stream stream);
 
 // out = round_t(silu(gate) * up)
-void swiglu(void* out, const void* gate, const void* up, DT t, size_t n, Stream stream);
+void swiglu(void* out, const void* gate, const void* up, Storage t, size_t n, Stream stream);
 // y = round_t(a + b) (y may alias a)
-void add(void* y, const void* a, const void* b, DT t, size_t n, Stream stream);
+void add(void* y, const void* a, const void* b, Storage t, size_t n, Stream stream);
 // y[m][n] = round_t(y[m][n] + bias[n])                 y: (M, N) of t; bias: (N) of bias_t
-void add_bias(void* y, DT t, const void* bias, DT bias_t, int M, int N, Stream stream);
+void add_bias(void* y, Storage t, const void* bias, Storage bias_t, int M, int N, Stream stream);
 // dst = src converted (round to nearest even when narrowing).
-void cast(void* dst, DT dst_t, const void* src, DT src_t, size_t n, Stream stream);
+void cast(void* dst, Storage dst_t, const void* src, Storage src_t, size_t n, Stream stream);
+
+// The tensor-parallel all-reduce of kernels/ops.h all_reduce on the device: parts holds tp blocks
+// of n values of t; y = their sum in ring or tree order, each addition rounded to t. parts is
+// clobbered; y must not overlap parts.
+void all_reduce(void* y, void* parts, Storage t, int tp, size_t n, ops::AllReduce order,
+                Stream stream);
+
+// LayerCast's upcast: the rows x cols block of a weight whose rows are ld apart (a tensor-parallel
+// shard ends before its row does), converted from w_t to dst_t into dst with the same row
+// stride; dst holds (rows - 1) * ld + cols values.
+void upcast_rows(void* dst, Storage dst_t, const void* w, Storage w_t, int rows, int cols, int ld,
+                 Stream stream);
 
 // Per logits row: the greedy token (largest logit, lowest id on ties) and log-sum-exp.
 // logits: (rows, vocab) of t; argmax, lse: (rows).
-void argmax_lse(int32_t* argmax, float* lse, const void* logits, DT t, int rows, int vocab,
+void argmax_lse(int32_t* argmax, float* lse, const void* logits, Storage t, int rows, int vocab,
                 Stream stream);
 
 // y = x w^T (+ bias): the GEMM of kernels/ops.h matmul. x: (M, K) rows ldx apart; w: (N, K) rows
 // ldw apart (the weight layout of Hugging Face); y: (M, N) dense; bias: (N) of w_t or null.
 struct GemmArgs {
   void* y = nullptr;
-  DT y_t = DT::f32;
+  Storage y_t = Storage::native;
   const void* x = nullptr;
-  DT x_t = DT::f32;
+  Storage x_t = Storage::native;
   int ldx = 0;
   const void* w = nullptr;
-  DT w_t = DT::f32;
+  Storage w_t = Storage::native;
   int ldw = 0;
   const void* bias = nullptr;
   int M = 0, N = 0, K = 0;
@@ -104,8 +119,9 @@ void gemm_tiled(const GemmArgs& g, float* workspace, Stream stream);
 
 // GEMMs through cuBLASLt: fp32 (TF32 tensor cores only when tf32 is on), fp16 and bf16 with fp32
 // accumulation, fp16 with fp16 accumulation (accum_f16). split_k = 0 lets cuBLASLt's heuristic
-// choose; N >= 1 sets the chosen algorithm's split-K count. x_t, w_t and y_t must be equal (the
-// runtime upcasts layercast weights first); the bias is added by add_bias after the GEMM.
+// choose; N >= 1 sets the chosen algorithm's split-K count. x_t and y_t must be equal; a weight
+// (and bias) of another type (LayerCast: bf16 weights, f32 activations) is upcast with upcast_rows
+// into the plan's own buffer right before the GEMM. The bias is added by add_bias after the GEMM.
 class CublasGemm {
  public:
   CublasGemm();

@@ -54,19 +54,19 @@ __device__ __forceinline__ float mul_add_rn(float a, float b, float c) {
 }  // namespace ds::cuda
 
 // Runs the statement with `T` bound to the C++ type of storage type `dt`.
-#define DS_DISPATCH_DT(dt, T, ...) \
+#define DS_DISPATCH_STORAGE(dt, T, ...) \
   switch (dt) {                    \
-    case ::ds::cuda::DT::f32: {    \
+    case ::ds::Storage::native: {    \
       using T = float;             \
       __VA_ARGS__;                 \
       break;                       \
     }                              \
-    case ::ds::cuda::DT::f16: {    \
+    case ::ds::Storage::f16: {    \
       using T = __half;            \
       __VA_ARGS__;                 \
       break;                       \
     }                              \
-    case ::ds::cuda::DT::bf16: {   \
+    case ::ds::Storage::bf16: {   \
       using T = __nv_bfloat16;     \
       __VA_ARGS__;                 \
       break;                       \

@@ -61,8 +61,6 @@ void add_run_config_options(CLI::App& cmd, RunConfigArgs& a) {
                  "GPU only: GEMM implementation, gemm=cublas (cuBLASLt) or gemm=tiled (own kernel "
                  "in the CPU reference's reduction order)")
       ->capture_default_str()->group(g);
-  cmd.add_option("--cuda-graphs", c.cuda_graphs, "GPU only: off, on (not implemented yet)")
-      ->capture_default_str()->group(g);
   cmd.add_option("--tf32", c.tf32, "GPU only: TF32 tensor cores for fp32 cuBLAS GEMMs: off, on")->capture_default_str()->group(g);
   cmd.add_flag("--dry-run", a.dry_run, "print the resolved configuration and exit");
 }

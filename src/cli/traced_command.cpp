@@ -21,7 +21,7 @@ TracedRunResult run_traced_command(const std::string& label, const RunConfig& co
   opt.kernels = kernels;
   opt.info.config_json = traced_config_json(config, probes, writer, force_tokens, kernels);
   opt.info.model_json = model_identity_json(lm.model, lm.tokenizer.get(), lm.tokenizer_path);
-  opt.info.env_json = environment_json();
+  opt.info.env_json = environment_json(config.device);
   opt.info.command_line = invocation();
   opt.eos_id = lm.eos_id();
   opt.should_stop = interrupt_requested;

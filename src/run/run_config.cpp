@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "src/runtime/cuda_module.h"
 #include "src/runtime/policy.h"
 
 namespace ds {
@@ -63,7 +64,6 @@ void validate(const RunConfig& c) {
   one_of("device", c.device, {"cpu", "cuda"});
   one_of("dtype", c.dtype, {"fp64", "fp32", "fp16", "bf16", "layercast"});
   parse_kernel(c.kernel);
-  one_of("cuda_graphs", c.cuda_graphs, {"off", "on"});
   one_of("tf32", c.tf32, {"off", "on"});
   one_of("accum", c.accum, {"fp32", "fp16"});
   if (c.accum == "fp16" && c.dtype != "fp16" && c.dtype != "bf16") {
@@ -84,10 +84,6 @@ void validate(const RunConfig& c) {
   if (c.max_new < 0) bad("max_new", std::to_string(c.max_new), "N >= 0");
   validate(c.sampling());
   if (c.device == "cuda") {  // up front, before a model is loaded
-    if (c.cuda_graphs == "on") {
-      throw Error("cuda_graphs on is not implemented by the CUDA backend yet",
-                  "use --cuda-graphs off (the default)");
-    }
     check_cuda_support(numerics(c));
   }
 }
@@ -139,7 +135,6 @@ void for_each_field(const RunConfig& c, F&& f) {
   f("top_k", c.top_k);
   f("seed", c.seed);
   f("kernel", c.kernel);
-  f("cuda_graphs", c.cuda_graphs);
   f("tf32", c.tf32);
 }
 

@@ -32,7 +32,6 @@ struct RunConfig {
   int top_k = 0;
   uint64_t seed = 0;
   std::string kernel = "gemm=cublas";  // GPU only: op implementations, "gemm=cublas|tiled"
-  std::string cuda_graphs = "off";     // GPU only
   std::string tf32 = "off";            // GPU only
 
   SamplingParams sampling() const;

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/device.h"
+#include "src/runtime/cuda_module.h"
 #include "src/model/sha256.h"
 
 namespace ds {
@@ -53,7 +53,7 @@ std::string model_identity_json(const Model& model, const Tokenizer* tok,
   return j.dump();
 }
 
-std::string environment_json() {
+std::string environment_json(const std::string& device) {
   nlohmann::ordered_json j;
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
@@ -65,7 +65,7 @@ std::string environment_json() {
   unsigned maj = 0, min = 0, rel = 0;
   H5get_libversion(&maj, &min, &rel);
   j["hdf5_version"] = std::to_string(maj) + "." + std::to_string(min) + "." + std::to_string(rel);
-  j["cuda"] = cuda_device_summary();
+  j["cuda"] = device == "cuda" ? cuda_device_summary() : "not used (device " + device + ")";
   return j.dump();
 }
 

@@ -7,6 +7,7 @@
 
 #include "src/runtime/runtime.h"
 #include "src/run/trace_recorder.h"
+#include "src/runtime/cuda_module.h"
 #include "trace/kernel_recorder.h"
 #include "common/error.h"
 
@@ -28,7 +29,7 @@ std::string traced_config_json(const RunConfig& config, const std::string& probe
 
 bool records_kernels(const std::string& kernels, const std::string& device) {
   if (kernels == "off") return false;
-  if (kernels == "auto") return device == "cuda" && trace::KernelRecorder::built();
+  if (kernels == "auto") return device == "cuda" && cuda_module().kernel_records_built();
   if (kernels != "on") {
     throw Error("invalid kernels '" + kernels + "'", "--kernels takes auto, on or off");
   }
@@ -36,7 +37,7 @@ bool records_kernels(const std::string& kernels, const std::string& device) {
     throw Error("kernel records need --device cuda (the CPU reference launches no kernels)",
                 "use --kernels auto or off on the CPU");
   }
-  if (!trace::KernelRecorder::built()) {
+  if (!cuda_module().kernel_records_built()) {
     throw Error("kernel records need CUPTI, which this build does not have",
                 "rebuild with the CUDA toolkit's CUPTI, or use --kernels off");
   }
@@ -58,7 +59,7 @@ TracedRunResult run_traced(const Model& model, const std::vector<Prompt>& prompt
   }
   std::unique_ptr<trace::KernelRecorder> kernels;
   if (records_kernels(opt.kernels, opt.config.device)) {
-    kernels = std::make_unique<trace::KernelRecorder>();
+    kernels = cuda_module().make_kernel_recorder();
   }
   trace::TraceWriter writer(opt.writer, opt.info);
   TraceRecorder recorder(writer, opt.sites);

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include "common/error.h"
-#include "kernels/device.h"
 
 namespace ds {
 
@@ -31,21 +30,6 @@ void check_runtime_setup(const ModelConfig& c, const Numerics& nx, int capacity,
                             "MLP width {}",
                             nx.tp, c.n_heads, c.n_kv_heads, c.hidden_dim),
                 "choose a tensor-parallel degree that divides all three");
-  }
-}
-
-void check_cuda_support(const Numerics& nx) {
-  if (cuda_device_count() == 0) {
-    throw Error("device 'cuda': " + cuda_device_summary(),
-                "use --device cpu (the reference backend, which emulates GPU numerics)");
-  }
-  if (nx.dtype == DType::fp64) {
-    throw Error("dtype fp64 is the CPU oracle; the CUDA backend runs fp32, fp16, bf16, layercast",
-                "use --device cpu for fp64");
-  }
-  if (nx.accum_f16 && nx.dtype == DType::bf16 && nx.gemm_kernel == GemmKernel::cublas) {
-    throw Error("cuBLAS has no fp16 accumulation for bf16 GEMMs",
-                "use --kernel gemm=tiled, whose fp16 accumulation works with every dtype");
   }
 }
 

@@ -21,11 +21,6 @@ int attention_splits(const Numerics& nx, int rows, int kv_len, int n_seqs, int n
 // divide the heads, key/value heads and MLP width.
 void check_runtime_setup(const ModelConfig& c, const Numerics& nx, int capacity, int slots);
 
-// Throws ds::Error with a hint when the CUDA backend cannot run these numerics: no usable
-// device (or no CUDA part in this build), fp64 (the CPU oracle), or fp16 accumulation of bf16
-// GEMMs on cuBLAS.
-void check_cuda_support(const Numerics& nx);
-
 // The rows of one forward pass as the columns the ops take, checked (check_batch_rows).
 struct BatchColumns {
   std::vector<int32_t> tokens;

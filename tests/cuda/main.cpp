@@ -4,13 +4,13 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 
-#include "kernels/device.h"
+#include "kernels/cuda/device.h"
 
 int main(int argc, char** argv) {
-  if (ds::cuda_device_count() == 0) {
-    std::printf("SKIP: %s\n", ds::cuda_device_summary().c_str());
+  if (ds::cuda::device_count() == 0) {
+    std::printf("SKIP: %s\n", ds::cuda::device_summary().c_str());
     return 77;
   }
-  std::printf("CUDA device: %s\n", ds::cuda_device_summary().c_str());
+  std::printf("CUDA device: %s\n", ds::cuda::device_summary().c_str());
   return Catch::Session().run(argc, argv);
 }

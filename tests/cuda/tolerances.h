@@ -12,22 +12,22 @@ enum class Match {
 };
 
 // Normalized-MSE threshold for an op whose output is stored in `t`.
-inline double nmse_threshold(cuda::DT t, Match m) {
+inline double nmse_threshold(Storage t, Match m) {
   if (m == Match::exact) return 0.0;  // any difference is a bug: the kernel mirrors the reference
   switch (t) {
     // fp32: a reordered sum of K terms errs by ~sqrt(K) * 6e-8 relative; for K <= 4096 that is
     // <= 4e-6, squared 1.6e-11. 1e-10 leaves room without hiding a wrong term (a wrong or missing
     // term gives nmse ~1/K >= 2e-4).
-    case cuda::DT::f32:
+    case Storage::native:
       return 1e-10;
     // fp16 output: both sides round the same fp32 value except where the reordering crosses a
     // rounding boundary, moving that output by one fp16 ulp: at most 2^-10 relative (squared
     // 9.5e-7), usually far less. 2e-6 passes even every output moved by one ulp, and still fails
     // a wrong or missing term (nmse ~1/K >= 2.4e-4 for K <= 4096).
-    case cuda::DT::f16:
+    case Storage::f16:
       return 2e-6;
     // bf16: one ulp is at most 2^-7 relative (squared 6.1e-5); bound as for fp16.
-    case cuda::DT::bf16:
+    case Storage::bf16:
       return 1.2e-4;
   }
   return 0.0;

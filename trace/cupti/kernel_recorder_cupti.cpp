@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "trace/kernel_join.h"
+#include "trace/cupti/kernel_recorder_cupti.h"
 #include "trace/kernel_recorder.h"
 
 namespace ds::trace {
@@ -71,15 +72,19 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
 
 }  // namespace
 
-struct KernelRecorder::Impl {
-  std::vector<OpLabel> labels;  // external id - 1 -> label
+class CuptiKernelRecorder final : public KernelRecorder {
+ public:
+  CuptiKernelRecorder();
+  ~CuptiKernelRecorder() override;
+  void begin_op(int pass, const std::string& site, const char* op) override;
+  void end_op() override;
+  std::vector<KernelRecord> drain() override;
+
+ private:
+  std::vector<OpLabel> labels_;  // external id - 1 -> label
 };
 
-bool KernelRecorder::built() {
-  return true;
-}
-
-KernelRecorder::KernelRecorder() : impl_(std::make_unique<Impl>()) {
+CuptiKernelRecorder::CuptiKernelRecorder() {
   Shared& s = shared();
   {
     std::lock_guard<std::mutex> lock(s.mu);
@@ -103,7 +108,7 @@ KernelRecorder::KernelRecorder() : impl_(std::make_unique<Impl>()) {
   }
 }
 
-KernelRecorder::~KernelRecorder() {
+CuptiKernelRecorder::~CuptiKernelRecorder() {
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
@@ -114,26 +119,30 @@ KernelRecorder::~KernelRecorder() {
   s.active = false;
 }
 
-void KernelRecorder::begin_op(int pass, const std::string& site, const char* op) {
-  impl_->labels.push_back({pass, site, op});
-  DS_CUPTI_CHECK(cuptiActivityPushExternalCorrelationId(kKind, impl_->labels.size()));
+void CuptiKernelRecorder::begin_op(int pass, const std::string& site, const char* op) {
+  labels_.push_back({pass, site, op});
+  DS_CUPTI_CHECK(cuptiActivityPushExternalCorrelationId(kKind, labels_.size()));
 }
 
-void KernelRecorder::end_op() {
+void CuptiKernelRecorder::end_op() {
   uint64_t last = 0;
   DS_CUPTI_CHECK(cuptiActivityPopExternalCorrelationId(kKind, &last));
 }
 
-std::vector<KernelRecord> KernelRecorder::drain() {
+std::vector<KernelRecord> CuptiKernelRecorder::drain() {
   DS_CUPTI_CHECK(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
   Shared& s = shared();
   std::lock_guard<std::mutex> lock(s.mu);
   // After a forced flush (the runtime synchronised before) every launch's records are in.
   std::vector<KernelRecord> out =
-      join_kernel_records(std::move(s.kernels), s.external_of, impl_->labels);
+      join_kernel_records(std::move(s.kernels), s.external_of, labels_);
   s.kernels.clear();
   s.external_of.clear();
   return out;
+}
+
+std::unique_ptr<KernelRecorder> make_cupti_kernel_recorder() {
+  return std::make_unique<CuptiKernelRecorder>();
 }
 
 }  // namespace ds::trace

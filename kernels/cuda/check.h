@@ -1,4 +1,5 @@
-// Checked CUDA / cuBLAS calls: every failure throws ds::Error naming the call, file and line
+// The one checked-call helper for CUDA and cuBLAS (host C++, used by kernels/cuda, the CUDA
+// runtime and its tests): every failure throws ds::Error naming the call, file and line
 // (nvbench NVBENCH_CUDA_CALL, llm.c cudaCheck). DS_LAUNCH_CHECK() follows every kernel launch.
 #pragma once
 
