@@ -145,7 +145,7 @@ int main(int argc, char** argv) {
       rt->set_tap_hook(nullptr);
       return batch * (tokens - 1) / s;  // tokens/s over the decode steps after the first
     };
-    auto traced = [&](const char* probes, ds::trace::HiddenDtype hd) {
+    auto traced = [&](const char* probes, ds::Storage hd) {
       ds::trace::WriterOptions wo;
       wo.path = fs::temp_directory_path() / "driftscope_bench_gpu_decode.h5";
       wo.force = true;
@@ -160,8 +160,8 @@ int main(int argc, char** argv) {
     std::vector<double> plain, def, all;
     for (int r = 0; r < reps; ++r) {
       plain.push_back(run(nullptr, nullptr, nullptr));
-      def.push_back(traced("default", ds::trace::HiddenDtype::f32));
-      all.push_back(traced("all", ds::trace::HiddenDtype::bf16));
+      def.push_back(traced("default", ds::Storage::native));
+      all.push_back(traced("all", ds::Storage::bf16));
     }
     const double p = median(plain), d = median(def), a = median(all);
     fmt::print("decode {} {} batch {}: untraced {:.1f} tokens/s = {:.2f} of the limit\n", rc.dtype,

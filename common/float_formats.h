@@ -4,16 +4,27 @@
 // fp16 subnormals are produced and read exactly.
 #pragma once
 
-#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace ds {
 
-inline float bf16_bits_to_f32(uint16_t b) { return std::bit_cast<float>(uint32_t{b} << 16); }
+namespace detail {
+// std::bit_cast for 4-byte values, in C++17 too (nvcc compiles kernels/cuda as C++17).
+template <typename To, typename From>
+inline To bit_cast(From v) {
+  static_assert(sizeof(To) == sizeof(From));
+  To out;
+  std::memcpy(&out, &v, sizeof out);
+  return out;
+}
+}  // namespace detail
+
+inline float bf16_bits_to_f32(uint16_t b) { return detail::bit_cast<float>(uint32_t{b} << 16); }
 
 inline uint16_t f32_to_bf16_bits(float f) {
-  uint32_t x = std::bit_cast<uint32_t>(f);
+  uint32_t x = detail::bit_cast<uint32_t>(f);
   if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x0040u);  // NaN
   uint32_t lsb = (x >> 16) & 1u;
   return static_cast<uint16_t>((x + 0x7fffu + lsb) >> 16);  // carries into Inf on overflow
@@ -25,14 +36,14 @@ inline float f16_bits_to_f32(uint16_t h) {
   uint32_t mant = h & 0x3ffu;
   if (exp == 0) {  // zero or subnormal: mant * 2^-24, exact in float32
     float v = static_cast<float>(mant) * 0x1p-24f;
-    return std::bit_cast<float>(std::bit_cast<uint32_t>(v) | sign);
+    return detail::bit_cast<float>(detail::bit_cast<uint32_t>(v) | sign);
   }
-  if (exp == 31) return std::bit_cast<float>(sign | 0x7f800000u | (mant << 13));  // Inf / NaN
-  return std::bit_cast<float>(sign | ((exp + 112u) << 23) | (mant << 13));
+  if (exp == 31) return detail::bit_cast<float>(sign | 0x7f800000u | (mant << 13));  // Inf / NaN
+  return detail::bit_cast<float>(sign | ((exp + 112u) << 23) | (mant << 13));
 }
 
 inline uint16_t f32_to_f16_bits(float f) {
-  uint32_t x = std::bit_cast<uint32_t>(f);
+  uint32_t x = detail::bit_cast<uint32_t>(f);
   uint32_t sign = (x >> 16) & 0x8000u;
   uint32_t a = x & 0x7fffffffu;
   if (a > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u | ((a >> 13) & 0x3ffu));  // NaN
@@ -43,8 +54,8 @@ inline uint16_t f32_to_f16_bits(float f) {
   }
   // Subnormal or zero: adding 0.5 (whose ulp is 2^-24, the fp16 subnormal step) lets the FPU
   // round |f| to a multiple of 2^-24 with ties to even; the low bits then count those steps.
-  float r = std::bit_cast<float>(a) + 0.5f;
-  return static_cast<uint16_t>(sign | (std::bit_cast<uint32_t>(r) - 0x3f000000u));
+  float r = detail::bit_cast<float>(a) + 0.5f;
+  return static_cast<uint16_t>(sign | (detail::bit_cast<uint32_t>(r) - 0x3f000000u));
 }
 
 inline float round_to_bf16(float f) { return bf16_bits_to_f32(f32_to_bf16_bits(f)); }

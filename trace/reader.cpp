@@ -162,9 +162,8 @@ std::vector<float> TraceReader::hidden(int seq, const std::string& site, int64_t
   } else {
     std::vector<uint16_t> bits(out.size());
     h5::read_rows(d.get(), info.elem, begin, count, width, bits.data());
-    for (size_t i = 0; i < bits.size(); ++i) {
-      out[i] = info.elem == h5::Elem::F16 ? f16_bits_to_f32(bits[i]) : bf16_bits_to_f32(bits[i]);
-    }
+    widen(bits.data(), out.data(), bits.size(),
+          info.elem == h5::Elem::F16 ? Storage::f16 : Storage::bf16);
   }
   return out;
 }

@@ -18,18 +18,18 @@ namespace fs = std::filesystem;
 
 namespace ds::trace {
 
-HiddenDtype parse_hidden_dtype(const std::string& s) {
-  if (s == "f32") return HiddenDtype::f32;
-  if (s == "f16") return HiddenDtype::f16;
-  if (s == "bf16") return HiddenDtype::bf16;
+Storage parse_hidden_dtype(const std::string& s) {
+  if (s == "f32") return Storage::native;
+  if (s == "f16") return Storage::f16;
+  if (s == "bf16") return Storage::bf16;
   throw Error(fmt::format("unknown hidden dtype '{}'", s), "--hidden-dtype takes f32, f16 or bf16");
 }
 
-const char* hidden_dtype_name(HiddenDtype d) {
+const char* hidden_dtype_name(Storage d) {
   switch (d) {
-    case HiddenDtype::f32: return "f32";
-    case HiddenDtype::f16: return "f16";
-    case HiddenDtype::bf16: return "bf16";
+    case Storage::native: return "f32";
+    case Storage::f16: return "f16";
+    case Storage::bf16: return "bf16";
   }
   return "?";
 }
@@ -73,11 +73,11 @@ int64_t chunk_rows_for(int64_t width, size_t elem) {
                              1024);
 }
 
-h5::Elem hidden_elem(HiddenDtype d) {
+h5::Elem hidden_elem(Storage d) {
   switch (d) {
-    case HiddenDtype::f32: return h5::Elem::F32;
-    case HiddenDtype::f16: return h5::Elem::F16;
-    case HiddenDtype::bf16: return h5::Elem::BF16;
+    case Storage::native: return h5::Elem::F32;
+    case Storage::f16: return h5::Elem::F16;
+    case Storage::bf16: return h5::Elem::BF16;
   }
   return h5::Elem::F32;
 }
@@ -252,9 +252,7 @@ void TraceWriter::flush(SeqState& s) {
         h5::write_rows(d.get(), he, at, n, width, v.data());
       } else {
         bits.resize(v.size());
-        for (size_t i = 0; i < bits.size(); ++i) {
-          bits[i] = he == h5::Elem::F16 ? f32_to_f16_bits(v[i]) : f32_to_bf16_bits(v[i]);
-        }
+        narrow(v.data(), bits.data(), v.size(), opt_.hidden_dtype);
         h5::write_rows(d.get(), he, at, n, width, bits.data());
       }
     }

@@ -18,17 +18,18 @@
 #include <variant>
 #include <vector>
 
+#include "common/float_formats.h"
 #include "trace/kernel_records.h"
 
 namespace ds::trace {
 
-enum class HiddenDtype { f32, f16, bf16 };
-HiddenDtype parse_hidden_dtype(const std::string& s);  // throws ds::Error naming the value
-const char* hidden_dtype_name(HiddenDtype d);
+// Storage of hidden states in the trace (--hidden-dtype): native = f32, f16 or bf16.
+Storage parse_hidden_dtype(const std::string& s);  // throws ds::Error naming the value
+const char* hidden_dtype_name(Storage d);           // "f32", "f16", "bf16"
 
 struct WriterOptions {
   std::filesystem::path path;
-  HiddenDtype hidden_dtype = HiddenDtype::f32;
+  Storage hidden_dtype = Storage::native;  // f32
   int topk = 20;
   bool full_logits = false;
   bool force = false;        // overwrite an existing file

@@ -24,7 +24,7 @@ void attention(const AttentionArgs& a, float* scratch, Stream stream) {
     throw Error("CUDA attention: too many heads or splits");
   const dim3 grid(args.rows, args.n_heads, args.splits);
   const int threads = 128;
-  DS_DISPATCH_DT(a.t, T, {
+  DS_DISPATCH_STORAGE(a.t, T, {
     if (args.accum_f16) {
       attention_chunk_kernel<T, true><<<grid, threads, 0, s>>>(args, scratch);
     } else {

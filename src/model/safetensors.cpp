@@ -188,10 +188,10 @@ std::vector<float> SafetensorsCheckpoint::to_f32(const TensorInfo& t) {
       break;
     case TensorDtype::BF16:
     case TensorDtype::F16:
-      for (size_t i = 0; i < n; ++i) {
-        uint16_t b;
-        std::memcpy(&b, p + 2 * i, 2);
-        out[i] = t.dtype == TensorDtype::BF16 ? bf16_bits_to_f32(b) : f16_bits_to_f32(b);
+      {
+        std::vector<uint16_t> bits(n);
+        std::memcpy(bits.data(), p, 2 * n);
+        widen(bits.data(), out.data(), n, t.dtype == TensorDtype::BF16 ? Storage::bf16 : Storage::f16);
       }
       break;
   }
@@ -222,7 +222,8 @@ void write_safetensors(const fs::path& path, const std::vector<TensorToWrite>& t
         }
         case TensorDtype::BF16:
         case TensorDtype::F16: {
-          uint16_t b = t->dtype == TensorDtype::BF16 ? f32_to_bf16_bits(v) : f32_to_f16_bits(v);
+          uint16_t b = 0;
+          narrow(&v, &b, 1, t->dtype == TensorDtype::BF16 ? Storage::bf16 : Storage::f16);
           data.append(reinterpret_cast<const char*>(&b), 2);
           break;
         }

@@ -213,7 +213,8 @@ void write_synthetic_checkpoint(const SynthShape& shape, const SynthOptions& opt
           if (esize == 4) {
             std::memcpy(&block[k * 4], &v, 4);
           } else {
-            const uint16_t bits = opt.dtype == "f16" ? f32_to_f16_bits(v) : f32_to_bf16_bits(v);
+            uint16_t bits = 0;
+            narrow(&v, &bits, 1, opt.dtype == "f16" ? Storage::f16 : Storage::bf16);
             std::memcpy(&block[k * 2], &bits, 2);
           }
         }

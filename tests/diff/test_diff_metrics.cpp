@@ -393,7 +393,7 @@ TEST_CASE("hand-built traces: flip, logits metrics and drift match independent v
 TEST_CASE("storage dtype sets the noise floor", "[diff]") {
   ds::test::TempDir dir;
   auto a = spec(false, false), b = spec(true, false);
-  b.hidden_dtype = ds::trace::HiddenDtype::bf16;
+  b.hidden_dtype = ds::Storage::bf16;
   ds::test::write_trace(dir.path() / "a.h5", a);
   ds::test::write_trace(dir.path() / "b.h5", b);
   const auto rep = ds::diff::diff_traces(ds::trace::TraceReader::open(dir.path() / "a.h5"),

@@ -31,7 +31,7 @@ struct TraceSpec {
   std::string config_json = R"({"device":"cpu","dtype":"fp32"})";
   int topk = 4;
   bool full_logits = false;
-  trace::HiddenDtype hidden_dtype = trace::HiddenDtype::f32;
+  Storage hidden_dtype = Storage::native;  // f32
   bool complete = true;
   int keep_rows = -1;  // >= 0: stop writing each sequence after this many rows (a truncated run)
   std::vector<SeqSpec> seqs;

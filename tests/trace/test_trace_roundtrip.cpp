@@ -22,7 +22,7 @@
 namespace {
 
 ds::TracedRunOptions options(const std::filesystem::path& out, const std::string& probes,
-                             ds::trace::HiddenDtype hd, int n_layers) {
+                             ds::Storage hd, int n_layers) {
   ds::TracedRunOptions o;
   o.config.max_new = 24;
   o.sites = ds::resolve_probes(probes, n_layers);
@@ -53,8 +53,7 @@ TEST_CASE("trace round trip: f32 bit-exact, f16/bf16 round to nearest even", "[t
   const ds::Model m = ds::load_model(ds::test::stories_bin());
   const std::vector<int32_t> prompt = {1, 403, 407, 261, 378};  // BOS "Once upon a time"
   const auto ref = capture(m, prompt, 24);
-  for (auto hd : {ds::trace::HiddenDtype::f32, ds::trace::HiddenDtype::f16,
-                  ds::trace::HiddenDtype::bf16}) {
+  for (auto hd : {ds::Storage::native, ds::Storage::f16, ds::Storage::bf16}) {
     INFO("hidden dtype " << ds::trace::hidden_dtype_name(hd));
     const auto path = dir.path() / (std::string("t_") + ds::trace::hidden_dtype_name(hd) + ".h5");
     auto res = ds::run_traced(m, {{std::nullopt, prompt}}, options(path, "all", hd, m.config.n_layers));
@@ -72,8 +71,8 @@ TEST_CASE("trace round trip: f32 bit-exact, f16/bf16 round to nearest even", "[t
       REQUIRE(got.size() == want.size());
       size_t bad = 0;
       for (size_t i = 0; i < got.size(); ++i) {
-        const float expect = hd == ds::trace::HiddenDtype::f32   ? want[i]
-                             : hd == ds::trace::HiddenDtype::f16 ? ds::round_to_f16(want[i])
+        const float expect = hd == ds::Storage::native   ? want[i]
+                             : hd == ds::Storage::f16 ? ds::round_to_f16(want[i])
                                                                  : ds::round_to_bf16(want[i]);
         bad += std::bit_cast<uint32_t>(got[i]) != std::bit_cast<uint32_t>(expect);
       }
@@ -124,7 +123,7 @@ TEST_CASE("several prompts make one group each and metadata is recorded", "[trac
   ds::test::TempDir dir;
   const ds::Model m = ds::load_model(ds::test::stories_bin());
   const auto path = dir.path() / "multi.h5";
-  auto opt = options(path, "default", ds::trace::HiddenDtype::f32, m.config.n_layers);
+  auto opt = options(path, "default", ds::Storage::native, m.config.n_layers);
   opt.writer.full_logits = false;
   opt.info.config_json = R"({"dtype":"fp32"})";
   opt.info.model_json = R"({"architecture":"llama"})";
