@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/child_process.h"
 #include "diff/diff.h"
 #include "trace/writer.h"
 #include "viewer/json.h"
@@ -134,34 +135,8 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-struct ChildRun {
-  double wall = 0;
-  long max_rss_kb = 0;
-};
-
-// Runs argv in a child process; its wall time and peak RSS (from wait4).
-ChildRun run_child(const std::vector<std::string>& args) {
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  const auto t0 = std::chrono::steady_clock::now();
-  const pid_t pid = fork();
-  if (pid == 0) {
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  int status = 0;
-  rusage ru{};
-  wait4(pid, &status, 0, &ru);
-  ChildRun c;
-  c.wall = seconds_since(t0);
-  c.max_rss_kb = ru.ru_maxrss;
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    fmt::print(stderr, "child {} failed (status {})\n", args[0], status);
-    std::exit(2);
-  }
-  return c;
-}
+using ds::bench::ChildRun;
+using ds::bench::run_child;
 
 int diff_only(const char* a, const char* b) {
   const auto ta = ds::trace::TraceReader::open(a), tb = ds::trace::TraceReader::open(b);

@@ -121,17 +121,7 @@ class CpuBackend {
   }
 
   void tap(const Site& site, Ptr p, int n, int width) const {
-    TapTensor t;
-    if constexpr (std::is_same_v<T, float>) {
-      t.f32 = p;
-    } else {
-      t.f64 = p;
-    }
-    t.rows = n;
-    t.width = width;
-    t.slot = cols_->slot.data();
-    t.pos = cols_->pos.data();
-    hook_->on_tap(site, t);
+    hook_->on_tap(site, tap_tensor(p, n, width, cols_->slot.data(), cols_->pos.data()));
   }
   void end_pass(Ptr logits, int n, std::vector<double>& out) const {
     out.assign(logits, logits + static_cast<size_t>(n) * vocab_);

@@ -33,6 +33,23 @@ struct TapTensor {
   const int* pos = nullptr;
 };
 
+// The tapped tensor of `rows` rows of `width` values at data, the rows' slots and positions.
+inline TapTensor tap_tensor(const float* data, int rows, int width, const int* slot, const int* pos) {
+  TapTensor t;
+  t.f32 = data;
+  t.rows = rows;
+  t.width = width;
+  t.slot = slot;
+  t.pos = pos;
+  return t;
+}
+inline TapTensor tap_tensor(const double* data, int rows, int width, const int* slot,
+                            const int* pos) {
+  TapTensor t = tap_tensor(static_cast<const float*>(nullptr), rows, width, slot, pos);
+  t.f64 = data;
+  return t;
+}
+
 class TapHook {
  public:
   virtual ~TapHook() = default;

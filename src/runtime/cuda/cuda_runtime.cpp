@@ -217,13 +217,7 @@ class CudaBackend {
     if (hook_ == nullptr) return;
     std::vector<float> values;
     auto hand_over = [&](const Site& site, const float* data, int width) {
-      TapTensor t;
-      t.f32 = data;
-      t.rows = n;
-      t.width = width;
-      t.slot = cols_->slot.data();
-      t.pos = cols_->pos.data();
-      hook_->on_tap(site, t);
+      hook_->on_tap(site, tap_tensor(data, n, width, cols_->slot.data(), cols_->pos.data()));
     };
     for (const PendingTap& p : taps_) {
       values.resize(static_cast<size_t>(n) * p.width);
