@@ -87,7 +87,7 @@ Case uniform_eight() {
 TEST_CASE("attention: splits = 1 sums p_t * v_t over t in order", "[kernels][attention]") {
   // p_t = 1/8; column 0: p v = [2^24, 1, 1, 1, 1, 1, 1, 1].
   //   in order: 2^24 + 1 is an fp32 tie -> 2^24, seven times                          -> 16777216
-  //   reversed: 1 * 7 = 7; 7 + 2^24 is a tie between 2^24 + 6 (odd) and 2^24 + 8      -> 16777224
+  //   reversed: 1 + ... + 1 = 7; 7 + 2^24 is a tie between 2^24 + 6 (odd) and 2^24 + 8  -> 16777224
   // column 1: (0 + 1 + ... + 7) / 8 = 3.5 (exact)
   const auto y = uniform_eight().run(numerics(1));
   CHECK(y[0] == 16777216.0f);

@@ -2,7 +2,8 @@
 // tiny inputs against values computed by hand. The inputs sit on fp32's / fp16's rounding edges
 // (2^24 + 1 in fp32, 2048 + 1 in fp16, both ties that round to even), so each alternative order
 // named in a comment gives a different result; a second CHECK recomputes that alternative with
-// plain float additions and shows it differs from the pinned value.
+// plain float arithmetic (and the conversions of common/float_formats.h) and shows it differs
+// from the pinned value.
 //
 // w is all ones wherever the products are not the point, so x[k] * w[k] = x[k] exactly and the
 // reduction alone decides the result.
