@@ -172,8 +172,9 @@ std::string flips_summary(const Report& r) {
       steps.size(), r.sequences.size(), svg_flip_histogram(steps, max_step));
 }
 
+// `sections`: how many of `order` have a section to link to.
 std::string sequence_table(const HtmlOptions& opt,
-                           const std::vector<const diff::SequenceReport*>& order) {
+                           const std::vector<const diff::SequenceReport*>& order, int sections) {
   std::string h =
       "<h3>sequences, by first flip</h3><table class=\"summary\"><tr><th>seq</th><th>verdict</th>"
       "<th>KL max</th><th>Jaccard min</th><th>drift max</th><th>onset</th></tr>";
@@ -189,7 +190,7 @@ std::string sequence_table(const HtmlOptions& opt,
     for (const auto& d : s->drift) {
       dmax = std::isnan(d.rel_l2_max) || std::isnan(dmax) ? NAN : std::max(dmax, d.rel_l2_max);
     }
-    const std::string seq = n < opt.max_sections
+    const std::string seq = n < sections
                                 ? fmt::format("<a href=\"#seq-{}\">{}</a>", s->index, s->index)
                                 : fmt::format("{}", s->index);
     h += fmt::format(
@@ -276,15 +277,21 @@ std::string render_html(const Report& r, const HtmlOptions& opt) {
   h += header(r);
   const auto order = diff::by_first_flip(r);
   h += flips_summary(r);
-  if (!order.empty()) h += sequence_table(opt, order);
-  h += "<p><button type=\"button\" data-open=\"1\">expand all</button> "
-       "<button type=\"button\" data-open=\"0\">collapse all</button></p>\n";
+  // Sections, earliest flips first, while the page stays within its size budget.
+  std::string sections;
   int n = 0;
+  const size_t table_bytes = 200 * std::min<size_t>(order.size(), opt.max_table_rows);
   for (const auto* s : order) {
     if (n >= opt.max_sections) break;
-    h += html::sequence_section(*s, opt, n < 3);
+    std::string one = html::sequence_section(*s, opt, n < 3);
+    if (n > 0 && h.size() + table_bytes + sections.size() + one.size() > opt.max_bytes) break;
+    sections += one;
     ++n;
   }
+  if (!order.empty()) h += sequence_table(opt, order, n);
+  h += "<p><button type=\"button\" data-open=\"1\">expand all</button> "
+       "<button type=\"button\" data-open=\"0\">collapse all</button></p>\n";
+  h += sections;
   if (static_cast<int>(order.size()) > n) {
     h += fmt::format(
         "<p class=\"note\">{} of {} sequences have a section here, earliest flips first; "

@@ -215,3 +215,27 @@ TEST_CASE("html report: sections capped, long sequences binned, size bounded", "
   INFO("size " << h.size());
   CHECK(h.size() < 2'000'000);
 }
+
+TEST_CASE("html report: sections stop at the size budget for a large model", "[viewer][html]") {
+  // 40 sequences of 32 layers × 2000 positions, values that change every position (no runs).
+  Report r = hostile_report(40);
+  for (auto& s : r.sequences) {
+    s.compared = 2000;
+    s.positions.assign(2000, s.positions[0]);
+    s.layers.clear();
+    for (int l = 0; l < 32; ++l) {
+      LayerDrift d{l, "L" + std::to_string(l) + "/out", 1e-2, std::nullopt, {}};
+      for (int p = 0; p < 2000; ++p) d.rel_l2.push_back(std::pow(10.0f, -1.0f - (p % 7)));
+      s.layers.push_back(d);
+    }
+  }
+  const std::string h = ds::viewer::render_html(r);
+  INFO("size " << h.size());
+  CHECK(h.size() <= 2'000'000);
+  const size_t sections = count(h, "<section class=\"seq\"");
+  CHECK(sections >= 1);
+  CHECK(sections < 40);
+  CHECK(h.find(std::to_string(sections) + " of 40 sequences have a section here") !=
+        std::string::npos);
+  CHECK(count(h, "<tr><td><a href=\"#seq-") == sections);
+}
