@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -21,6 +22,11 @@ std::string require_chromium() {
   const std::string c = ds::test::find_chromium();
   if (c.empty()) FAIL("chromium not found on PATH: run scripts/setup_browser.sh (Debian package chromium)");
   return c;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 size_t count(const std::string& s, const std::string& needle) {
@@ -69,6 +75,15 @@ TEST_CASE("demo --html: chromium renders the report, one section per sequence, n
   CHECK(r.out.find("HTML report: " + html.string()) != std::string::npos);
   REQUIRE(fs::exists(html));
   CHECK(fs::file_size(html) <= 2'000'000);
+
+  // `diff --html` on the demo's traces writes the same page; an unwritable path is an input error.
+  const auto again = dir.path() / "again.html";
+  const std::string traces = (out / "a.h5").string() + " " + (out / "b.h5").string();
+  REQUIRE(ds::test::run_cli("diff -q " + traces + " --html " + again.string()).exit_code == 0);
+  CHECK(slurp(again) == slurp(html));
+  ds::test::check_input_error(
+      ds::test::run_cli("diff -q " + traces + " --html " + (dir.path() / "no/such/dir.html").string()),
+      "cannot write the HTML report");
 
   // What to expect, from the JSON report of the same run.
   const auto report = nlohmann::json::parse(std::ifstream(out / "report.json"));
