@@ -101,9 +101,9 @@ std::string differences(const Report& r, bool tokenizer) {
   std::string rows;
   for (const auto& c : r.config_diff) {
     if ((c.field.rfind(prefix, 0) == 0) != tokenizer) continue;
-    rows += fmt::format("<tr><td><code>{}</code></td><td>{}</td><td>{}</td></tr>",
-                        html_escape(c.field), html_escape(config_value(c.a)),
-                        html_escape(config_value(c.b)));
+    rows +=
+        fmt::format("<tr><td><code>{}</code></td><td>{}</td><td>{}</td></tr>", html_escape(c.field),
+                    html_escape(config_value(c.a)), html_escape(config_value(c.b)));
   }
   const char* what = tokenizer ? "tokenizer" : "config";
   if (rows.empty()) return fmt::format("<p>{}: no differences</p>", what);
@@ -181,9 +181,10 @@ std::string sequence_table(const HtmlOptions& opt,
   int n = 0;
   for (const auto* s : order) {
     if (n >= opt.max_table_rows) {
-      h += fmt::format("<tr><td colspan=\"6\">… {} more (the JSON report has every sequence)"
-                       "</td></tr>",
-                       order.size() - static_cast<size_t>(n));
+      h += fmt::format(
+          "<tr><td colspan=\"6\">… {} more (the JSON report has every sequence)"
+          "</td></tr>",
+          order.size() - static_cast<size_t>(n));
       break;
     }
     double dmax = 0;
@@ -234,15 +235,17 @@ std::string kernels(const diff::KernelReport& k) {
   h += "<table class=\"kernels\"><tr><th>site</th><th>drift</th><th>side</th><th>op</th>"
        "<th>kernel</th><th>launches</th><th>configurations</th></tr>";
   for (const auto& s : k.sites) {
-    const std::string site = fmt::format(
-        "<td>{}</td><td class=\"num\">{}</td>",
-        html_escape(s.site.empty() ? "(outside any op)" : s.site),
-        s.rel_l2_median ? html::sci(*s.rel_l2_median) : "-");
-    for (const auto& u : s.only_a) h += "<tr>" + site + "<td>only A</td>" + kernel_use(u) + "<td></td></tr>";
-    for (const auto& u : s.only_b) h += "<tr>" + site + "<td>only B</td>" + kernel_use(u) + "<td></td></tr>";
+    const std::string site = fmt::format("<td>{}</td><td class=\"num\">{}</td>",
+                                         html_escape(s.site.empty() ? "(outside any op)" : s.site),
+                                         s.rel_l2_median ? html::sci(*s.rel_l2_median) : "-");
+    for (const auto& u : s.only_a)
+      h += "<tr>" + site + "<td>only A</td>" + kernel_use(u) + "<td></td></tr>";
+    for (const auto& u : s.only_b)
+      h += "<tr>" + site + "<td>only B</td>" + kernel_use(u) + "<td></td></tr>";
     for (const auto& c : s.changed) {
-      h += "<tr>" + site + "<td>launch</td>" + kernel_use(c.a) + "<td>A: " +
-           launch_configs(c.a.configs) + "B: " + launch_configs(c.b.configs) + "</td></tr>";
+      h += "<tr>" + site + "<td>launch</td>" + kernel_use(c.a) +
+           "<td>A: " + launch_configs(c.a.configs) + "B: " + launch_configs(c.b.configs) +
+           "</td></tr>";
     }
   }
   return h + "</table></section>";

@@ -15,7 +15,7 @@ namespace ds::viewer {
 struct HtmlOptions {
   int max_sections = 40;  // sequences given a section, earliest flips first (the rest: table only)
   int max_columns = 240;  // positions per chart are binned (max / min per bin) into this many
-  int max_table_rows = 1000;  // rows of the sequence table
+  int max_table_rows = 1000;     // rows of the sequence table
   size_t max_bytes = 2'000'000;  // sections stop before the page would outgrow this (the first
                                  // section is always shown; the kernels table comes on top)
 };

@@ -15,9 +15,11 @@ namespace {
 constexpr double kLeft = 96;    // label / axis column
 constexpr double kPlotW = 760;  // width of the plotted area
 constexpr double kRight = 16;
-constexpr double kRowH = 14;    // heat map row height
+constexpr double kRowH = 14;  // heat map row height
 
-std::string num(double x) { return fmt::format("{:.1f}", x); }
+std::string num(double x) {
+  return fmt::format("{:.1f}", x);
+}
 
 std::string value(double x) {
   if (std::isnan(x)) return "NaN";
@@ -39,7 +41,9 @@ std::vector<double> ticks(double lo, double hi, int n) {
   return t;
 }
 
-double col_x(const Binning& b, double col) { return kLeft + col * kPlotW / std::max(1, b.n); }
+double col_x(const Binning& b, double col) {
+  return kLeft + col * kPlotW / std::max(1, b.n);
+}
 
 // The x axis under a plot at y: tick labels in positions.
 std::string x_axis(const Binning& b, double y) {
@@ -115,17 +119,19 @@ std::string svg_heat_map(const std::vector<diff::LayerDrift>& layers, double flo
       R"(data-y0="{}" data-rh="{}" data-per="{}" data-n="{}" role="img">)",
       kLeft + kPlotW + kRight, num(height), kLeft + kPlotW + kRight, num(height), kLeft, cw, top,
       kRowH, b.per, b.positions);
-  s += fmt::format(
-      "<title>log10 relative L2 of each layer's output per position{}</title>",
-      b.per > 1 ? fmt::format(" ({} positions per column, maximum)", b.per) : "");
+  s += fmt::format("<title>log10 relative L2 of each layer's output per position{}</title>",
+                   b.per > 1 ? fmt::format(" ({} positions per column, maximum)", b.per) : "");
   for (size_t r = 0; r < layers.size(); ++r) {
     const double y = top + kRowH * static_cast<double>(r);
     std::string data;
-    for (int c = 0; c < b.n; ++c) data += (c ? " " : "") + value(v[r][c]);
+    for (int c = 0; c < b.n; ++c) {
+      if (c) data += ' ';
+      data += value(v[r][c]);
+    }
     s += fmt::format(R"(<g class="row" data-site="{}" data-v="{}">)", html_escape(layers[r].site),
                      data);
-    s += fmt::format(R"(<text class="label" x="{}" y="{}" text-anchor="end">{}</text>)",
-                     kLeft - 4, num(y + kRowH - 3), html_escape(layers[r].site));
+    s += fmt::format(R"(<text class="label" x="{}" y="{}" text-anchor="end">{}</text>)", kLeft - 4,
+                     num(y + kRowH - 3), html_escape(layers[r].site));
     // One rectangle per run of equal colour: far fewer elements than cells.
     for (int c = 0; c < b.n;) {
       const std::string k = cls(v[r][c]);
@@ -254,8 +260,8 @@ std::string svg_flip_histogram(const std::vector<int>& steps, int max_step) {
     const int c = count[static_cast<size_t>(k)];
     if (c == 0) continue;
     const double h = static_cast<double>(c) / most * plot_h;
-    const std::string range =
-        per == 1 ? fmt::format("step {}", k) : fmt::format("steps {}–{}", k * per, k * per + per - 1);
+    const std::string range = per == 1 ? fmt::format("step {}", k)
+                                       : fmt::format("steps {}–{}", k * per, k * per + per - 1);
     s += fmt::format(R"(<rect class="bar" x="{}" y="{}" width="{}" height="{}">)"
                      R"(<title>{}: {} sequence{}</title></rect>)",
                      num(kLeft + k * bw + 1), num(bottom - h), num(std::max(1.0, bw - 2)), num(h),

@@ -81,14 +81,27 @@ std::string html_escape(std::string_view s) {
     }
     i += n;
     switch (cp) {
-      case '&': out += "&amp;"; continue;
-      case '<': out += "&lt;"; continue;
-      case '>': out += "&gt;"; continue;
-      case '"': out += "&quot;"; continue;
-      case '\'': out += "&#39;"; continue;
+      case '&':
+        out += "&amp;";
+        continue;
+      case '<':
+        out += "&lt;";
+        continue;
+      case '>':
+        out += "&gt;";
+        continue;
+      case '"':
+        out += "&quot;";
+        continue;
+      case '\'':
+        out += "&#39;";
+        continue;
       case '\t':
-      case '\n': out += static_cast<char>(cp); continue;
-      default: break;
+      case '\n':
+        out += static_cast<char>(cp);
+        continue;
+      default:
+        break;
     }
     if (cp < 0x20) {
       append_utf8(out, 0x2400 + cp);
@@ -104,8 +117,8 @@ std::string html_escape(std::string_view s) {
 }
 
 std::string html_quote(std::string_view s) {
-  const std::string q = nlohmann::json(std::string(s)).dump(-1, ' ', false,
-                                                           nlohmann::json::error_handler_t::replace);
+  const std::string q =
+      nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return html_escape(q);
 }
 

@@ -15,8 +15,9 @@ namespace {
 using diff::SequenceReport;
 
 std::string token(int32_t id, const std::string& text) {
-  return text.empty() ? fmt::format("<code>{}</code>", id)
-                      : fmt::format("<code>{}</code> <q class=\"tok\">{}</q>", id, html_quote(text));
+  return text.empty()
+             ? fmt::format("<code>{}</code>", id)
+             : fmt::format("<code>{}</code> <q class=\"tok\">{}</q>", id, html_quote(text));
 }
 
 std::string prompt_part(const SequenceReport& s) {
@@ -28,9 +29,8 @@ std::string prompt_part(const SequenceReport& s) {
   auto row = [&](const char* tag, const std::vector<int32_t>& ids, const std::string& text) {
     std::string cells;
     for (size_t i = 0; i < ids.size(); ++i) {
-      cells += static_cast<int64_t>(i) == p.first_index
-                   ? fmt::format(" <mark>{}</mark>", ids[i])
-                   : fmt::format(" {}", ids[i]);
+      cells += static_cast<int64_t>(i) == p.first_index ? fmt::format(" <mark>{}</mark>", ids[i])
+                                                        : fmt::format(" {}", ids[i]);
     }
     h += fmt::format("<tr><th>{}</th><td><code>{}</code></td><td class=\"text\">{}</td></tr>", tag,
                      cells, html_escape(text));
@@ -63,9 +63,9 @@ std::string top5_table(const char* side, const std::vector<diff::TokenProb>& t, 
 
 std::string flip_part(const SequenceReport& s) {
   const auto& f = *s.first_flip;
-  std::string h = fmt::format(
-      "<div class=\"flip\"><p><b>flip</b> at step {}, position {}: A {} | B {}</p>", f.step,
-      f.position, token(f.token_a, f.text_a), token(f.token_b, f.text_b));
+  std::string h =
+      fmt::format("<div class=\"flip\"><p><b>flip</b> at step {}, position {}: A {} | B {}</p>",
+                  f.step, f.position, token(f.token_a, f.text_a), token(f.token_b, f.text_b));
   if (!f.context.empty() || !f.continuation_a.empty() || !f.continuation_b.empty()) {
     h += fmt::format(
         "<div class=\"text\"><span class=\"side\">A</span><span class=\"ctx\">…{}</span>"
@@ -167,8 +167,12 @@ std::string charts_part(const SequenceReport& s, const HtmlOptions& opt) {
   LineChart m;
   m.css = "margin";
   m.y_label = "top-1 − top-2 logit margin";
-  m.series = {{per_column(s, b, [](const auto& p) { return p.margin_logit_a; }, true), "a", "A"},
-              {per_column(s, b, [](const auto& p) { return p.margin_logit_b; }, true), "b", "B"}};
+  m.series = {{per_column(
+                   s, b, [](const auto& p) { return p.margin_logit_a; }, true),
+               "a", "A"},
+              {per_column(
+                   s, b, [](const auto& p) { return p.margin_logit_b; }, true),
+               "b", "B"}};
   double top = 1;
   for (const auto& ser : m.series) {
     for (double v : ser.y) {
@@ -188,7 +192,9 @@ std::string charts_part(const SequenceReport& s, const HtmlOptions& opt) {
   LineChart kl;
   kl.css = "kl";
   kl.y_label = "KL(A‖B), nats";
-  kl.series = {{per_column(s, b, [](const auto& p) { return p.kl; }, false), "a", "KL"}};
+  kl.series = {{per_column(
+                    s, b, [](const auto& p) { return p.kl; }, false),
+                "a", "KL"}};
   double lo = INFINITY, hi = 0;
   for (double v : kl.series[0].y) {
     if (v > 0 && std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
@@ -205,7 +211,9 @@ std::string charts_part(const SequenceReport& s, const HtmlOptions& opt) {
   LineChart j;
   j.css = "jaccard";
   j.y_label = "top-5 Jaccard";
-  j.series = {{per_column(s, b, [](const auto& p) { return p.jaccard; }, true), "a", "Jaccard"}};
+  j.series = {{per_column(
+                   s, b, [](const auto& p) { return p.jaccard; }, true),
+               "a", "Jaccard"}};
   j.flip_row = flip;
   h += "<h3>top-5 Jaccard per position</h3>" + svg_line_chart(j, b);
   return h;

@@ -1,5 +1,5 @@
 // `driftscope diff A.h5 B.h5`: where two runs of the same model and prompts part ways. Parses,
-// calls diff::diff_traces, renders (terminal, JSON and/or HTML), and maps --fail-on to the exit code.
+// calls diff::diff_traces, renders (terminal, JSON, HTML), and maps --fail-on to the exit code.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>

@@ -82,7 +82,8 @@ std::vector<std::string> page_errors(const std::string& log) {
 }
 
 uint32_t Image::pixel(int x, int y) const {
-  const size_t i = (static_cast<size_t>(y) * static_cast<size_t>(width) + static_cast<size_t>(x)) * 3;
+  const size_t i =
+      (static_cast<size_t>(y) * static_cast<size_t>(width) + static_cast<size_t>(x)) * 3;
   return static_cast<uint32_t>(rgb[i]) << 16 | static_cast<uint32_t>(rgb[i + 1]) << 8 | rgb[i + 2];
 }
 
@@ -128,12 +129,22 @@ Image read_png(const std::filesystem::path& path) {
       const int c = x >= static_cast<size_t>(channels) ? prev[x - channels] : 0;
       int v = row[1 + x];
       switch (filter) {
-        case 0: break;
-        case 1: v += a; break;
-        case 2: v += b; break;
-        case 3: v += (a + b) / 2; break;
-        case 4: v += paeth(a, b, c); break;
-        default: throw std::runtime_error("bad PNG filter");
+        case 0:
+          break;
+        case 1:
+          v += a;
+          break;
+        case 2:
+          v += b;
+          break;
+        case 3:
+          v += (a + b) / 2;
+          break;
+        case 4:
+          v += paeth(a, b, c);
+          break;
+        default:
+          throw std::runtime_error("bad PNG filter");
       }
       cur[x] = static_cast<uint8_t>(v);
     }

@@ -32,7 +32,7 @@ std::vector<std::string> page_errors(const std::string& log);
 // An 8-bit RGB or RGBA PNG decoded to RGB pixels (row-major); throws on anything else.
 struct Image {
   int width = 0, height = 0;
-  std::vector<uint8_t> rgb;  // width * height * 3
+  std::vector<uint8_t> rgb;            // width * height * 3
   uint32_t pixel(int x, int y) const;  // 0xRRGGBB
 };
 Image read_png(const std::filesystem::path& path);

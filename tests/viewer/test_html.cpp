@@ -115,12 +115,12 @@ TEST_CASE("html_escape: markup, invalid UTF-8 and control characters become visi
   CHECK(html_escape("\xC2\x85") == "\uFFFD");  // C1 control U+0085
   // Invalid UTF-8, one U+FFFD per maximal invalid subpart (what a browser's decoder shows;
   // e.g. Python's bytes.decode("utf-8", "replace") gives the same).
-  CHECK(html_escape("\xC3\x28") == "\uFFFD(");                   // missing continuation
-  CHECK(html_escape("\xC0\xAF") == "\uFFFD\uFFFD");              // overlong
-  CHECK(html_escape("\xED\xA0\x80") == "\uFFFD\uFFFD\uFFFD");    // surrogate
+  CHECK(html_escape("\xC3\x28") == "\uFFFD(");                           // missing continuation
+  CHECK(html_escape("\xC0\xAF") == "\uFFFD\uFFFD");                      // overlong
+  CHECK(html_escape("\xED\xA0\x80") == "\uFFFD\uFFFD\uFFFD");            // surrogate
   CHECK(html_escape("\xF4\x90\x80\x80") == "\uFFFD\uFFFD\uFFFD\uFFFD");  // beyond U+10FFFF
-  CHECK(html_escape("\xE2\x9C") == "\uFFFD");                    // truncated at the end
-  CHECK(html_escape("\x80<") == "\uFFFD&lt;");                   // stray continuation
+  CHECK(html_escape("\xE2\x9C") == "\uFFFD");                            // truncated at the end
+  CHECK(html_escape("\x80<") == "\uFFFD&lt;");                           // stray continuation
   CHECK(ds::viewer::html_quote("\n<") == "&quot;\\n&lt;&quot;");
 }
 

@@ -20,7 +20,8 @@ namespace {
 
 std::string require_chromium() {
   const std::string c = ds::test::find_chromium();
-  if (c.empty()) FAIL("chromium not found on PATH: run scripts/setup_browser.sh (Debian package chromium)");
+  if (c.empty())
+    FAIL("chromium not found on PATH: run scripts/setup_browser.sh (Debian package chromium)");
   return c;
 }
 
@@ -81,9 +82,9 @@ TEST_CASE("demo --html: chromium renders the report, one section per sequence, n
   const std::string traces = (out / "a.h5").string() + " " + (out / "b.h5").string();
   REQUIRE(ds::test::run_cli("diff -q " + traces + " --html " + again.string()).exit_code == 0);
   CHECK(slurp(again) == slurp(html));
-  ds::test::check_input_error(
-      ds::test::run_cli("diff -q " + traces + " --html " + (dir.path() / "no/such/dir.html").string()),
-      "cannot write the HTML report");
+  ds::test::check_input_error(ds::test::run_cli("diff -q " + traces + " --html " +
+                                                (dir.path() / "no/such/dir.html").string()),
+                              "cannot write the HTML report");
 
   // What to expect, from the JSON report of the same run.
   const auto report = nlohmann::json::parse(std::ifstream(out / "report.json"));
