@@ -27,6 +27,7 @@ struct DemoArgs {
   std::string prompts_file;
   std::string out = "driftscope-demo";
   ReportStyle style;
+  bool html = false;  // also write report.html to --out and print its path
 };
 
 RunConfig contrast(RunConfig c, const char* dtype, int batch, const char* policy) {
@@ -87,6 +88,11 @@ int run_demo(DemoArgs& a) {
   write_json_report(report, (fs::path(a.out) / "report.json").string());
   fmt::print(stderr, "report: {} (JSON: {})\n\n", a.out, (fs::path(a.out) / "report.json").string());
   print_terminal_report(report, a.style);
+  if (a.html) {
+    const std::string html = (fs::path(a.out) / "report.html").string();
+    write_html_report(report, html);
+    fmt::print("HTML report: {}\n", html);
+  }
   return 0;
 }
 
@@ -108,6 +114,7 @@ CommandRun register_demo(CLI::App& app) {
   cmd->add_option("--config-b", args->config_b, "TOML overrides of run B (e.g. configs/bf16-tp4.toml)");
   cmd->add_option("--prompts", args->prompts_file, "prompts file (default: prompts.txt beside the model)");
   cmd->add_option("--out", args->out, "folder for a.h5, b.h5 and report.json")->capture_default_str();
+  cmd->add_flag("--html", args->html, "also write report.html to --out and print its path");
   add_report_style_options(*cmd, args->style);
   return [args, cmd] {
     apply_config_file(*cmd, args->run);

@@ -1,5 +1,5 @@
 // `driftscope diff A.h5 B.h5`: where two runs of the same model and prompts part ways. Parses,
-// calls diff::diff_traces, renders (terminal and/or JSON), and maps --fail-on to the exit code.
+// calls diff::diff_traces, renders (terminal, JSON, HTML), and maps --fail-on to the exit code.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -17,6 +17,7 @@ struct DiffArgs {
   std::string a, b;
   std::vector<std::string> fail_on;
   std::string json;
+  std::string html;
   ReportStyle style;
   std::vector<int> seqs;
   bool allow_model_mismatch = false;
@@ -34,6 +35,7 @@ int run_diff(const DiffArgs& a) {
   opt.sequences = a.seqs;
   const diff::Report report = diff_with_recorded_tokenizer(ta, tb, opt);
   if (!a.json.empty()) write_json_report(report, a.json);
+  if (!a.html.empty()) write_html_report(report, a.html);
   if (!a.quiet && a.json != "-") print_terminal_report(report, a.style);
   if (gates.empty()) return 0;
   const diff::GateResult g = diff::evaluate_gates(report, gates);
@@ -58,6 +60,8 @@ CommandRun register_diff(CLI::App& app) {
                   "gate: flip | drift=<relative L2> | kl=<nats>; exit 1 when it holds (repeatable)")
       ->allow_extra_args(false);
   cmd->add_option("--json", args->json, "write the full report as JSON to FILE, or - for stdout");
+  cmd->add_option("--html", args->html,
+                  "write a self-contained HTML report (heat maps, margins, top-5s) to FILE");
   add_report_style_options(*cmd, args->style);
   cmd->add_option("--seq", args->seqs, "compare only these sequence indices (e.g. --seq 0,3)")
       ->allow_extra_args(false)

@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "src/cli/recorded_tokenizer.h"
+#include "viewer/html.h"
 #include "viewer/json.h"
 #include "viewer/terminal.h"
 
@@ -84,6 +85,15 @@ void write_json_report(const diff::Report& report, const std::string& path) {
   if (!out.flush()) {
     throw Error(fmt::format("cannot write the JSON report to '{}'", path),
                 "check the directory exists and is writable, or use --json - for stdout");
+  }
+}
+
+void write_html_report(const diff::Report& report, const std::string& path) {
+  std::ofstream out(path, std::ios::binary);
+  out << viewer::render_html(report);
+  if (!out.flush()) {
+    throw Error(fmt::format("cannot write the HTML report to '{}'", path),
+                "check the directory exists and is writable");
   }
 }
 

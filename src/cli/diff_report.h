@@ -1,5 +1,5 @@
 // Producing and printing a diff report from the CLI, shared by `diff` and `demo`: the recorded
-// tokenizer as the decoder, terminal width and colour rules, JSON output.
+// tokenizer as the decoder, terminal width and colour rules, JSON and HTML output.
 #pragma once
 
 #include <string>
@@ -31,5 +31,8 @@ void print_terminal_report(const diff::Report& report, const ReportStyle& style)
 
 // The JSON report to FILE, or stdout for "-". Throws ds::Error when FILE cannot be written.
 void write_json_report(const diff::Report& report, const std::string& path);
+
+// The self-contained HTML report to FILE. Throws ds::Error when FILE cannot be written.
+void write_html_report(const diff::Report& report, const std::string& path);
 
 }  // namespace ds
