@@ -99,7 +99,8 @@ CommandRun register_generate(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "generate",
       "Generate text from a prompt on the CPU reference backend (greedy unless --temperature > 0). "
-      "Stops at EOS, after --max-new tokens, or at the model's context length.");
+      "Stops at the stop token (--stop-token: by default BOS for a llama2.c .bin, as its run.c, "
+      "EOS for Hugging Face), after --max-new tokens, or at the model's context length.");
   add_model_options(*cmd, args->model);
   add_run_config_options(*cmd, args->run);
   cmd->add_flag("--ids", args->ids,
