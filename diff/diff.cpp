@@ -552,6 +552,7 @@ Report diff_traces(const trace::TraceReader& a, const trace::TraceReader& b,
   const int n_layers = ma.n_layers > 0 ? ma.n_layers : layers_from_sites(a, selected);
   for (int i : selected) {
     rep.sequences.push_back(SequenceDiff(a, b, i, opt, n_layers).run());
+    if (opt.progress) opt.progress(static_cast<int>(rep.sequences.size()), static_cast<int>(selected.size()));
   }
   Summary& s = rep.summary;
   s.sequences = static_cast<int>(rep.sequences.size());

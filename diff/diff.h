@@ -22,6 +22,7 @@ struct DiffOptions {
   std::vector<int> sequences;         // only these indices (empty: every common sequence)
   int64_t block_bytes = 2 << 20;      // bytes per side read at once for one dataset
   int context_tokens = 12;            // decoded tokens shown before and after the flip
+  std::function<void(int done, int total)> progress;  // optional; after each compared sequence
 };
 
 // Throws ds::Error (with a hint) when the traces are of different models and that is not

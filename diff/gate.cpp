@@ -123,7 +123,7 @@ GateResult evaluate_gates(const Report& r, const std::vector<GateCondition>& con
       }
       if (!ws) {
         throw Error("--fail-on kl: the traces hold no logits to compare",
-                    "record logits in both runs (driftscope run --topk N, or --full-logits)");
+                    "record logits in both runs (driftscope run --trace-topk N, or --full-logits)");
       }
       holds = worst > c.threshold;
       why = fmt::format("max KL(A||B) {}{} at position {}, seq {} ({} {})", fmt_num(worst),

@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-build/driftscope demo --out build/demo "$@"
+build/driftscope demo --out build/demo --force "$@"  # the demo folder is the script's own

@@ -5,6 +5,11 @@
 
 #include <algorithm>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+#include <cerrno>
+
 #include "common/error.h"
 #include "common/float_formats.h"
 #include "trace/kernel_table.h"
@@ -13,6 +18,20 @@
 namespace fs = std::filesystem;
 
 namespace ds::trace {
+
+namespace {
+
+// HDF5 holds an exclusive flock on a file open for writing (HDF5_USE_FILE_LOCKING, on by
+// default): when a shared lock cannot be had, another process is writing the trace now.
+bool locked_by_a_writer(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool locked = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);
+  return locked;
+}
+
+}  // namespace
 
 TraceReader TraceReader::open(const fs::path& path) {
   h5::silence_errors();
@@ -26,6 +45,11 @@ TraceReader TraceReader::open(const fs::path& path) {
   }
   const hid_t fid = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   if (fid < 0) {
+    if (locked_by_a_writer(path)) {
+      throw Error(fmt::format("trace '{}' is in use: a run is still writing it", path.string()),
+                  "wait until that run finishes, or stop it with Ctrl-C (the trace stays "
+                  "readable, complete=0)");
+    }
     throw Error(fmt::format("cannot open '{}' (damaged HDF5 file?)", path.string()),
                 "a run killed with SIGKILL may leave an unreadable file; Ctrl-C and SIGTERM do not");
   }

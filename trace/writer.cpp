@@ -86,7 +86,7 @@ h5::Elem hidden_elem(Storage d) {
 
 TraceWriter::TraceWriter(WriterOptions options, RunInfo info) : opt_(std::move(options)) {
   h5::silence_errors();
-  if (opt_.topk < 1) throw Error(fmt::format("topk {} must be >= 1", opt_.topk), "--topk takes N >= 1");
+  if (opt_.topk < 1) throw Error(fmt::format("topk {} must be >= 1", opt_.topk), "--trace-topk takes N >= 1");
   if (fs::exists(opt_.path) && !opt_.force) {
     throw Error(fmt::format("trace '{}' already exists", opt_.path.string()),
                 "pass --force to overwrite it, or choose another -o path");

@@ -3,6 +3,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <new>
 #include <string>
 #include <utility>
 #include <vector>
@@ -65,6 +66,11 @@ int cli_main(int argc, char** argv) {
     std::fflush(stdout);
     fmt::print(stderr, "driftscope: {}\n", e.what());
     if (!e.hint().empty()) fmt::print(stderr, "hint: {}\n", e.hint());
+    return 2;
+  } catch (const std::bad_alloc&) {  // what the up-front memory checks did not foresee
+    std::fflush(stdout);
+    fmt::print(stderr, "driftscope: out of memory\nhint: a smaller model, a shorter --max-new or "
+                       "a smaller --batch needs less; or use a machine with more memory\n");
     return 2;
   } catch (const std::exception& e) {
     std::fflush(stdout);

@@ -1,12 +1,18 @@
 // `driftscope demo`: the tool's answer in one command. On the bundled model and prompts it runs
 // two contrasting configurations (A: fp32, batch 1, batch-invariant GEMMs; B: bf16, batch 8,
-// shape-heuristic GEMMs — an engine under load), writes both traces, and prints the diff report.
+// shape-heuristic GEMMs — an engine under load; or --config-a / --config-b), writes both traces,
+// and prints the diff report. Request flags (max_new, sampling) apply to both runs, the other
+// run-configuration flags to B.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
+#include <set>
+#include <utility>
+
 
 #include "common/error.h"
+#include "diff/diff.h"
 #include "src/cli/commands.h"
 #include "src/cli/model_args.h"
 #include "src/cli/diff_report.h"
@@ -21,55 +27,101 @@ namespace {
 
 struct DemoArgs {
   ModelArgs model;
-  RunConfigArgs run;      // the base both runs share (max_new, sampling, ...)
-  std::string config_a;   // override of run A's configuration (TOML)
-  std::string config_b;   // override of run B's configuration (TOML)
+  RunConfigArgs run;      // the flags as given; see run_configs() for what they mean
+  std::string config_a;   // run A's configuration (TOML) instead of the fp32 default
+  std::string config_b;   // run B's configuration (TOML) instead of the bf16 batch-8 default
   std::string prompts_file;
   std::string out = "driftscope-demo";
+  bool force = false;
   ReportStyle style;
   bool html = false;  // also write report.html to --out and print its path
 };
 
-RunConfig contrast(RunConfig c, const char* dtype, int batch, const char* policy) {
+constexpr int kDemoMaxNew = 120;
+constexpr const char* kBothGroup = "Both runs: the request (over --config-a and --config-b)";
+constexpr const char* kAGroup = "Run A: the reference";
+constexpr const char* kBGroup = "Run B: the engine under study (over --config-b)";
+
+// The flags of the request itself: what is generated, the same for both runs.
+bool is_request_flag(const std::string& name) {
+  static const std::set<std::string> request = {"max-new",     "stop-token", "temperature",
+                                                "top-p",       "top-k",      "seed",
+                                                "repetition-penalty"};
+  return request.count(name) > 0;
+}
+
+RunConfig demo_default(const char* dtype, int batch, const char* policy) {
+  RunConfig c;
+  c.max_new = kDemoMaxNew;
   c.dtype = dtype;
   c.batch = batch;
   c.gemm_policy = policy;
   return c;
 }
 
-void run_one(const char* name, const RunConfig& c, const LoadedModel& lm,
-             const std::vector<Prompt>& prompts, const fs::path& out) {
-  validate(c);
+// A: --config-a or fp32, batch 1, invariant GEMMs. B: --config-b or bf16, batch 8, heuristic
+// GEMMs. Request flags apply to both, every other run-configuration flag to B only.
+std::pair<RunConfig, RunConfig> run_configs(const CLI::App& cmd, const DemoArgs& a) {
+  const RunConfig plain = demo_default("fp32", 1, "invariant");
+  RunConfig ca = with_config_file(plain, a.config_a);
+  RunConfig cb = a.config_b.empty() ? demo_default("bf16", 8, "heuristic")
+                                    : with_config_file(plain, a.config_b);
+  ca = with_given_flags(cmd, ca, is_request_flag);
+  cb = with_given_flags(cmd, cb, [](const std::string&) { return true; });
+  validate(ca);
+  validate(cb);
+  return {ca, cb};
+}
+
+// "dtype=bf16 tp=4": the fields of `c` whose value differs in `other`.
+std::string differing_fields(const RunConfig& c, const RunConfig& other) {
+  std::vector<std::string> out;
+  for (const auto& d : diff::config_differences(to_json(c), to_json(other))) {
+    std::string v = d.a;
+    if (v.size() >= 2 && v.front() == '"') v = v.substr(1, v.size() - 2);
+    out.push_back(d.field + "=" + v);
+  }
+  if (out.empty()) return "the same configuration as the other run";
+  return fmt::format("{}", fmt::join(out, " "));
+}
+
+void run_one(const char* name, const RunConfig& c, const RunConfig& other, const LoadedModel& lm,
+             std::vector<Prompt> prompts, const fs::path& out) {
   validate_for_model(c, lm.model.config);
+  apply_add_bos(prompts, c.add_bos, lm.bos_id());
   trace::WriterOptions writer;
   writer.path = out;
-  writer.force = true;
-  fmt::print(stderr, "run {}: dtype={} batch={} gemm_policy={} over {} prompts -> {}\n", name,
-             c.dtype, c.batch, c.gemm_policy, prompts.size(), out.string());
+  writer.force = true;  // refused up front in run_demo unless --force
+  fmt::print(stderr, "run {}: {} over {} prompts -> {}\n", name, differing_fields(c, other),
+             prompts.size(), out.string());
   const auto res = run_traced_command(fmt::format("run {}", name), c, "default", writer, lm, prompts);
   if (!res.complete) {
     throw Error("interrupted", "the traces written so far are in " + out.parent_path().string());
   }
 }
 
-// `c` with the fields of a TOML file applied (same keys and checks as --config).
-RunConfig with_overrides(RunConfig c, const std::string& file) {
-  if (file.empty()) return c;
-  CLI::App scratch;
-  RunConfigArgs r{c, file, false};
-  add_run_config_options(scratch, r);
-  apply_config_file(scratch, r);
-  return r.config;
+// One rule with `run`: existing outputs are kept unless --force.
+void check_outputs(const std::vector<fs::path>& outputs, bool force) {
+  if (force) return;
+  for (const auto& p : outputs) {
+    if (fs::exists(p)) {
+      throw Error(fmt::format("'{}' already exists", p.string()),
+                  "pass --force to overwrite it, or choose another --out folder");
+    }
+  }
 }
 
-int run_demo(DemoArgs& a) {
-  const RunConfig& base = a.run.config;
-  const RunConfig ca = with_overrides(contrast(base, "fp32", 1, "invariant"), a.config_a);
-  const RunConfig cb = with_overrides(contrast(base, "bf16", 8, "heuristic"), a.config_b);
+int run_demo(const CLI::App& cmd, DemoArgs& a) {
+  const auto [ca, cb] = run_configs(cmd, a);
   if (a.run.dry_run) {
     fmt::print("# run A\n{}\n# run B\n{}", to_toml(ca), to_toml(cb));
     return 0;
   }
+  const fs::path out(a.out), path_a = out / "a.h5", path_b = out / "b.h5",
+      path_json = out / "report.json";
+  std::vector<fs::path> outputs{path_a, path_b, path_json};
+  if (a.html) outputs.push_back(out / "report.html");
+  check_outputs(outputs, a.force);
   LoadedModel lm = load_model_and_prompt(a.model, /*need_tokenizer=*/true, /*want_prompt=*/false);
   const fs::path prompts_file =
       !a.prompts_file.empty() ? fs::path(a.prompts_file) : lm.model.path.parent_path() / "prompts.txt";
@@ -77,19 +129,18 @@ int run_demo(DemoArgs& a) {
     throw Error(fmt::format("no prompts file '{}'", prompts_file.string()),
                 "pass --prompts FILE (one prompt per line)");
   }
-  std::vector<Prompt> prompts = read_prompts_file(prompts_file, lm.tokenizer.get());
-  apply_add_bos(prompts, base.add_bos, lm.bos_id());
-  fs::create_directories(a.out);
-  run_one("A", ca, lm, prompts, fs::path(a.out) / "a.h5");
-  run_one("B", cb, lm, prompts, fs::path(a.out) / "b.h5");
-  const auto ta = trace::TraceReader::open(fs::path(a.out) / "a.h5");
-  const auto tb = trace::TraceReader::open(fs::path(a.out) / "b.h5");
+  const std::vector<Prompt> prompts = read_prompts_file(prompts_file, lm.tokenizer.get());
+  fs::create_directories(out);
+  run_one("A", ca, cb, lm, prompts, path_a);
+  run_one("B", cb, ca, lm, prompts, path_b);
+  const auto ta = trace::TraceReader::open(path_a);
+  const auto tb = trace::TraceReader::open(path_b);
   const diff::Report report = diff_with_recorded_tokenizer(ta, tb, {});
-  write_json_report(report, (fs::path(a.out) / "report.json").string());
-  fmt::print(stderr, "report: {} (JSON: {})\n\n", a.out, (fs::path(a.out) / "report.json").string());
+  write_json_report(report, path_json.string());
+  fmt::print(stderr, "report: {} (JSON: {})\n\n", a.out, path_json.string());
   print_terminal_report(report, a.style);
   if (a.html) {
-    const std::string html = (fs::path(a.out) / "report.html").string();
+    const std::string html = (out / "report.html").string();
     write_html_report(report, html);
     fmt::print("HTML report: {}\n", html);
   }
@@ -102,24 +153,33 @@ CommandRun register_demo(CLI::App& app) {
   auto args = std::make_shared<DemoArgs>();
   CLI::App* cmd = app.add_subcommand(
       "demo",
-      "Run the bundled model under two contrasting configurations — A: fp32, batch 1, "
-      "batch-invariant GEMMs; B: bf16, batch 8, shape-heuristic GEMMs (an engine under load) — "
-      "over its bundled prompts, write both traces to --out, and print where they part ways.");
+      "Run the bundled model under two contrasting configurations over its bundled prompts, "
+      "write both traces to --out, and print where they part ways. A: fp32, batch 1, "
+      "batch-invariant GEMMs (or --config-a FILE); B: bf16, batch 8, shape-heuristic GEMMs, an "
+      "engine under load (or --config-b FILE). The request flags (--max-new, sampling, "
+      "--stop-token) apply to both runs; every other run-configuration flag to B only.");
   cmd->add_option("-m,--model", args->model.model,
                   "Hugging Face model directory or llama2.c .bin (default: bundled stories260K)");
   cmd->add_option("--tokenizer", args->model.tokenizer, "tokenizer (default: beside the model)");
-  args->run.config.max_new = 120;
+  args->run.config = demo_default("bf16", 8, "heuristic");  // B's: the defaults --help shows
   add_run_config_options(*cmd, args->run);
-  cmd->add_option("--config-a", args->config_a, "TOML overrides of run A (e.g. configs/fp32.toml)");
-  cmd->add_option("--config-b", args->config_b, "TOML overrides of run B (e.g. configs/bf16-tp4.toml)");
+  cmd->remove_option(cmd->get_option("--config"));  // two configurations: --config-a, --config-b
+  for (CLI::Option* op : cmd->get_options()) {
+    if (op->get_group() != "Run configuration (docs/configurations.md)") continue;
+    op->group(is_request_flag(op->get_lnames().front()) ? kBothGroup : kBGroup);
+  }
+  cmd->add_option("--config-a", args->config_a,
+                  "run A's configuration, a TOML file like --config takes (e.g. configs/fp32.toml); "
+                  "fields it leaves out keep their defaults")->group(kAGroup);
+  cmd->add_option("--config-b", args->config_b,
+                  "run B's configuration instead of the bf16 batch-8 one (e.g. "
+                  "configs/bf16-tp4.toml); fields it leaves out keep their defaults")->group(kBGroup);
   cmd->add_option("--prompts", args->prompts_file, "prompts file (default: prompts.txt beside the model)");
   cmd->add_option("--out", args->out, "folder for a.h5, b.h5 and report.json")->capture_default_str();
   cmd->add_flag("--html", args->html, "also write report.html to --out and print its path");
+  cmd->add_flag("--force", args->force, "overwrite a.h5, b.h5, report.json (and report.html) in --out");
   add_report_style_options(*cmd, args->style);
-  return [args, cmd] {
-    apply_config_file(*cmd, args->run);
-    return run_demo(*args);
-  };
+  return [args, cmd] { return run_demo(*cmd, *args); };
 }
 
 }  // namespace ds

@@ -48,7 +48,12 @@ int run_generate(const GenerateArgs& a) {
   const RunConfig& rc = a.run.config;
   validate(rc);
   if (print_dry_run(a.run)) return 0;
-  LoadedModel lm = load_model_and_prompt(a.model, /*need_tokenizer=*/!a.ids);
+  // A text prompt needs a tokenizer; with --prompt-ids and none found, the output is ids too.
+  LoadedModel lm = load_model_and_prompt(a.model, /*need_tokenizer=*/false);
+  const bool print_ids = a.ids || !lm.tokenizer;
+  if (print_ids && !a.ids && !a.quiet) {
+    fmt::print(stderr, "driftscope: no tokenizer beside the model, printing token ids\n");
+  }
   const ModelConfig& c = lm.model.config;
   validate_for_model(rc, c);
   std::vector<Prompt> prompts{{a.model.prompt, lm.prompt}};
@@ -59,13 +64,13 @@ int run_generate(const GenerateArgs& a) {
   opt.sampling = rc.sampling();
   opt.prefill_chunk = rc.prefill_chunk;
   opt.prefix_cache = rc.prefix_cache == "on";
-  opt.eos_id = lm.eos_id();
+  opt.eos_id = stop_token_id(rc, lm.format_stop_id());
   auto rt = make_runtime(lm.model, numerics(rc),
                          needed_capacity(static_cast<int>(lm.prompt.size()), opt.max_new,
                                          c.max_seq_len));
 
   std::optional<TextStreamer> streamer;
-  if (!a.ids) streamer.emplace(*lm.tokenizer);
+  if (!print_ids) streamer.emplace(*lm.tokenizer);
   const auto t0 = std::chrono::steady_clock::now();
   GenerateResult res = generate(*rt, lm.prompt, opt, [&](const std::vector<int32_t>& tokens) {
     if (streamer) streamer->update(tokens, false);
@@ -94,10 +99,13 @@ CommandRun register_generate(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "generate",
       "Generate text from a prompt on the CPU reference backend (greedy unless --temperature > 0). "
-      "Stops at EOS, after --max-new tokens, or at the model's context length.");
+      "Stops at the stop token (--stop-token: by default BOS for a llama2.c .bin, as its run.c, "
+      "EOS for Hugging Face), after --max-new tokens, or at the model's context length.");
   add_model_options(*cmd, args->model);
   add_run_config_options(*cmd, args->run);
-  cmd->add_flag("--ids", args->ids, "print token ids (prompt and generated) instead of text");
+  cmd->add_flag("--ids", args->ids,
+                "print token ids (prompt and generated) instead of text; the default for a model "
+                "without a tokenizer, prompted with --prompt-ids");
   cmd->add_flag("-q,--quiet", args->quiet, "no summary line on stderr");
   return [args, cmd] {
     apply_config_file(*cmd, args->run);

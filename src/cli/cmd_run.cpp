@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <optional>
 
 #include "common/error.h"
 #include "src/cli/commands.h"
@@ -41,6 +42,7 @@ struct RunArgs {
   std::string probes = "default";
   std::string hidden_dtype = "f32";
   int topk = 20;
+  std::optional<std::string> old_topk;  // --topk, the name before --trace-topk: refused with a hint
   bool full_logits = false;
   std::string kernels = "auto";
   std::string output;
@@ -56,7 +58,14 @@ int run_run(const RunArgs& a) {
     throw Error("run needs an output file", "pass -o trace.h5");
   }
   const auto hidden_dtype = trace::parse_hidden_dtype(a.hidden_dtype);
-  if (a.topk < 1) throw Error(fmt::format("topk {} must be >= 1", a.topk), "--topk takes N >= 1");
+  if (a.old_topk) {
+    throw Error("--topk is now called --trace-topk",
+                "--trace-topk N keeps N logits per position in the trace; --top-k N samples "
+                "among the N most likely tokens");
+  }
+  if (a.topk < 1) {
+    throw Error(fmt::format("trace-topk {} must be >= 1", a.topk), "--trace-topk takes N >= 1");
+  }
   records_kernels(a.kernels, rc.device);  // refuses a bad value or an impossible "on" up front
   if (std::filesystem::exists(a.output) && !a.force) {
     throw Error(fmt::format("trace '{}' already exists", a.output),
@@ -126,8 +135,11 @@ CommandRun register_run(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--hidden-dtype", args->hidden_dtype, "storage of hidden states: f32, f16, bf16")
       ->capture_default_str();
-  cmd->add_option("--topk", args->topk, "logits kept per position (sorted, with log-sum-exp)")
+  cmd->add_option("--trace-topk", args->topk,
+                  "logits kept per position in the trace (sorted, with log-sum-exp); sampling's "
+                  "is --top-k")
       ->capture_default_str();
+  cmd->add_option("--topk", args->old_topk)->group("");  // hidden: the old name, refused
   cmd->add_flag("--full-logits", args->full_logits, "also store every logits row in full");
   cmd->add_option("--kernels", args->kernels,
                   "record every GPU kernel with its tap site into /kernels (CUPTI): auto (on for "

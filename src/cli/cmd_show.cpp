@@ -25,6 +25,16 @@ std::string human_bytes(uint64_t b) {
   return fmt::format("{:.1f} GiB", b / 1073741824.0);
 }
 
+// The continuation as generate prints it: the whole sequence decoded, less the prompt's text.
+// Decoding the continuation alone would drop its leading space (SentencePiece strips the first
+// token's "▁"). Falls back to the continuation alone when the prompt's text is not a prefix.
+std::string continuation_text(const Tokenizer& tok, const std::string& prompt_text,
+                              const std::vector<int32_t>& all, const std::vector<int32_t>& cont) {
+  const std::string whole = tok.decode(all);
+  if (whole.starts_with(prompt_text)) return whole.substr(prompt_text.size());
+  return tok.decode(cont);
+}
+
 int run_show(const ShowArgs& a) {
   const trace::TraceSummary s = trace::summarize(trace::TraceReader::open(a.path));
   if (a.json) {
@@ -58,8 +68,9 @@ int run_show(const ShowArgs& a) {
     std::vector<int32_t> prompt(q.tokens.begin(), q.tokens.begin() + std::min<size_t>(q.prompt_len, q.tokens.size()));
     std::vector<int32_t> cont(q.tokens.begin() + prompt.size(), q.tokens.end());
     if (tok) {
-      fmt::print("  prompt        {}\n", nlohmann::json(tok->decode(prompt)).dump());
-      fmt::print("  continuation  {}\n", nlohmann::json(tok->decode(cont)).dump());
+      const std::string prompt_text = tok->decode(prompt);
+      fmt::print("  prompt        {}\n", nlohmann::json(prompt_text).dump());
+      fmt::print("  continuation  {}\n", nlohmann::json(continuation_text(*tok, prompt_text, q.tokens, cont)).dump());
     } else {
       fmt::print("  prompt ids        {}\n", fmt::join(prompt, " "));
       fmt::print("  continuation ids  {}\n", fmt::join(cont, " "));

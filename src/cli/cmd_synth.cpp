@@ -6,6 +6,8 @@
 
 #include "common/error.h"
 #include "src/cli/commands.h"
+#include "src/cli/progress.h"
+#include "src/model/memory.h"
 #include "src/model/synth.h"
 
 namespace ds {
@@ -34,11 +36,19 @@ int run_synth(const SynthArgs& a) {
   }
   if (a.out.empty()) throw Error("synth needs an output folder", "pass -o DIR");
   const SynthShape& shape = synth_shape(a.shape);
-  write_synthetic_checkpoint(shape, a.opt, a.out);
+  Progress progress("synth");
+  SynthOptions opt = a.opt;
+  opt.progress = [&](uint64_t done, uint64_t total) { progress.update_bytes(done, total); };
+  write_synthetic_checkpoint(shape, opt, a.out);
+  progress.done();
   ModelConfig c = shape.config;
   if (a.opt.layers > 0) c.n_layers = a.opt.layers;
   fmt::print(stderr, "driftscope: wrote {} ({}, {} parameters, {}, seed {})\n", a.out, shape.name,
              parameter_count(c), a.opt.dtype, a.opt.seed);
+  fmt::print(stderr, "memory: a CPU run needs {} (float32 weights as loaded, and again in the "
+                     "runtime) plus {} of KV cache per token\n",
+             format_bytes(2 * weight_bytes_f32(c)), format_bytes(kv_bytes_per_token(c, 4)));
+  fmt::print(stderr, "no tokenizer: generate --model {} --prompt-ids 1 prints token ids\n", a.out);
   return 0;
 }
 
@@ -50,7 +60,8 @@ CommandRun register_synth(CLI::App& app) {
       "synth",
       "Write a Hugging Face checkpoint of a real model's shape (llama2-7b, llama3-8b, qwen2-7b, "
       "mistral-7b, ...) with seeded random weights, for speed and memory benchmarks. No "
-      "tokenizer: run it with --prompt-ids.");
+      "tokenizer: prompt it with --prompt-ids, and generate prints token ids. Prints the memory a "
+      "CPU run of it needs.");
   cmd->add_option("--shape", args->shape, "model shape (see --list)");
   cmd->add_option("-o,--output", args->out, "folder to write");
   cmd->add_option("--dtype", args->opt.dtype, "tensor dtype: bf16, f16, f32")->capture_default_str();

@@ -1,6 +1,8 @@
 // Diff report production and output for the CLI.
 #include "src/cli/diff_report.h"
 
+#include "src/cli/progress.h"
+
 #include <fmt/format.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -62,7 +64,11 @@ diff::Report diff_with_recorded_tokenizer(const trace::TraceReader& a, const tra
     tok = recorded_tokenizer(model);
   }
   if (tok) opt.decode = [tok](const std::vector<int32_t>& ids) { return tok->decode(ids); };
-  return diff::diff_traces(a, b, opt);
+  Progress progress("diff");
+  opt.progress = [&](int done, int total) { progress.update_items(done, total, "sequences"); };
+  diff::Report report = diff::diff_traces(a, b, opt);
+  progress.done();
+  return report;
 }
 
 void print_terminal_report(const diff::Report& report, const ReportStyle& s) {

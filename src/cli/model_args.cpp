@@ -62,6 +62,10 @@ std::optional<int32_t> LoadedModel::eos_id() const {
   return model.config.eos_id;
 }
 
+std::optional<int32_t> LoadedModel::format_stop_id() const {
+  return model.format == ModelFormat::Llama2c ? bos_id() : eos_id();
+}
+
 LoadedModel load_model_and_prompt(const ModelArgs& args, bool need_tokenizer, bool want_prompt) {
   LoadedModel lm;
   lm.model = load_model(args.model.empty() ? default_model_path() : std::filesystem::path(args.model));

@@ -36,6 +36,9 @@ struct LoadedModel {
   // BOS / EOS: the tokenizer's when it declares them, else the model config's.
   std::optional<int32_t> bos_id() const;
   std::optional<int32_t> eos_id() const;
+  // The token that ends generation by the model format's convention: BOS (id 1) for a llama2.c
+  // .bin, as llama2.c's run.c ("the BOS token delimits sequences"); EOS for Hugging Face.
+  std::optional<int32_t> format_stop_id() const;
 };
 
 // Loads the model and, when found, its tokenizer (an error when `need_tokenizer`, the prompt is

@@ -49,6 +49,10 @@ void add_run_config_options(CLI::App& cmd, RunConfigArgs& a) {
       ->capture_default_str()->group(g);
   cmd.add_option("-n,--max-new", c.max_new, "maximum number of new tokens per prompt")
       ->capture_default_str()->group(g);
+  cmd.add_option("--stop-token", c.stop_token,
+                 "token that ends a sequence: auto (llama2.c .bin: BOS, id 1, as llama2.c's run.c; "
+                 "Hugging Face: the EOS of tokenizer.json or config.json), none, or a token id")
+      ->capture_default_str()->group(g);
   cmd.add_option("--temperature", c.temperature, "0 = greedy")->capture_default_str()->group(g);
   cmd.add_option("--top-p", c.top_p, "nucleus sampling mass, 0 < p <= 1")
       ->capture_default_str()->group(g);
@@ -95,6 +99,31 @@ void apply_config_file(CLI::App& cmd, const RunConfigArgs& a) {
       throw Error(fmt::format("{}: bad value for '{}': {}", a.config_file, item.name, e.what()));
     }
   }
+}
+
+RunConfig with_given_flags(const CLI::App& cmd, RunConfig base,
+                           const std::function<bool(const std::string&)>& pick) {
+  CLI::App scratch;
+  RunConfigArgs r{base, {}, false};
+  add_run_config_options(scratch, r);
+  for (CLI::Option* op : scratch.get_options()) {
+    if (op->get_lnames().empty() || op->get_expected_min() == 0) continue;  // --help, --dry-run
+    const std::string name = op->get_lnames().front();
+    const CLI::Option* given = cmd.get_option_no_throw("--" + name);
+    if (name == "config" || given == nullptr || given->count() == 0 || !pick(name)) continue;
+    op->add_result(given->results());
+    op->run_callback();
+  }
+  return r.config;
+}
+
+RunConfig with_config_file(RunConfig base, const std::string& file) {
+  if (file.empty()) return base;
+  CLI::App scratch;
+  RunConfigArgs r{base, file, false};
+  add_run_config_options(scratch, r);
+  apply_config_file(scratch, r);
+  return r.config;
 }
 
 bool print_dry_run(const RunConfigArgs& a) {

@@ -2,6 +2,9 @@
 // demo, plus --config FILE (CLI11 TOML) and --dry-run.
 #pragma once
 
+#include <functional>
+#include <string>
+
 #include "src/run/run_config.h"
 
 namespace CLI {
@@ -22,6 +25,15 @@ void add_run_config_options(CLI::App& cmd, RunConfigArgs& args);
 // `cmd` that were not given on the command line: flags win over the file. Throws ds::Error
 // naming an unknown key or a bad value. Call after parsing, before using args.config.
 void apply_config_file(CLI::App& cmd, const RunConfigArgs& args);
+
+// The run-configuration flags given on `cmd`'s command line whose long name (without "--") passes
+// `pick`, applied to `base` with the flags' own parsing and checks. For commands that build more
+// than one configuration from one command line (demo).
+RunConfig with_given_flags(const CLI::App& cmd, RunConfig base,
+                           const std::function<bool(const std::string&)>& pick);
+
+// `base` with the fields of a TOML file applied (keys and checks as --config); "" = none.
+RunConfig with_config_file(RunConfig base, const std::string& file);
 
 // With --dry-run: prints the resolved config (TOML, as --config reads it) and returns true.
 bool print_dry_run(const RunConfigArgs& args);

@@ -23,7 +23,7 @@ TracedRunResult run_traced_command(const std::string& label, const RunConfig& co
   opt.info.model_json = model_identity_json(lm.model, lm.tokenizer.get(), lm.tokenizer_path);
   opt.info.env_json = environment_json(config.device);
   opt.info.command_line = invocation();
-  opt.eos_id = lm.eos_id();
+  opt.eos_id = stop_token_id(config, lm.format_stop_id());
   opt.should_stop = interrupt_requested;
   Progress progress(label);
   opt.progress = [&](int seq, int n, int generated) {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "src/model/memory.h"
 #include "src/model/model.h"
 #include "src/model/safetensors.h"
 
@@ -68,6 +69,8 @@ Model load_hf_model(const fs::path& dir) {
   m.path = dir;
   m.config = parse_hf_config(cj, config_path.string());
   const ModelConfig& c = m.config;
+
+  check_load_memory(c, dir.string());
 
   auto ck = SafetensorsCheckpoint::open(dir);
   m.weight_files = ck.files();

@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "src/model/mapped_file.h"
+#include "src/model/memory.h"
 #include "src/model/model.h"
 
 namespace fs = std::filesystem;
@@ -83,6 +84,8 @@ Model load_llama2c_model(const fs::path& bin) {
                             describe(c), expected),
                 "the file is truncated or corrupt, or not a legacy (version 0) llama2.c checkpoint");
   }
+
+  check_load_memory(c, src);
 
   const std::byte* p = bytes.data() + 7 * 4;
   auto take = [&](size_t n) {

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include "common/error.h"
+#include "src/model/memory.h"
+#include "src/model/synth.h"
 
 namespace fs = std::filesystem;
 
@@ -43,6 +45,17 @@ fs::path find_tokenizer(const Model& model) {
   if (candidates.size() == 1) return candidates[0];
   throw Error(fmt::format("no unique tokenizer.bin / tok*.bin beside '{}'", model.path.string()),
               "pass --tokenizer PATH, or give the prompt as --prompt-ids");
+}
+
+void check_load_memory(const ModelConfig& c, const std::string& source) {
+  const uint64_t w = weight_bytes_f32(c);
+  check_memory(fmt::format("running '{}' on the CPU ({} parameters: {} as loaded float32 weights, "
+                           "as much again in the runtime, plus {} of KV cache per token)",
+                           source, parameter_count(c), format_bytes(w),
+                           format_bytes(kv_bytes_per_token(c, 4))),
+               2 * w,
+               "use a machine with more memory, or a smaller model (synth --layers N writes "
+               "fewer layers)");
 }
 
 void check_token_ids(std::span<const int32_t> ids, int vocab_size) {

@@ -55,6 +55,12 @@ Model load_llama2c_model(const std::filesystem::path& bin);
 // llama2.c .bin, tokenizer.bin or the single tok*.bin beside it. Throws ds::Error when none.
 std::filesystem::path find_tokenizer(const Model& model);
 
+// Before a loader allocates weights: throws ds::Error with both numbers when a CPU run of `c`
+// cannot fit in the available memory (src/model/memory.h): the float32 weights as loaded plus the
+// runtime's float32 copy (the KV cache is checked when the runtime is made). `source` names the
+// model.
+void check_load_memory(const ModelConfig& c, const std::string& source);
+
 // Throws ds::Error "unknown token id" for an id outside [0, vocab_size).
 void check_token_ids(std::span<const int32_t> ids, int vocab_size);
 

@@ -173,6 +173,8 @@ void write_synthetic_checkpoint(const SynthShape& shape, const SynthOptions& opt
     shards.back().push_back(i);
     bytes += b;
   }
+  const uint64_t total = static_cast<uint64_t>(parameter_count(c)) * esize;
+  uint64_t written = 0;
   const double a = 0.02 * std::sqrt(3.0);  // U(-a, a) has standard deviation 0.02
   nlohmann::ordered_json weight_map;
   for (size_t s = 0; s < shards.size(); ++s) {
@@ -219,6 +221,8 @@ void write_synthetic_checkpoint(const SynthShape& shape, const SynthOptions& opt
           }
         }
         out.write(block.data(), static_cast<std::streamsize>(block.size()));
+        written += block.size();
+        if (opt.progress) opt.progress(written, total);
       }
     }
     if (!out.flush()) {

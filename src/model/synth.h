@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,7 @@ struct SynthOptions {
   int layers = 0;               // 0 = the shape's; fewer for quick benchmarks
   int64_t shard_bytes = 4ll << 30;  // larger checkpoints are sharded with an index
   bool force = false;
+  std::function<void(uint64_t written, uint64_t total)> progress;  // bytes, after every block
 };
 
 // Writes config.json and model.safetensors (or shards + model.safetensors.index.json), streaming

@@ -2,6 +2,7 @@
 #include "src/run/generate.h"
 
 #include <algorithm>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -15,6 +16,7 @@ int needed_capacity(int prompt_len, int max_new, int context_len) {
 
 namespace {
 
+// One prompt of the batch while it is generated.
 struct Active {
   int index;
   GenerateResult res;
@@ -22,11 +24,13 @@ struct Active {
   bool done = false;
 };
 
-}  // namespace
+// Rows [begin, begin + count) of sequence `seq`'s prompt, in one prefill pass.
+struct PrefillPart {
+  int seq, begin, count;
+};
+using PrefillPass = std::vector<PrefillPart>;
 
-std::vector<GenerateResult> generate_batch(Runtime& rt, const std::vector<SequenceRequest>& requests,
-                                           const GenerateOptions& opt,
-                                           const StepCallback& on_step) {
+void check_options(const GenerateOptions& opt, size_t n_requests, int slots) {
   if (opt.max_new < 0) {
     throw Error(fmt::format("max_new {} is negative", opt.max_new), "--max-new takes N >= 0");
   }
@@ -35,11 +39,13 @@ std::vector<GenerateResult> generate_batch(Runtime& rt, const std::vector<Sequen
                 "--prefill-chunk takes 0 (whole prompt) or N >= 1");
   }
   validate(opt.sampling);
-  if (static_cast<int>(requests.size()) > rt.slots()) {
-    throw Error(fmt::format("{} sequences for a runtime with {} slots", requests.size(), rt.slots()));
+  if (static_cast<int>(n_requests) > slots) {
+    throw Error(fmt::format("{} sequences for a runtime with {} slots", n_requests, slots));
   }
-  const int ctx = std::min(rt.config().max_seq_len, rt.capacity());
-  const int V = rt.config().vocab_size;
+}
+
+// Each request as a sequence holding its prompt; refuses an empty prompt or one over `ctx`.
+std::vector<Active> start_sequences(const std::vector<SequenceRequest>& requests, int ctx) {
   std::vector<Active> seqs;
   for (size_t i = 0; i < requests.size(); ++i) {
     const auto& p = requests[i].prompt;
@@ -58,121 +64,168 @@ std::vector<GenerateResult> generate_batch(Runtime& rt, const std::vector<Sequen
     a.res.stop_reason = "max_new";
     seqs.push_back(std::move(a));
   }
+  return seqs;
+}
 
-  // ---- prefill: a list of passes, each a list of (sequence, first prompt row, row count) ----
-  struct Part {
-    int seq, begin, count;
-  };
-  std::vector<std::vector<Part>> passes;
-  // Rows [b, e) of each listed sequence, in passes of at most `chunk` rows per sequence.
-  auto plan = [&](const std::vector<int>& which, const std::vector<std::pair<int, int>>& ranges) {
-    int longest = 0;
-    for (const auto& [b, e] : ranges) longest = std::max(longest, e - b);
-    const int chunk = opt.prefill_chunk > 0 ? opt.prefill_chunk : std::max(1, longest);
-    for (int off = 0; off < longest; off += chunk) {
-      std::vector<Part> pass;
-      for (size_t k = 0; k < which.size(); ++k) {
-        const auto [b, e] = ranges[k];
-        const int cb = b + off, ce = std::min(e, b + off + chunk);
-        if (cb < ce) pass.push_back({which[k], cb, ce - cb});
-      }
-      if (!pass.empty()) passes.push_back(std::move(pass));
+// Appends passes covering rows [b, e) of each listed sequence, at most `prefill_chunk` rows
+// per sequence and pass (0 = the longest range in one pass).
+void plan_ranges(std::vector<PrefillPass>& passes, int prefill_chunk, const std::vector<int>& which,
+                 const std::vector<std::pair<int, int>>& ranges) {
+  int longest = 0;
+  for (const auto& [b, e] : ranges) longest = std::max(longest, e - b);
+  const int chunk = prefill_chunk > 0 ? prefill_chunk : std::max(1, longest);
+  for (int off = 0; off < longest; off += chunk) {
+    PrefillPass pass;
+    for (size_t k = 0; k < which.size(); ++k) {
+      const auto [b, e] = ranges[k];
+      const int cb = b + off, ce = std::min(e, b + off + chunk);
+      if (cb < ce) pass.push_back({which[k], cb, ce - cb});
     }
-  };
-  if (opt.prefix_cache) {
-    for (auto& s : seqs) {  // each prefix alone, as an earlier request computed it
-      if (s.res.prompt_len > 1) plan({s.index}, {{0, s.res.prompt_len - 1}});
-    }
-    std::vector<int> all;
-    std::vector<std::pair<int, int>> last;
-    for (auto& s : seqs) {
-      all.push_back(s.index);
-      last.push_back({s.res.prompt_len - 1, s.res.prompt_len});
-    }
-    plan(all, last);
-  } else {
-    std::vector<int> all;
-    std::vector<std::pair<int, int>> whole;
-    for (auto& s : seqs) {
-      all.push_back(s.index);
-      whole.push_back({0, s.res.prompt_len});
-    }
-    plan(all, whole);
+    if (!pass.empty()) passes.push_back(std::move(pass));
   }
+}
 
-  std::vector<double> logits;
-  std::vector<BatchRow> rows;
-  std::vector<size_t> last_row(seqs.size(), 0);  // index of each sequence's last logits row
-
-  // After a pass: every sequence whose step completed samples its next token; the noise is
-  // drawn for (stream, number of tokens generated so far).
-  auto finish_step = [&](const std::vector<int>& completed) {
-    for (int i : completed) {
-      Active& s = seqs[i];
-      const auto& forced = requests[i].forced;
-      if (forced ? forced->empty() : opt.max_new == 0) {
-        if (on_step) on_step(i, std::nullopt, s.res.tokens);
-        s.done = true;
-        continue;
-      }
-      std::span<const double> row(logits.data() + last_row[i] * V, static_cast<size_t>(V));
-      const int32_t next =
-          forced ? (*forced)[s.generated]
-                 : sample_next(row, opt.sampling, requests[i].stream, s.generated, s.res.tokens);
-      s.res.tokens.push_back(next);
-      ++s.generated;
-      if (on_step) on_step(i, next, s.res.tokens);
-      if (opt.eos_id && next == *opt.eos_id) {
-        s.res.stop_reason = "eos";
-        s.done = true;
-      } else if (forced && s.generated == static_cast<int>(forced->size())) {
-        s.res.stop_reason = "forced";
-        s.done = true;
-      } else if (!forced && s.generated == opt.max_new) {
-        s.done = true;
-      } else if (static_cast<int>(s.res.tokens.size()) >= ctx) {
-        s.res.stop_reason = "context";  // the sequence fills the context
-        s.done = true;
-      }
+// The prefill as a list of passes: every prompt whole (or chunked) together; with the prefix
+// cache, each prompt's prefix alone first, as an earlier request computed it, then the last
+// tokens together.
+std::vector<PrefillPass> plan_prefill(const std::vector<Active>& seqs, const GenerateOptions& opt) {
+  std::vector<PrefillPass> passes;
+  std::vector<int> all;
+  std::vector<std::pair<int, int>> rows;
+  for (const auto& s : seqs) {
+    if (opt.prefix_cache && s.res.prompt_len > 1) {
+      plan_ranges(passes, opt.prefill_chunk, {s.index}, {{0, s.res.prompt_len - 1}});
     }
-  };
+    all.push_back(s.index);
+    rows.push_back({opt.prefix_cache ? s.res.prompt_len - 1 : 0, s.res.prompt_len});
+  }
+  plan_ranges(passes, opt.prefill_chunk, all, rows);
+  return passes;
+}
 
-  for (size_t p = 0; p < passes.size(); ++p) {
-    rows.clear();
+// The state of one co-batched generation: forward passes over the runtime, then the choice of
+// each completed sequence's next token and its stop rules.
+class BatchGeneration {
+ public:
+  BatchGeneration(Runtime& rt, const std::vector<SequenceRequest>& requests,
+                  const GenerateOptions& opt, const StepCallback& on_step)
+      : rt_(rt),
+        requests_(requests),
+        opt_(opt),
+        on_step_(on_step),
+        ctx_(std::min(rt.config().max_seq_len, rt.capacity())),
+        vocab_(rt.config().vocab_size),
+        seqs_(start_sequences(requests, ctx_)),
+        last_row_(seqs_.size(), 0) {}
+
+  const std::vector<Active>& sequences() const { return seqs_; }
+
+  // One prefill pass; the sequences whose prompt it completes take their first step.
+  void prefill(const PrefillPass& pass) {
+    rows_.clear();
     std::vector<int> completed;
-    for (const Part& part : passes[p]) {
-      const auto& toks = seqs[part.seq].res.tokens;
-      for (int r = part.begin; r < part.begin + part.count; ++r) rows.push_back({part.seq, r, toks[r]});
-      last_row[part.seq] = rows.size() - 1;
-      if (part.begin + part.count == seqs[part.seq].res.prompt_len) completed.push_back(part.seq);
+    for (const PrefillPart& part : pass) {
+      const auto& toks = seqs_[part.seq].res.tokens;
+      for (int r = part.begin; r < part.begin + part.count; ++r) {
+        rows_.push_back({part.seq, r, toks[r]});
+      }
+      last_row_[part.seq] = rows_.size() - 1;
+      if (part.begin + part.count == seqs_[part.seq].res.prompt_len) completed.push_back(part.seq);
     }
-    rt.forward(rows, logits);
+    rt_.forward(rows_, logits_);
     finish_step(completed);
   }
 
-  while (true) {
-    rows.clear();
+  // One decode pass over every active sequence; false when none is left or a stop was asked.
+  bool decode() {
     std::vector<int> active;
-    for (auto& s : seqs) {
-      if (s.done) continue;
-      active.push_back(s.index);
+    for (const auto& s : seqs_) {
+      if (!s.done) active.push_back(s.index);
     }
-    if (active.empty()) break;
-    if (opt.should_stop && opt.should_stop()) {
-      for (int i : active) seqs[i].res.stop_reason = "interrupted";
-      break;
+    if (active.empty()) return false;
+    if (opt_.should_stop && opt_.should_stop()) {
+      for (int i : active) seqs_[i].res.stop_reason = "interrupted";
+      return false;
     }
+    rows_.clear();
     for (int i : active) {
-      const auto& toks = seqs[i].res.tokens;
-      rows.push_back({i, static_cast<int>(toks.size()) - 1, toks.back()});
-      last_row[i] = rows.size() - 1;
+      const auto& toks = seqs_[i].res.tokens;
+      rows_.push_back({i, static_cast<int>(toks.size()) - 1, toks.back()});
+      last_row_[i] = rows_.size() - 1;
     }
-    rt.forward(rows, logits);
+    rt_.forward(rows_, logits_);
     finish_step(active);
+    return true;
   }
-  std::vector<GenerateResult> out;
-  for (auto& s : seqs) out.push_back(std::move(s.res));
-  return out;
+
+  std::vector<GenerateResult> results() {
+    std::vector<GenerateResult> out;
+    for (auto& s : seqs_) out.push_back(std::move(s.res));
+    return out;
+  }
+
+ private:
+  // After a pass: every sequence whose step completed takes its next token (sampled, or
+  // forced); the noise is drawn for (stream, number of tokens generated so far).
+  void finish_step(const std::vector<int>& completed) {
+    for (int i : completed) {
+      Active& s = seqs_[i];
+      const auto& forced = requests_[i].forced;
+      if (forced ? forced->empty() : opt_.max_new == 0) {
+        if (on_step_) on_step_(i, std::nullopt, s.res.tokens);
+        s.done = true;
+        continue;
+      }
+      const int32_t next = forced ? (*forced)[s.generated] : sample(s, i);
+      s.res.tokens.push_back(next);
+      ++s.generated;
+      if (on_step_) on_step_(i, next, s.res.tokens);
+      apply_stop_rules(s, next, forced);
+    }
+  }
+
+  int32_t sample(const Active& s, int i) const {
+    std::span<const double> row(logits_.data() + last_row_[i] * vocab_, static_cast<size_t>(vocab_));
+    return sample_next(row, opt_.sampling, requests_[i].stream, s.generated, s.res.tokens);
+  }
+
+  void apply_stop_rules(Active& s, int32_t next, const std::optional<std::vector<int32_t>>& forced) {
+    if (opt_.eos_id && next == *opt_.eos_id) {
+      s.res.stop_reason = "eos";
+      s.done = true;
+    } else if (forced && s.generated == static_cast<int>(forced->size())) {
+      s.res.stop_reason = "forced";
+      s.done = true;
+    } else if (!forced && s.generated == opt_.max_new) {
+      s.done = true;
+    } else if (static_cast<int>(s.res.tokens.size()) >= ctx_) {
+      s.res.stop_reason = "context";  // the sequence fills the context
+      s.done = true;
+    }
+  }
+
+  Runtime& rt_;
+  const std::vector<SequenceRequest>& requests_;
+  const GenerateOptions& opt_;
+  const StepCallback& on_step_;
+  const int ctx_, vocab_;
+  std::vector<Active> seqs_;
+  std::vector<size_t> last_row_;  // index of each sequence's last logits row in the pass
+  std::vector<BatchRow> rows_;
+  std::vector<double> logits_;
+};
+
+}  // namespace
+
+std::vector<GenerateResult> generate_batch(Runtime& rt, const std::vector<SequenceRequest>& requests,
+                                           const GenerateOptions& opt,
+                                           const StepCallback& on_step) {
+  check_options(opt, requests.size(), rt.slots());
+  BatchGeneration gen(rt, requests, opt, on_step);
+  for (const PrefillPass& pass : plan_prefill(gen.sequences(), opt)) gen.prefill(pass);
+  while (gen.decode()) {
+  }
+  return gen.results();
 }
 
 GenerateResult generate(Runtime& rt, std::span<const int32_t> prompt, const GenerateOptions& opt,

@@ -17,7 +17,7 @@ namespace ds {
 struct GenerateOptions {
   int max_new = 256;
   SamplingParams sampling;
-  std::optional<int32_t> eos_id;  // stop when generated; none = never
+  std::optional<int32_t> eos_id;  // the stop token (EOS; BOS for llama2.c): ends a sequence when generated
   uint64_t stream = 0;            // which prompt this is (single-sequence generate())
   int prefill_chunk = 0;          // 0 = each prompt in one pass; N = passes of N prompt tokens
   bool prefix_cache = false;      // prompt[:-1] computed alone in an earlier pass, the last token

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <climits>
+
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
@@ -60,6 +62,22 @@ SamplingParams RunConfig::sampling() const {
   return p;
 }
 
+std::optional<int32_t> stop_token_id(const RunConfig& c, std::optional<int32_t> format_default) {
+  if (c.stop_token == "auto") return format_default;
+  if (c.stop_token == "none") return std::nullopt;
+  size_t used = 0;
+  long long id = -1;
+  try {
+    id = std::stoll(c.stop_token, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != c.stop_token.size() || id < 0 || id > INT32_MAX) {
+    bad("stop_token", c.stop_token, "auto (the model format's rule), none, or a token id");
+  }
+  return static_cast<int32_t>(id);
+}
+
 void validate(const RunConfig& c) {
   one_of("device", c.device, {"cpu", "cuda"});
   one_of("dtype", c.dtype, {"fp64", "fp32", "fp16", "bf16", "layercast"});
@@ -82,6 +100,7 @@ void validate(const RunConfig& c) {
   one_of("add_bos", c.add_bos, {"auto", "on", "off"});
   if (!(c.repetition_penalty > 0)) bad("repetition_penalty", fmt::format("{}", c.repetition_penalty), "a value > 0 (1 = off)");
   if (c.max_new < 0) bad("max_new", std::to_string(c.max_new), "N >= 0");
+  stop_token_id(c, std::nullopt);
   validate(c.sampling());
   if (c.device == "cuda") {  // up front, before a model is loaded
     check_cuda_support(numerics(c));
@@ -130,6 +149,7 @@ void for_each_field(const RunConfig& c, F&& f) {
   f("add_bos", c.add_bos);
   f("repetition_penalty", c.repetition_penalty);
   f("max_new", c.max_new);
+  f("stop_token", c.stop_token);
   f("temperature", c.temperature);
   f("top_p", c.top_p);
   f("top_k", c.top_k);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "src/runtime/runtime.h"
@@ -27,6 +28,7 @@ struct RunConfig {
   std::string add_bos = "auto";        // auto (tokenizer config) | on | off
   double repetition_penalty = 1.0;     // 1 = off; HF rule: logit/p if > 0 else logit*p
   int max_new = 256;
+  std::string stop_token = "auto";     // auto (the model format's rule) | none | a token id
   double temperature = 0.0;
   double top_p = 1.0;
   int top_k = 0;
@@ -36,6 +38,10 @@ struct RunConfig {
 
   SamplingParams sampling() const;
 };
+
+// The token that ends a sequence under `stop_token`: "auto" gives `format_default` (the model
+// format's convention, resolved by the caller), "none" gives none, "N" gives N.
+std::optional<int32_t> stop_token_id(const RunConfig& c, std::optional<int32_t> format_default);
 
 // Checks every field up front; throws ds::Error naming the field and the allowed values.
 void validate(const RunConfig& c);

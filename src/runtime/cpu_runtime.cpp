@@ -3,10 +3,12 @@
 // GPU stores) or T = double (the fp64 oracle). Taps hand the buffer to the hook at once.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/error.h"
 #include "kernels/ops.h"
+#include "src/model/memory.h"
 #include "src/runtime/forward.h"
 #include "src/runtime/runtime.h"
 
@@ -148,6 +150,16 @@ class CpuBackend {
 
 std::unique_ptr<Runtime> make_cpu_runtime(const Model& model, const Numerics& numerics,
                                           int capacity, int slots) {
+  const int elem = numerics.dtype == DType::fp64 ? 8 : 4;  // weights, activations and KV as T
+  const uint64_t kv = kv_bytes_per_token(model.config, elem) * static_cast<uint64_t>(capacity) *
+                      static_cast<uint64_t>(std::max(1, slots));
+  check_memory(fmt::format("the CPU runtime ({} of weights at {} bytes a value, and a KV cache of "
+                           "{} positions x {} sequences: {})",
+                           format_bytes(weight_bytes_f32(model.config) / 4 * elem), elem, capacity,
+                           slots, format_bytes(kv)),
+               weight_bytes_f32(model.config) / 4 * elem + kv,
+               "a shorter --max-new or a smaller --batch shrinks the KV cache; or use a machine "
+               "with more memory");
   if (numerics.dtype == DType::fp64) {
     return std::make_unique<ForwardRuntime<CpuBackend<double>>>(model, numerics, capacity, slots);
   }

@@ -4,6 +4,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -125,4 +128,60 @@ TEST_CASE("bad option values: clear error, exit 2", "[cli][errors]") {
   auto h = run_cli("generate --help");
   CHECK(h.exit_code == 0);
   CHECK(h.out.find("--max-new") != std::string::npos);
+}
+
+TEST_CASE("generate on a checkpoint without a tokenizer prints ids from --prompt-ids", "[cli]") {
+  ScratchModel m;
+  fs::remove(m.dir / "tokenizer.json");
+  auto r = run_cli("generate --model " + m.dir.string() + " --prompt-ids 1 --max-new 5");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  // The first token after BOS is "▁Once" (403), as with the tokenizer (test above).
+  CHECK(r.out.starts_with("1 403 "));
+  CHECK(r.err.find("no tokenizer beside the model, printing token ids") != std::string::npos);
+  // A text prompt still needs a tokenizer.
+  check_input_error(run_cli("generate --model " + m.dir.string() + " --prompt 'The cat'"),
+                    "no tokenizer.json");
+}
+
+// llama2.c's run.c ends a story at BOS (id 1): built from karpathy/llama2.c and run as
+// `run stories260K.bin -z tok512.bin -t 0 -n 256 -i "The cat"`, it prints the text below and
+// breaks when the token for position 213 is BOS.
+TEST_CASE("generate from a llama2.c model stops at BOS as run.c does", "[cli]") {
+  auto ids = run_cli("generate -p 'The cat' --max-new 256 --ids");
+  INFO(ids.err);
+  REQUIRE(ids.exit_code == 0);
+  std::vector<std::string> tokens;
+  {
+    std::istringstream in(ids.out);
+    for (std::string t; in >> t;) tokens.push_back(t);
+  }
+  CHECK(tokens.size() == 214);  // positions 0..212, then the BOS that ends the story
+  CHECK(tokens.back() == "1");
+  CHECK(ids.err.find("stop: eos") != std::string::npos);
+  auto text = run_cli("generate -p 'The cat' --max-new 256 -q");
+  CHECK(text.out.starts_with("The cat and a boy were playing in the park."));
+  CHECK(text.out.ends_with("Tim and the boy were happy. They played together every day.\n"));
+  // --stop-token none overrides the convention: 4 prompt tokens (BOS and three for "The cat")
+  // + 256 generated.
+  auto all = run_cli("generate -p 'The cat' --max-new 256 --ids -q --stop-token none");
+  std::istringstream in(all.out);
+  size_t n = 0;
+  for (std::string t; in >> t;) ++n;
+  CHECK(n == 260);
+  check_input_error(run_cli("generate --stop-token eos"), "invalid stop_token 'eos'");
+}
+
+TEST_CASE("the Hugging Face stories260K stops at its EOS, not at BOS", "[cli]") {
+  // Its tokenizer.json declares EOS </s> (id 2): from "The cat" it runs past the BOS where the
+  // llama2.c file stops (position 213) to the limit.
+  auto r = run_cli("generate --model " + ds::test::stories_hf() +
+                   " -p 'The cat' --max-new 256 --ids");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  std::vector<std::string> tokens;
+  std::istringstream in(r.out);
+  for (std::string t; in >> t;) tokens.push_back(t);
+  REQUIRE(tokens.size() > 214);
+  CHECK(tokens[213] == "1");  // the same BOS as the .bin's, and generation went on
 }

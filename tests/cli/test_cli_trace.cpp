@@ -124,3 +124,39 @@ TEST_CASE("run: a write failure leaves every step written before it", "[cli][tra
   CHECK(s.rows == 1 + 6);  // the prefill (BOS) and 6 decode steps were written before step 8 failed
   check_consistent(reader);
 }
+
+TEST_CASE("show prints the continuation as generate does, leading space included", "[cli][trace]") {
+  ds::test::TempDir dir;
+  const auto t = dir.path() / "t.h5";
+  REQUIRE(run_cli("run -p 'The cat' -n 20 -q -o " + t.string()).exit_code == 0);
+  auto s = run_cli("show " + t.string());
+  REQUIRE(s.exit_code == 0);
+  auto field = [&](const std::string& label) {
+    const size_t at = s.out.find("  " + label + "  ");
+    REQUIRE(at != std::string::npos);
+    const size_t begin = s.out.find('"', at), end = s.out.find('\n', at);
+    return nlohmann::json::parse(s.out.substr(begin, end - begin)).get<std::string>();
+  };
+  const std::string prompt = field("prompt"), continuation = field("continuation");
+  CHECK(prompt == "The cat");
+  // llama2.c's run.c prints "The cat and a boy were playing in the park." for this prompt.
+  CHECK(continuation.starts_with(" and a boy"));
+  auto g = run_cli("generate -p 'The cat' -n 20 -q");
+  CHECK(prompt + continuation + "\n" == g.out);
+}
+
+TEST_CASE("run: --trace-topk sets the logits kept, the old --topk is refused", "[cli][trace]") {
+  ds::test::TempDir dir;
+  const auto t = dir.path() / "t.h5";
+  REQUIRE(run_cli("run -n 4 -q --trace-topk 5 -o " + t.string()).exit_code == 0);
+  auto r = ds::trace::TraceReader::open(t);
+  CHECK(r.sequence(0).topk == 5);
+  CHECK(nlohmann::json::parse(r.config_json())["trace"]["topk"] == 5);
+  const auto t2 = dir.path() / "t2.h5";
+  auto old = run_cli("run -n 4 --topk 5 -o " + t2.string());
+  ds::test::check_input_error(old, "--topk is now called --trace-topk");
+  CHECK(old.err.find("--top-k N samples") != std::string::npos);
+  CHECK_FALSE(fs::exists(t2));
+  // --top-k stays the sampling option of every run command.
+  CHECK(run_cli("run -n 4 -q --top-k 3 --temperature 1 -o " + t2.string()).exit_code == 0);
+}
