@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages driftscope needs (when missing), then configures and builds it in
 # build/. CUDA parts are compiled when nvcc is found (/usr/local/cuda or PATH); no GPU is needed.
+# With --tests it also sets up what the test suite uses beyond the build: headless chromium
+# (HTML report), the Python virtual environment .venv (transformers and tokenizers references),
+# and Slurm with munge (the sweep's cluster test); each script is idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+with_tests=""
+[ "${1:-}" = "--tests" ] && with_tests=1
 
 packages=(g++ cmake make pkg-config libhdf5-dev libcli11-dev catch2 libfmt-dev nlohmann-json3-dev libpcre2-dev libicu-dev libssl-dev python3-h5py)
 missing=()
@@ -28,3 +33,9 @@ fi
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${cuda_args[@]}" >/dev/null
 cmake --build build -j"$(nproc)"
+
+if [ -n "$with_tests" ]; then
+  for extra in scripts/setup_browser.sh scripts/setup_python.sh scripts/setup_slurm.sh; do
+    if [ -f "$extra" ]; then bash "$extra"; fi
+  done
+fi
