@@ -3,5 +3,5 @@
 # when any test fails. GPU tests ([cuda]) skip when no device is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh --tests
+scripts/setup.sh --tests  # the build, plus chromium, the Python venv and Slurm for the tests
 ctest --test-dir build --output-on-failure -j"$(nproc)"
