@@ -1,6 +1,7 @@
 // The HTML report without a browser: escaping against hand-written expectations, hostile text
 // shown as text, the Content-Security-Policy hashes against OpenSSL's SHA-256 of the page's own
 // style and script, the heat map's colour classes against hand-computed decades, and binning.
+#include <fmt/format.h>
 #include <openssl/evp.h>
 #include <openssl/sha.h>
 
@@ -224,7 +225,7 @@ TEST_CASE("html report: sections stop at the size budget for a large model", "[v
     s.positions.assign(2000, s.positions[0]);
     s.layers.clear();
     for (int l = 0; l < 32; ++l) {
-      LayerDrift d{l, "L" + std::to_string(l) + "/out", 1e-2, std::nullopt, {}};
+      LayerDrift d{l, fmt::format("L{}/out", l), 1e-2, std::nullopt, {}};
       for (int p = 0; p < 2000; ++p) d.rel_l2.push_back(std::pow(10.0f, -1.0f - (p % 7)));
       s.layers.push_back(d);
     }
@@ -238,4 +239,29 @@ TEST_CASE("html report: sections stop at the size budget for a large model", "[v
   CHECK(h.find(std::to_string(sections) + " of 40 sequences have a section here") !=
         std::string::npos);
   CHECK(count(h, "<tr><td><a href=\"#seq-") == sections);
+}
+
+TEST_CASE("html report: the kernels that differ, names in full and escaped", "[viewer][html]") {
+  Report r = hostile_report(1);
+  CHECK(ds::viewer::render_html(r).find("kernels that differ") == std::string::npos);
+  r.kernels.tables = KernelTables::only_b;
+  CHECK(ds::viewer::render_html(r).find("only B has a /kernels table") != std::string::npos);
+  r.kernels.tables = KernelTables::both;
+  r.kernels.sites_compared = 3;
+  r.kernels.passes_compared = 2;
+  SiteKernels site;
+  site.site = "L0/o_proj";
+  site.rel_l2_median = 1.5e-3;
+  site.only_a = {{"o_proj", "void gemm<float, 2>(float const*, float*)", 4, 100, {}}};
+  KernelUse a{"o_proj", "splitk<bf16>", 2, 50, {{{1, 1, 1}, {128, 1, 1}, 2}}};
+  KernelUse b{"o_proj", "splitk<bf16>", 2, 60, {{{1, 1, 4}, {128, 1, 1}, 2}}};
+  site.changed = {{a, b}};
+  r.kernels.sites = {site};
+  const std::string h = ds::viewer::render_html(r);
+  CHECK(h.find("1 of 3 sites differ over 2 passes") != std::string::npos);
+  CHECK(h.find("void gemm&lt;float, 2&gt;(float const*, float*)") != std::string::npos);
+  CHECK(h.find("<td>only A</td>") != std::string::npos);
+  CHECK(h.find("A: ×2 grid (1,1,1) block (128,1,1)<br>B: ×2 grid (1,1,4) block (128,1,1)") !=
+        std::string::npos);
+  CHECK(h.find("<gemm") == std::string::npos);
 }
