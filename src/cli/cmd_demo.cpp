@@ -163,7 +163,7 @@ CommandRun register_demo(CLI::App& app) {
   }
   cmd->add_option(
          "--config-a", args->config_a,
-         "run A's configuration, a TOML file like --config takes (e.g. configs/fp32.toml); "
+         "run A's configuration, a TOML file of run-config fields (e.g. configs/fp32.toml); "
          "fields it leaves out keep their defaults")
       ->group(kAGroup);
   cmd->add_option("--config-b", args->config_b,
