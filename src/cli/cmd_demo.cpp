@@ -9,13 +9,13 @@
 #include <filesystem>
 #include <set>
 #include <utility>
-
+#include <vector>
 
 #include "common/error.h"
 #include "diff/diff.h"
 #include "src/cli/commands.h"
-#include "src/cli/model_args.h"
 #include "src/cli/diff_report.h"
+#include "src/cli/model_args.h"
 #include "src/cli/run_config_args.h"
 #include "src/cli/traced_command.h"
 #include "src/run/trace_recorder.h"
@@ -27,9 +27,9 @@ namespace {
 
 struct DemoArgs {
   ModelArgs model;
-  RunConfigArgs run;      // the flags as given; see run_configs() for what they mean
-  std::string config_a;   // run A's configuration (TOML) instead of the fp32 default
-  std::string config_b;   // run B's configuration (TOML) instead of the bf16 batch-8 default
+  RunConfigArgs run;     // the flags as given; see run_configs() for what they mean
+  std::string config_a;  // run A's configuration (TOML) instead of the fp32 default
+  std::string config_b;  // run B's configuration (TOML) instead of the bf16 batch-8 default
   std::string prompts_file;
   std::string out = "driftscope-demo";
   bool force = false;
@@ -44,9 +44,8 @@ constexpr const char* kBGroup = "Run B: the engine under study (over --config-b)
 
 // The flags of the request itself: what is generated, the same for both runs.
 bool is_request_flag(const std::string& name) {
-  static const std::set<std::string> request = {"max-new",     "stop-token", "temperature",
-                                                "top-p",       "top-k",      "seed",
-                                                "repetition-penalty"};
+  static const std::set<std::string> request = {
+      "max-new", "stop-token", "temperature", "top-p", "top-k", "seed", "repetition-penalty"};
   return request.count(name) > 0;
 }
 
@@ -94,7 +93,8 @@ void run_one(const char* name, const RunConfig& c, const RunConfig& other, const
   writer.force = true;  // refused up front in run_demo unless --force
   fmt::print(stderr, "run {}: {} over {} prompts -> {}\n", name, differing_fields(c, other),
              prompts.size(), out.string());
-  const auto res = run_traced_command(fmt::format("run {}", name), c, "default", writer, lm, prompts);
+  const auto res =
+      run_traced_command(fmt::format("run {}", name), c, "default", writer, lm, prompts);
   if (!res.complete) {
     throw Error("interrupted", "the traces written so far are in " + out.parent_path().string());
   }
@@ -118,13 +118,14 @@ int run_demo(const CLI::App& cmd, DemoArgs& a) {
     return 0;
   }
   const fs::path out(a.out), path_a = out / "a.h5", path_b = out / "b.h5",
-      path_json = out / "report.json";
+                             path_json = out / "report.json";
   std::vector<fs::path> outputs{path_a, path_b, path_json};
   if (a.html) outputs.push_back(out / "report.html");
   check_outputs(outputs, a.force);
   LoadedModel lm = load_model_and_prompt(a.model, /*need_tokenizer=*/true, /*want_prompt=*/false);
-  const fs::path prompts_file =
-      !a.prompts_file.empty() ? fs::path(a.prompts_file) : lm.model.path.parent_path() / "prompts.txt";
+  const fs::path prompts_file = !a.prompts_file.empty()
+                                    ? fs::path(a.prompts_file)
+                                    : lm.model.path.parent_path() / "prompts.txt";
   if (!fs::exists(prompts_file)) {
     throw Error(fmt::format("no prompts file '{}'", prompts_file.string()),
                 "pass --prompts FILE (one prompt per line)");
@@ -168,16 +169,22 @@ CommandRun register_demo(CLI::App& app) {
     if (op->get_group() != "Run configuration (docs/configurations.md)") continue;
     op->group(is_request_flag(op->get_lnames().front()) ? kBothGroup : kBGroup);
   }
-  cmd->add_option("--config-a", args->config_a,
-                  "run A's configuration, a TOML file like --config takes (e.g. configs/fp32.toml); "
-                  "fields it leaves out keep their defaults")->group(kAGroup);
+  cmd->add_option(
+         "--config-a", args->config_a,
+         "run A's configuration, a TOML file of run-config fields (e.g. configs/fp32.toml); "
+         "fields it leaves out keep their defaults")
+      ->group(kAGroup);
   cmd->add_option("--config-b", args->config_b,
                   "run B's configuration instead of the bf16 batch-8 one (e.g. "
-                  "configs/bf16-tp4.toml); fields it leaves out keep their defaults")->group(kBGroup);
-  cmd->add_option("--prompts", args->prompts_file, "prompts file (default: prompts.txt beside the model)");
-  cmd->add_option("--out", args->out, "folder for a.h5, b.h5 and report.json")->capture_default_str();
+                  "configs/bf16-tp4.toml); fields it leaves out keep their defaults")
+      ->group(kBGroup);
+  cmd->add_option("--prompts", args->prompts_file,
+                  "prompts file (default: prompts.txt beside the model)");
+  cmd->add_option("--out", args->out, "folder for a.h5, b.h5, report.json (and report.html)")
+      ->capture_default_str();
   cmd->add_flag("--html", args->html, "also write report.html to --out and print its path");
-  cmd->add_flag("--force", args->force, "overwrite a.h5, b.h5, report.json (and report.html) in --out");
+  cmd->add_flag("--force", args->force,
+                "overwrite a.h5, b.h5, report.json (and report.html) in --out");
   add_report_style_options(*cmd, args->style);
   return [args, cmd] { return run_demo(*cmd, *args); };
 }

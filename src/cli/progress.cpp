@@ -1,9 +1,8 @@
 // Progress lines: "run [seq 3/10] ######....  57/256 tokens  812 tok/s", and bytes or items.
 #include "src/cli/progress.h"
 
-#include <unistd.h>
-
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -18,7 +17,9 @@ Progress::Progress(std::string label)
       start_(std::chrono::steady_clock::now()),
       last_(start_) {}
 
-Progress::~Progress() { done(); }
+Progress::~Progress() {
+  done();
+}
 
 bool Progress::due() {
   if (!enabled_) return false;

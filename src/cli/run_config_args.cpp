@@ -74,7 +74,7 @@ void apply_config_file(CLI::App& cmd, const RunConfigArgs& a) {
   std::ifstream in(a.config_file);
   if (!in) {
     throw Error(fmt::format("cannot read config file '{}'", a.config_file),
-                "--config takes a TOML file such as configs/bf16-bs8.toml");
+                "a run configuration is a TOML file such as configs/bf16-bs8.toml");
   }
   std::vector<CLI::ConfigItem> items;
   try {

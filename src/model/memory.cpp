@@ -1,11 +1,11 @@
 // Memory estimates from a model's config, and the check against MemAvailable.
 #include "src/model/memory.h"
 
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "common/error.h"
 #include "src/model/synth.h"

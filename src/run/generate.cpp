@@ -1,10 +1,10 @@
 // The generation loop over a Runtime: prefill plans, co-batched decode, stop rules.
 #include "src/run/generate.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "common/error.h"
 
@@ -185,11 +185,13 @@ class BatchGeneration {
   }
 
   int32_t sample(const Active& s, int i) const {
-    std::span<const double> row(logits_.data() + last_row_[i] * vocab_, static_cast<size_t>(vocab_));
+    std::span<const double> row(logits_.data() + last_row_[i] * vocab_,
+                                static_cast<size_t>(vocab_));
     return sample_next(row, opt_.sampling, requests_[i].stream, s.generated, s.res.tokens);
   }
 
-  void apply_stop_rules(Active& s, int32_t next, const std::optional<std::vector<int32_t>>& forced) {
+  void apply_stop_rules(Active& s, int32_t next,
+                        const std::optional<std::vector<int32_t>>& forced) {
     if (opt_.eos_id && next == *opt_.eos_id) {
       s.res.stop_reason = "eos";
       s.done = true;
@@ -217,7 +219,8 @@ class BatchGeneration {
 
 }  // namespace
 
-std::vector<GenerateResult> generate_batch(Runtime& rt, const std::vector<SequenceRequest>& requests,
+std::vector<GenerateResult> generate_batch(Runtime& rt,
+                                           const std::vector<SequenceRequest>& requests,
                                            const GenerateOptions& opt,
                                            const StepCallback& on_step) {
   check_options(opt, requests.size(), rt.slots());
@@ -230,7 +233,8 @@ std::vector<GenerateResult> generate_batch(Runtime& rt, const std::vector<Sequen
 
 GenerateResult generate(Runtime& rt, std::span<const int32_t> prompt, const GenerateOptions& opt,
                         const TokenCallback& on_token) {
-  std::vector<SequenceRequest> req{{std::vector<int32_t>(prompt.begin(), prompt.end()), opt.stream}};
+  std::vector<SequenceRequest> req{
+      {std::vector<int32_t>(prompt.begin(), prompt.end()), opt.stream}};
   auto res = generate_batch(rt, req, opt,
                             [&](int, std::optional<int32_t> t, const std::vector<int32_t>& tokens) {
                               if (t && on_token) on_token(tokens);

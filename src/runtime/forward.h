@@ -103,7 +103,7 @@ class ForwardRuntime final : public Runtime {
     resize(n);
     b_.begin_pass(cols_);
     {
-      auto op = b_.op(embed_site_, "embedding");
+      [[maybe_unused]] auto op = b_.op(embed_site_, "embedding");
       b_.embedding(x_.ptr(0), embed_, n, c_.dim);
     }
     if (wanted_.embed) b_.tap({SiteKind::embed}, x_.ptr(0), n, c_.dim);
@@ -112,12 +112,12 @@ class ForwardRuntime final : public Runtime {
       mlp_block(l, n);
     }
     {
-      auto op = b_.op(final_norm_site_, "rmsnorm");
+      [[maybe_unused]] auto op = b_.op(final_norm_site_, "rmsnorm");
       b_.rmsnorm(xb_.ptr(0), x_.ptr(0), final_norm_, n, c_.dim);
     }
     if (wanted_.final_norm) b_.tap({SiteKind::final_norm}, xb_.ptr(0), n, c_.dim);
     {
-      auto op = b_.op(logits_site_, "lm_head");
+      [[maybe_unused]] auto op = b_.op(logits_site_, "lm_head");
       gemm(logits_.ptr(0), xb_.ptr(0), lm_head_.empty() ? embed_ : lm_head_, nullptr, n,
            c_.vocab_size, c_.dim);
     }
@@ -131,25 +131,25 @@ class ForwardRuntime final : public Runtime {
     const StoredLayer<Weight>& w = layers_[l];
     const int D = c_.dim, Q = c_.q_dim(), KV = c_.kv_dim();
     {
-      auto op = b_.op(lsite(l, SiteKind::attn_norm), "rmsnorm");
+      [[maybe_unused]] auto op = b_.op(lsite(l, SiteKind::attn_norm), "rmsnorm");
       b_.rmsnorm(xb_.ptr(0), x_.ptr(0), w.attn_norm, n, D);
     }
     tap_layer(l, SiteKind::attn_norm, xb_.ptr(0), n, D);
     const std::string& site = lsite(l, SiteKind::attn_out);
     {
-      auto op = b_.op(site, "q_proj");
+      [[maybe_unused]] auto op = b_.op(site, "q_proj");
       gemm(q_.ptr(0), xb_.ptr(0), w.wq, &w.bq, n, Q, D);  // (n, q_dim)
     }
     {
-      auto op = b_.op(site, "k_proj");
+      [[maybe_unused]] auto op = b_.op(site, "k_proj");
       gemm(k_.ptr(0), xb_.ptr(0), w.wk, &w.bk, n, KV, D);  // (n, kv_dim)
     }
     {
-      auto op = b_.op(site, "v_proj");
+      [[maybe_unused]] auto op = b_.op(site, "v_proj");
       gemm(v_.ptr(0), xb_.ptr(0), w.wv, &w.bv, n, KV, D);  // (n, kv_dim)
     }
     {
-      auto op = b_.op(site, "rope");
+      [[maybe_unused]] auto op = b_.op(site, "rope");
       b_.rope(q_.ptr(0), n, c_.n_heads, c_.head_dim, cos_, sin_);
       b_.rope(k_.ptr(0), n, c_.n_kv_heads, c_.head_dim, cos_, sin_);
     }
@@ -173,19 +173,19 @@ class ForwardRuntime final : public Runtime {
       a.window = c_.sliding_window;
       a.scale = scale;
       a.splits = attention_splits(nx_, rows, a.max_keys, cols_.n_seqs, c_.n_heads);
-      auto op = b_.op(site, "attention");
+      [[maybe_unused]] auto op = b_.op(site, "attention");
       const size_t q_off = static_cast<size_t>(r0) * Q;
       b_.attention(att_.ptr(q_off), q_.ptr(q_off), k_cache_.ptr(cache_index(slot, l, 0)),
                    v_cache_.ptr(cache_index(slot, l, 0)), a);
       r0 = r1;
     }
     {
-      auto op = b_.op(site, "o_proj");
+      [[maybe_unused]] auto op = b_.op(site, "o_proj");
       row_parallel_gemm(xb_.ptr(0), att_.ptr(0), w.wo, n, D, Q);  // (n, dim)
     }
     tap_layer(l, SiteKind::attn_out, xb_.ptr(0), n, D);
     {
-      auto op = b_.op(lsite(l, SiteKind::resid_mid), "residual_add");
+      [[maybe_unused]] auto op = b_.op(lsite(l, SiteKind::resid_mid), "residual_add");
       b_.add(x_.ptr(0), x_.ptr(0), xb_.ptr(0), static_cast<size_t>(n) * D);
     }
     tap_layer(l, SiteKind::resid_mid, x_.ptr(0), n, D);
@@ -196,30 +196,30 @@ class ForwardRuntime final : public Runtime {
     const StoredLayer<Weight>& w = layers_[l];
     const int D = c_.dim, F = c_.hidden_dim;
     {
-      auto op = b_.op(lsite(l, SiteKind::mlp_norm), "rmsnorm");
+      [[maybe_unused]] auto op = b_.op(lsite(l, SiteKind::mlp_norm), "rmsnorm");
       b_.rmsnorm(xb_.ptr(0), x_.ptr(0), w.mlp_norm, n, D);
     }
     tap_layer(l, SiteKind::mlp_norm, xb_.ptr(0), n, D);
     const std::string& site = lsite(l, SiteKind::mlp_out);
     {
-      auto op = b_.op(site, "gate_proj");
+      [[maybe_unused]] auto op = b_.op(site, "gate_proj");
       gemm(gate_.ptr(0), xb_.ptr(0), w.w_gate, nullptr, n, F, D);  // (n, hidden)
     }
     {
-      auto op = b_.op(site, "up_proj");
+      [[maybe_unused]] auto op = b_.op(site, "up_proj");
       gemm(up_.ptr(0), xb_.ptr(0), w.w_up, nullptr, n, F, D);  // (n, hidden)
     }
     {
-      auto op = b_.op(site, "swiglu");
+      [[maybe_unused]] auto op = b_.op(site, "swiglu");
       b_.swiglu(gate_.ptr(0), gate_.ptr(0), up_.ptr(0), static_cast<size_t>(n) * F);
     }
     {
-      auto op = b_.op(site, "down_proj");
+      [[maybe_unused]] auto op = b_.op(site, "down_proj");
       row_parallel_gemm(xb_.ptr(0), gate_.ptr(0), w.w_down, n, D, F);  // (n, dim)
     }
     tap_layer(l, SiteKind::mlp_out, xb_.ptr(0), n, D);
     {
-      auto op = b_.op(lsite(l, SiteKind::out), "residual_add");
+      [[maybe_unused]] auto op = b_.op(lsite(l, SiteKind::out), "residual_add");
       b_.add(x_.ptr(0), x_.ptr(0), xb_.ptr(0), static_cast<size_t>(n) * D);
     }
     tap_layer(l, SiteKind::out, x_.ptr(0), n, D);

@@ -1,7 +1,6 @@
 // Memory: a model that cannot fit is refused before loading, with what it needs and what is
 // available (DRIFTSCOPE_MEM_AVAILABLE stands in for /proc/meminfo, docs/cli.md).
 #include <catch2/catch.hpp>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>

@@ -1,7 +1,6 @@
 // Progress lines: drawn on a terminal (here a pseudo-terminal from util-linux `script`), never
 // when stderr is a file or a pipe.
 #include <catch2/catch.hpp>
-
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>

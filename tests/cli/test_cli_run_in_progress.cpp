@@ -1,12 +1,11 @@
 // A run in progress, seen from outside: `show` on its trace says it is being written, and a
 // second Ctrl-C (or SIGTERM) aborts at once (the first asks the run to finish its trace).
-#include <catch2/catch.hpp>
-
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <fstream>
 #include <sstream>
