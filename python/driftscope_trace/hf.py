@@ -161,8 +161,7 @@ def main(argv=None):
     a = parse_args(sys.argv[1:] if argv is None else argv)
     try:
         return record(a)
-    except (UsageError, PromptError, schema.ProbeError, ValueError, FileExistsError,
-            FileNotFoundError) as e:
+    except (UsageError, PromptError, schema.ProbeError, ValueError, OSError) as e:
         print("driftscope_trace: %s" % e, file=sys.stderr)
         return 2
 
