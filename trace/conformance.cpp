@@ -78,10 +78,12 @@ class Checker {
     const std::string tool = string_attr(file_, "/", "tool_version");
     (void)tool;
     const int64_t complete = int_attr(file_, "/", "complete");
-    if (complete != 0 && complete != 1) fail(fmt::format("attribute /@complete is {}, not 0 or 1", complete));
+    if (complete != 0 && complete != 1)
+      fail(fmt::format("attribute /@complete is {}, not 0 or 1", complete));
     const std::string stop = string_attr(file_, "/", "stop_reason");
     if (stop != "finished" && stop != "interrupted" && stop != "running") {
-      fail(fmt::format("attribute /@stop_reason is '{}', not finished, interrupted or running", stop));
+      fail(fmt::format("attribute /@stop_reason is '{}', not finished, interrupted or running",
+                       stop));
     }
     if (kind(file_, "meta") != H5I_GROUP) fail("/meta is missing or not a group");
     h5::Id meta = h5::open_group(file_, "meta");
@@ -97,7 +99,8 @@ class Checker {
   void sequences() const {
     h5::Id seq = h5::open_group(file_, "seq");
     for (const auto& name : h5::list_children(seq.get())) {
-      const bool digits = !name.empty() && name.find_first_not_of("0123456789") == std::string::npos &&
+      const bool digits = !name.empty() &&
+                          name.find_first_not_of("0123456789") == std::string::npos &&
                           (name == "0" || name[0] != '0');
       if (!digits) fail(fmt::format("/seq/{} is not named by a sequence index", name));
       if (kind(seq.get(), name) != H5I_GROUP) fail(fmt::format("/seq/{} is not a group", name));
@@ -110,7 +113,8 @@ class Checker {
     const int64_t prompt_len = int_attr(g, where, "prompt_len");
     const int64_t gen_len = int_attr(g, where, "gen_len");
     const std::string stop = string_attr(g, where, "stop_reason");
-    static const std::set<std::string> reasons = {"eos", "max_new", "context", "forced", "interrupted", "running"};
+    static const std::set<std::string> reasons = {"eos",    "max_new",     "context",
+                                                  "forced", "interrupted", "running"};
     if (!reasons.count(stop)) fail(fmt::format("attribute {}@stop_reason is '{}'", where, stop));
     if (prompt_len < 1 || gen_len < 0) {
       fail(fmt::format("{}@prompt_len {} / gen_len {} out of range", where, prompt_len, gen_len));
@@ -119,7 +123,8 @@ class Checker {
     expect(tokens, where + "/tokens", {h5::Elem::I32}, 1);
     const int64_t T = tokens.shape[0];
     if (T != prompt_len + gen_len) {
-      fail(fmt::format("{}/tokens holds {} tokens, prompt_len + gen_len = {}", where, T, prompt_len + gen_len));
+      fail(fmt::format("{}/tokens holds {} tokens, prompt_len + gen_len = {}", where, T,
+                       prompt_len + gen_len));
     }
     int64_t R = -1;
     std::string first;  // the dataset that fixed R
@@ -131,15 +136,21 @@ class Checker {
         fail(fmt::format("{} has {} rows, {} has {}", name, r, first, R));
       }
     };
-    if (kind(g, "hidden") == H5I_GROUP) hidden(g, where, rows);
-    else if (kind(g, "hidden") != H5I_BADID) fail(where + "/hidden is not a group");
-    if (kind(g, "logits") == H5I_GROUP) logits(g, where, rows);
-    else if (kind(g, "logits") != H5I_BADID) fail(where + "/logits is not a group");
+    if (kind(g, "hidden") == H5I_GROUP)
+      hidden(g, where, rows);
+    else if (kind(g, "hidden") != H5I_BADID)
+      fail(where + "/hidden is not a group");
+    if (kind(g, "logits") == H5I_GROUP)
+      logits(g, where, rows);
+    else if (kind(g, "logits") != H5I_BADID)
+      fail(where + "/logits is not a group");
     if (R >= 0) {
       const bool ok = R == T - 1 || (R == T && T == prompt_len) || (R == 0 && T == prompt_len);
       if (!ok) {
-        fail(fmt::format("{} has {} rows for {} tokens (prompt {}): rows must be tokens - 1, or "
-                         "prompt_len with --max-new 0, or 0", first, R, T, prompt_len));
+        fail(
+            fmt::format("{} has {} rows for {} tokens (prompt {}): rows must be tokens - 1, or "
+                        "prompt_len with --max-new 0, or 0",
+                        first, R, T, prompt_len));
       }
     }
   }
@@ -171,8 +182,10 @@ class Checker {
           bool known = false;
           for (const char* kk : kLayerSiteKinds) known |= k == kk;
           if (!known) {
-            fail(fmt::format("{}/{} is not a site (layer sites: attn_norm, attn_out, resid_mid, "
-                             "mlp_norm, mlp_out, out)", name, k));
+            fail(
+                fmt::format("{}/{} is not a site (layer sites: attn_norm, attn_out, resid_mid, "
+                            "mlp_norm, mlp_out, out)",
+                            name, k));
           }
           site(h.get(), child + "/" + k, name + "/" + k);
         }
@@ -188,7 +201,8 @@ class Checker {
     h5::Id lg = h5::open_group(g, "logits");
     for (const auto& child : h5::list_children(lg.get())) {
       if (child != "topk_ids" && child != "topk_logits" && child != "lse" && child != "full") {
-        fail(fmt::format("{}/{} is not part of format v1 (topk_ids, topk_logits, lse, full)", base, child));
+        fail(fmt::format("{}/{} is not part of format v1 (topk_ids, topk_logits, lse, full)", base,
+                         child));
       }
     }
     const auto ids = dataset(lg.get(), base, "topk_ids");
@@ -198,7 +212,8 @@ class Checker {
     const auto lse = dataset(lg.get(), base, "lse");
     expect(lse, base + "/lse", {h5::Elem::F32}, 1);
     if (ids.shape[1] < 1 || vals.shape[1] != ids.shape[1]) {
-      fail(fmt::format("{}/topk_logits has K = {}, topk_ids K = {}", base, vals.shape[1], ids.shape[1]));
+      fail(fmt::format("{}/topk_logits has K = {}, topk_ids K = {}", base, vals.shape[1],
+                       ids.shape[1]));
     }
     rows(base + "/topk_ids", ids.shape[0]);
     rows(base + "/topk_logits", vals.shape[0]);
@@ -207,7 +222,8 @@ class Checker {
       const auto full = dataset(lg.get(), base, "full");
       expect(full, base + "/full", {h5::Elem::F32}, 2);
       if (full.shape[1] < ids.shape[1]) {
-        fail(fmt::format("{}/full has {} columns, fewer than K = {}", base, full.shape[1], ids.shape[1]));
+        fail(fmt::format("{}/full has {} columns, fewer than K = {}", base, full.shape[1],
+                         ids.shape[1]));
       }
       rows(base + "/full", full.shape[0]);
     }
