@@ -58,6 +58,18 @@ def main(exe, work):
     ok &= check("engine.name" in driftscope(exe, "diff", t("ds_fp32.h5"), t("hf_fp32.h5"))[0].stdout,
                 "diff lists the engine among the configuration differences")
 
+    # Seeded sampling: the noise of each draw depends only on (seed, prompt, step) in both
+    # engines, so the same logits give the same samples.
+    with open(PROMPTS) as f, open(t("prompts3.txt"), "w") as g:
+        g.writelines(f.readlines()[:3])
+    sampled = ["-m", MODEL, "--prompts", t("prompts3.txt"), "-n", "50", "--temperature", "0.8", "--top-p", "0.9",
+               "--seed", "3", "--probes", "L*/out,final_norm", "--force"]
+    driftscope(exe, "run", *sampled, "-q", "-o", t("ds_sampled.h5"))
+    recorder(*sampled, "-o", t("hf_sampled.h5"))
+    c = Comparison(t("hf_sampled.h5"), t("ds_sampled.h5"))
+    ok &= check(not c.token_mismatches(), "sampling (temperature 0.8, top-p 0.9, seed 3): identical tokens")
+    c.close()
+
     # Teacher forcing from a driftscope trace: the recorder consumes its tokens.
     recorder("-m", MODEL, "--force-tokens", t("ds_fp32.h5"), "--probes", "L*/out,final_norm", "--force",
              "-o", t("hf_forced.h5"))
