@@ -478,6 +478,7 @@ Report diff_traces(const trace::TraceReader& a, const trace::TraceReader& b,
     s.complete = t.complete();
     s.stop_reason = t.stop_reason();
     s.tool_version = t.tool_version();
+    s.producer = t.producer();
     s.model_files = m.files;
     s.sequences = static_cast<int>(n);
     return s;

@@ -134,6 +134,7 @@ struct TraceSide {
   std::string tool_version;
   std::vector<std::string> model_files;  // "name sha256"
   int sequences = 0;
+  std::string producer;  // "driftscope 0.1.0" or e.g. "driftscope_trace 0.1.0 (transformers ...)"
 };
 
 struct Summary {

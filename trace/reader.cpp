@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "common/float_formats.h"
+#include "trace/conformance.h"
 #include "trace/kernel_table.h"
 #include "trace/schema.h"
 
@@ -70,9 +71,11 @@ TraceReader TraceReader::open(const fs::path& path) {
   auto str = [&](hid_t obj, const char* name) {
     return h5::has_attr(obj, name) ? h5::read_attr_string(obj, name) : std::string();
   };
+  r.tool_version_ = str(root, "tool_version");
+  r.producer_ = h5::has_attr(root, "producer") ? str(root, "producer") : "driftscope " + r.tool_version_;
+  if (!r.producer_.starts_with("driftscope ")) check_conformance(root, path.string(), r.producer_);
   r.complete_ = h5::has_attr(root, "complete") && h5::read_attr_int(root, "complete") == 1;
   r.stop_reason_ = str(root, "stop_reason");
-  r.tool_version_ = str(root, "tool_version");
   if (!h5::exists(root, "meta") || !h5::exists(root, "seq")) {
     throw Error(fmt::format("trace '{}' lacks the /meta or /seq group", path.string()),
                 "the file is damaged or was not written by driftscope");

@@ -41,7 +41,9 @@ struct TopKRows {
 class TraceReader {
  public:
   // Throws ds::Error with a hint for a missing file, a file that is not HDF5, an HDF5 file that
-  // is not a driftscope trace, or a trace of an unsupported format_version.
+  // is not a driftscope trace, a trace of an unsupported format_version, or a trace written by
+  // another producer that does not conform to format v1 (trace/conformance.h: the error names
+  // the first non-conforming dataset or attribute).
   static TraceReader open(const std::filesystem::path& path);
 
   const std::filesystem::path& path() const { return path_; }
@@ -49,6 +51,10 @@ class TraceReader {
   bool complete() const { return complete_; }
   const std::string& stop_reason() const { return stop_reason_; }
   const std::string& tool_version() const { return tool_version_; }
+  // Who wrote the trace: the root attribute `producer` when present (python/driftscope_trace
+  // writes one, e.g. "driftscope_trace 0.1.0 (transformers 4.46.3, torch 1.13.0)"), else
+  // "driftscope <tool_version>". A producer other than driftscope is validated on open.
+  const std::string& producer() const { return producer_; }
   const std::string& config_json() const { return config_json_; }
   const std::string& model_json() const { return model_json_; }
   const std::string& env_json() const { return env_json_; }
@@ -77,7 +83,7 @@ class TraceReader {
   std::shared_ptr<h5::Id> file_;
   int format_version_ = 0;
   bool complete_ = false;
-  std::string stop_reason_, tool_version_, config_json_, model_json_, env_json_, command_line_;
+  std::string stop_reason_, tool_version_, producer_, config_json_, model_json_, env_json_, command_line_;
 };
 
 }  // namespace ds::trace

@@ -11,6 +11,7 @@ TraceSummary summarize(const TraceReader& r) {
   s.file_bytes = r.file_size();
   s.format_version = r.format_version();
   s.tool_version = r.tool_version();
+  s.producer = r.producer();
   s.complete = r.complete();
   s.stop_reason = r.stop_reason();
   s.config_json = r.config_json();
@@ -31,6 +32,7 @@ std::string to_json(const TraceSummary& s) {
   j["file_bytes"] = s.file_bytes;
   j["format_version"] = s.format_version;
   j["tool_version"] = s.tool_version;
+  j["producer"] = s.producer;
   j["complete"] = s.complete;
   j["stop_reason"] = s.stop_reason;
   j["config"] = parse(s.config_json);

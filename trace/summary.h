@@ -15,6 +15,7 @@ struct TraceSummary {
   uint64_t file_bytes = 0;
   int format_version = 0;
   std::string tool_version;
+  std::string producer;  // "driftscope 0.1.0", or a foreign writer's producer attribute
   bool complete = false;
   std::string stop_reason;
   std::string config_json, model_json, env_json, command_line;

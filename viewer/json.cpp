@@ -212,6 +212,7 @@ J side(const diff::TraceSide& t) {
           {"complete", t.complete},
           {"stop_reason", t.stop_reason},
           {"tool_version", t.tool_version},
+          {"producer", t.producer},
           {"model_files", t.model_files},
           {"sequences", t.sequences}};
 }

@@ -151,8 +151,9 @@ void header(Out& o, const Report& r, int width) {
         t.complete ? "complete"
                    : o.yellow(fmt::format("INCOMPLETE (complete=0, {})",
                                           t.stop_reason.empty() ? "?" : t.stop_reason));
-    o.line(fmt::format("  {}  {}  {} · {} sequence{} · driftscope {}", tag, t.path, status,
-                       t.sequences, t.sequences == 1 ? "" : "s", t.tool_version));
+    o.line(fmt::format("  {}  {}  {} · {} sequence{} · {}", tag, t.path, status, t.sequences,
+                       t.sequences == 1 ? "" : "s",
+                       t.producer.empty() ? "driftscope " + t.tool_version : t.producer));
   };
   side("A", r.a);
   side("B", r.b);

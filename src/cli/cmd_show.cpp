@@ -44,8 +44,8 @@ int run_show(const ShowArgs& a) {
   const auto model = nlohmann::json::parse(s.model_json, nullptr, false);
   const auto config = nlohmann::json::parse(s.config_json, nullptr, false);
   auto tok = model.is_object() ? recorded_tokenizer(model) : nullptr;
-  fmt::print("trace     {} ({}, format v{}, driftscope {})\n", s.path, human_bytes(s.file_bytes),
-             s.format_version, s.tool_version);
+  fmt::print("trace     {} ({}, format v{}, {})\n", s.path, human_bytes(s.file_bytes),
+             s.format_version, s.producer);
   fmt::print("status    {}\n", s.complete ? "complete" : fmt::format("INCOMPLETE (complete=0, {})", s.stop_reason));
   if (model.is_object()) {
     fmt::print("model     {} {} ({} layers, dim {}, vocab {}) {}\n",

@@ -1,0 +1,308 @@
+"""Record a driftscope trace (format v1) from a Hugging Face transformers causal LM.
+
+  python3 -m driftscope_trace.hf run --model DIR (--prompt TEXT | --prompt-ids 1,2,3 | --prompts FILE)
+      -o t.h5 [--probes default|all|none|LIST] [--trace-topk 20] [--hidden-dtype f32] [--full-logits]
+      [--dtype fp32|fp64|bf16|fp16] [--device cpu|cuda] [--attn-implementation eager|sdpa]
+      [-n 256] [--temperature 0 --top-p 1 --top-k 0 --seed 0] [--force-tokens A.h5] [--force]
+
+Flags are named as in `driftscope run`. Each prompt is one prefill pass, then one decode pass
+per token with the model's KV cache, the next token chosen as driftscope chooses it (greedy with
+ties to the lowest id, or coupled seeded sampling). Forward hooks map modules to driftscope's
+sites (driftscope_trace/hf_sites.py). Exit codes as driftscope's: 2 for bad input, 130 when
+interrupted (the trace is kept with complete=0).
+"""
+import argparse
+import json
+import os
+import shlex
+import signal
+import sys
+
+import h5py
+import numpy as np
+
+from . import schema, writer
+from .identity import env_json, model_json, tokenizer_identity
+from .prompts import PromptError, parse_ids, read_prompts_file
+from .sampler import sample_next, validate as validate_sampling
+
+DTYPES = ("fp32", "fp64", "bf16", "fp16")
+
+
+class UsageError(Exception):
+    pass
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(prog="python3 -m driftscope_trace.hf", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="record a trace")
+    r.add_argument("-m", "--model", required=True, help="Hugging Face model directory")
+    r.add_argument("--tokenizer", help="tokenizer directory (default: the model directory)")
+    g = r.add_mutually_exclusive_group()
+    g.add_argument("-p", "--prompt", help="prompt text (BOS as the tokenizer's config says)")
+    g.add_argument("--prompt-ids", help="prompt as token ids, e.g. 1,403,407 (used as given)")
+    g.add_argument("--prompts", help="file of prompts: one per line, or JSONL {\"text\"}/{\"ids\"}")
+    g.add_argument("--force-tokens", help="teacher forcing: consume this trace's prompts and tokens")
+    r.add_argument("--probes", default="default", help="default, all, none, or a list like embed,L*/out")
+    r.add_argument("--hidden-dtype", default="f32", choices=writer.HIDDEN_DTYPES)
+    r.add_argument("--trace-topk", dest="topk", type=int, default=20,
+                   help="logits kept per position (sorted, with log-sum-exp), as driftscope run's")
+    r.add_argument("--full-logits", action="store_true")
+    r.add_argument("-o", "--output", required=True)
+    r.add_argument("--force", action="store_true", help="overwrite an existing trace file")
+    r.add_argument("-q", "--quiet", action="store_true")
+    r.add_argument("--device", default="cpu")
+    r.add_argument("--dtype", default="fp32", choices=DTYPES)
+    r.add_argument("--attn-implementation", default="eager", help="eager, sdpa, flash_attention_2")
+    r.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    r.add_argument("-n", "--max-new", type=int, default=256)
+    r.add_argument("--add-bos", default="auto", choices=("auto", "on", "off"))
+    r.add_argument("--tie-break", default="lowest_id", choices=("lowest_id", "highest_id"))
+    r.add_argument("--repetition-penalty", type=float, default=1.0)
+    r.add_argument("--temperature", type=float, default=0.0)
+    r.add_argument("--top-p", type=float, default=1.0)
+    r.add_argument("--top-k", type=int, default=0)
+    r.add_argument("--seed", type=int, default=0)
+    return ap.parse_args(argv)
+
+
+def load_tokenizer(path):
+    """transformers' fast tokenizer (the Rust `tokenizers` library) of a directory, its
+    tokenizer.json path; (None, None) when the directory has no tokenizer.json."""
+    if path is None:
+        return None, None
+    tj = path if path.endswith(".json") else os.path.join(path, "tokenizer.json")
+    if not os.path.exists(tj):
+        return None, None
+    from transformers import AutoTokenizer
+    tok = AutoTokenizer.from_pretrained(os.path.dirname(os.path.abspath(tj)))
+    return tok, tj
+
+
+def forced_prompts(path):
+    """[(None, prompt ids, forced continuation)] of every sequence of a trace, in index order."""
+    with h5py.File(path, "r") as f:
+        if f.attrs.get("format") != schema.FORMAT_NAME:
+            raise UsageError("'%s' is not a driftscope trace (--force-tokens)" % path)
+        out = []
+        for k in sorted(f["seq"].keys(), key=int):
+            s = f["seq"][k]
+            t = s["tokens"][:].tolist()
+            n = int(s.attrs["prompt_len"])
+            out.append((None, t[:n], t[n:]))
+    return out
+
+
+def apply_add_bos(prompts, policy, bos):
+    if policy == "auto":
+        return prompts
+    if bos is None:
+        if policy == "off":
+            return prompts
+        raise UsageError("add_bos on: the model and tokenizer declare no BOS token (use --add-bos auto or off)")
+    out = []
+    for text, ids, forced in prompts:
+        has = bool(ids) and ids[0] == bos
+        if policy == "on" and not has:
+            ids = [bos] + ids
+        if policy == "off" and has:
+            ids = ids[1:]
+        if not ids:
+            raise UsageError("add_bos off leaves an empty prompt (it held only BOS)")
+        out.append((text, ids, forced))
+    return out
+
+
+def run_config(a, engine):
+    """The run configuration recorded in /meta config_json: the fields of docs/configurations.md
+    that hold for a transformers run (batch 1, no chunked prefill, no tensor parallelism), the
+    engine, and the trace options. Knobs of driftscope's own kernels (gemm_policy, split_k,
+    accum, attn_splits, allreduce, kernel) are not recorded: transformers has no such choice."""
+    return json.dumps({
+        "device": "cuda" if a.device.startswith("cuda") else a.device, "dtype": a.dtype, "batch": 1,
+        "tp": 1, "prefill_chunk": 0, "prefix_cache": "off", "tie_break": a.tie_break,
+        "add_bos": a.add_bos, "repetition_penalty": a.repetition_penalty, "max_new": a.max_new,
+        "temperature": a.temperature, "top_p": a.top_p, "top_k": a.top_k, "seed": a.seed,
+        "cuda_graphs": "off", "tf32": engine.pop("_tf32"),
+        "engine": engine,
+        "trace": {"probes": a.probes, "hidden_dtype": a.hidden_dtype, "topk": a.topk,
+                  "full_logits": a.full_logits, "kernels": "off", "force_tokens": a.force_tokens},
+    })
+
+
+def load_model(a):
+    import torch
+    import transformers
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from .hf_sites import FAMILIES, LayoutError
+
+    if not os.path.isfile(os.path.join(a.model, "config.json")):
+        raise UsageError("'%s' is not a Hugging Face model directory (no config.json)" % a.model)
+    cfg = AutoConfig.from_pretrained(a.model)
+    archs = getattr(cfg, "architectures", None) or []
+    if not any(x in FAMILIES for x in archs):
+        raise LayoutError("model '%s' is %s (model_type '%s'): not a family driftscope loads; the "
+                          "recorder maps %s" % (a.model, ", ".join(archs) or "of no architecture",
+                                                cfg.model_type, ", ".join(sorted(FAMILIES))))
+    dtype = {"fp32": torch.float32, "fp64": torch.float64, "bf16": torch.bfloat16, "fp16": torch.float16}[a.dtype]
+    model = AutoModelForCausalLM.from_pretrained(a.model, torch_dtype=dtype,
+                                                 attn_implementation=a.attn_implementation)
+    model.to(device=a.device, dtype=dtype).eval()
+    engine = {"name": "transformers", "version": transformers.__version__, "torch": torch.__version__,
+              "device": a.device, "dtype": str(dtype).replace("torch.", ""),
+              "attn_implementation": model.config._attn_implementation,
+              "_tf32": "on" if torch.backends.cuda.matmul.allow_tf32 and a.device.startswith("cuda") else "off"}
+    return model, engine
+
+
+def main(argv=None):
+    a = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        return record(a)
+    except (UsageError, PromptError, schema.ProbeError, ValueError, OSError) as e:
+        print("driftscope_trace: %s" % e, file=sys.stderr)
+        return 2
+
+
+def record(a):
+    import torch
+
+    from .hf_sites import SiteHooks, site_table
+
+    if a.threads > 0:
+        torch.set_num_threads(a.threads)
+    validate_sampling(a.temperature, a.top_p, a.top_k, a.repetition_penalty)
+    if a.max_new < 0:
+        raise UsageError("max_new %d is negative: --max-new takes N >= 0" % a.max_new)
+    if os.path.exists(a.output) and not a.force:
+        raise UsageError("trace '%s' already exists; pass --force to overwrite it, or choose another -o path" % a.output)
+    model, engine = load_model(a)
+    site_table(model)  # the layout is checked before anything is written
+    cfg = model.config
+    n_layers, vocab = cfg.num_hidden_layers, cfg.vocab_size
+    sites = schema.resolve_probes(a.probes, n_layers)
+    tok, tok_json = load_tokenizer(a.tokenizer or a.model)
+    encode = (lambda text: tok(text, add_special_tokens=True)["input_ids"]) if tok is not None else None
+    bos = tok.bos_token_id if tok is not None and tok.bos_token_id is not None else cfg.bos_token_id
+    eos = tok.eos_token_id if tok is not None and tok.eos_token_id is not None else cfg.eos_token_id
+    if isinstance(eos, list):
+        eos = eos[0]
+    if a.force_tokens:
+        prompts = forced_prompts(a.force_tokens)
+    elif a.prompts:
+        prompts = [(t, ids, None) for t, ids in read_prompts_file(a.prompts, encode)]
+    elif a.prompt_ids:
+        prompts = [(None, parse_ids(a.prompt_ids), None)]
+    elif a.prompt is not None:
+        if encode is None:
+            raise UsageError("a text prompt needs a tokenizer: '%s' has no tokenizer.json (pass --tokenizer or --prompt-ids)" % a.model)
+        prompts = [(a.prompt, encode(a.prompt), None)]
+    else:
+        if bos is None:
+            raise UsageError("no prompt given and the model declares no BOS token")
+        prompts = [(None, [bos], None)]
+    prompts = apply_add_bos(prompts, a.add_bos, bos)
+    ctx = cfg.max_position_embeddings
+    for i, (_, ids, forced) in enumerate(prompts):
+        bad = [t for t in ids + (forced or []) if not 0 <= t < vocab]
+        if bad:
+            raise UsageError("prompt %d holds token id %d, outside the vocabulary of %d" % (i, bad[0], vocab))
+        if len(ids) > ctx:
+            raise UsageError("prompt %d has %d tokens, more than the context of %d positions" % (i, len(ids), ctx))
+
+    from .hf_sites import family_of
+    mjson = model_json(os.path.abspath(a.model), cfg, family_of(model),
+                       tokenizer_identity(tok_json, tok, vocab))
+    import transformers
+    env = env_json({"driftscope_trace_version": schema.PACKAGE_VERSION, "transformers_version": transformers.__version__,
+                    "torch_version": torch.__version__, "numpy_version": np.__version__,
+                    "cuda": torch.cuda.get_device_name(0) if a.device.startswith("cuda") else None})
+    cmd = " ".join(shlex.quote(x) for x in ["python3", "-m", "driftscope_trace.hf"] + sys.argv[1:])
+    producer = "driftscope_trace %s (transformers %s, torch %s)" % (schema.PACKAGE_VERSION, engine["version"], engine["torch"])
+    config_json = run_config(a, engine)
+
+    stop = {"flag": False}
+    def on_signal(signum, frame):
+        stop["flag"] = True
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    hooks = SiteHooks(model, sites)
+    n_gen = n_seq = 0
+    interrupted = False
+    try:
+        with writer.TraceWriter(a.output, hidden_dtype=a.hidden_dtype, topk=a.topk, full_logits=a.full_logits,
+                                force=a.force, config_json=config_json, model_json=mjson, env_json=env,
+                                command_line=cmd, producer=producer) as w:
+            for i, (_, ids, forced) in enumerate(prompts):
+                if stop["flag"]:
+                    interrupted = True
+                    break
+                w.begin_sequence(i, ids)
+                reason = generate_one(model, hooks, w, i, ids, forced, sites, a, eos, ctx, stop)
+                w.end_sequence(i, reason)
+                n_gen += w._seqs[i].n_tokens - len(ids)
+                n_seq += 1
+                interrupted = reason == "interrupted"
+                if interrupted:
+                    break
+            w.finish(not interrupted, "interrupted" if interrupted else "finished")
+    finally:
+        hooks.remove()
+        for s, h in old.items():
+            signal.signal(s, h)
+    if not a.quiet:
+        print("driftscope_trace: wrote %s (%d of %d sequences, %d generated tokens, %d hidden sites)"
+              % (a.output, n_seq, len(prompts), n_gen, len(sites)),
+              file=sys.stderr)
+    return 130 if interrupted else 0
+
+
+def generate_one(model, hooks, w, index, prompt, forced, sites, a, eos, ctx, stop):
+    """One sequence: a prefill pass over the prompt, then a decode pass per token with the KV
+    cache, as src/run/generate.cpp steps it; every pass's rows go to the trace. Returns the stop
+    reason."""
+    import torch
+
+    from transformers import DynamicCache
+
+    tokens = list(prompt)
+    feed = list(prompt)
+    past = DynamicCache()
+    generated = 0
+    device = next(model.parameters()).device
+    while True:
+        if stop["flag"]:
+            return "interrupted"
+        hooks.clear()
+        with torch.no_grad():
+            out = model(input_ids=torch.tensor([feed], device=device), past_key_values=past, use_cache=True)
+        past = out.past_key_values
+        # float32 as stored: exact for fp32/bf16/fp16 runs, round-to-nearest of an fp64 run
+        hidden = {s: hooks.taken[s].float().cpu().numpy() for s in sites}
+        logits = hooks.taken["logits"].double().cpu().numpy()
+        if (forced is not None and len(forced) == 0) or (forced is None and a.max_new == 0):
+            w.append(index, hidden, logits, [])
+            return "max_new"
+        if forced is not None:
+            nxt = int(forced[generated])
+        else:
+            nxt = sample_next(logits[-1], a.temperature, a.top_p, a.top_k, a.seed,
+                              a.tie_break == "highest_id", a.repetition_penalty, index, generated, tokens)
+        tokens.append(nxt)
+        generated += 1
+        w.append(index, hidden, logits, [nxt])
+        if eos is not None and nxt == eos:
+            return "eos"
+        if forced is not None and generated == len(forced):
+            return "forced"
+        if forced is None and generated == a.max_new:
+            return "max_new"
+        if len(tokens) >= ctx:
+            return "context"
+        feed = [nxt]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

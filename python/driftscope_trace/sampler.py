@@ -1,0 +1,77 @@
+"""Choosing the next token exactly as driftscope does (src/run/sampler.cpp): greedy with ties to
+the lowest (or highest) id, or seeded sampling whose uniform number is a pure function of
+(seed, prompt index, step), so a recorder run and a driftscope run with the same seed share the
+same noise (coupled sampling)."""
+import math
+
+import numpy as np
+
+_MASK = (1 << 64) - 1
+
+
+def _splitmix64(x):
+    x = (x + 0x9E3779B97F4A7C15) & _MASK
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK
+    return x ^ (x >> 31)
+
+
+def sampling_uniform(seed, stream, step):
+    h = _splitmix64(_splitmix64(_splitmix64(seed & _MASK) ^ stream) ^ step)
+    return (h >> 11) * 2.0 ** -53
+
+
+def argmax(logits, highest_id=False):
+    row = np.asarray(logits, dtype=np.float64)
+    if highest_id:
+        return int(len(row) - 1 - np.argmax(row[::-1]))
+    return int(np.argmax(row))
+
+
+def sample_next(raw, temperature=0.0, top_p=1.0, top_k=0, seed=0, highest_id_ties=False,
+                repetition_penalty=1.0, stream=0, step=0, history=()):
+    logits = np.array(raw, dtype=np.float64)
+    if repetition_penalty != 1.0 and len(history):
+        for i in set(int(t) for t in history if 0 <= int(t) < len(logits)):
+            logits[i] = logits[i] / repetition_penalty if logits[i] > 0 else logits[i] * repetition_penalty
+    if temperature == 0.0:
+        return argmax(logits, highest_id_ties)
+    order = np.argsort(-logits, kind="stable")
+    keep = min(top_k, len(logits)) if top_k > 0 else len(logits)
+    m = logits[order[0]]
+    p = [math.exp((logits[order[i]] - m) / temperature) for i in range(keep)]
+    total = _sum(p)
+    if top_p < 1.0:
+        mass, n = 0.0, 0
+        while n < keep:
+            mass += p[n]
+            n += 1
+            if mass >= top_p * total:
+                break
+        keep, total = n, mass
+    target = sampling_uniform(seed, stream, step) * total
+    cum = 0.0
+    for i in range(keep):
+        cum += p[i]
+        if target < cum:
+            return int(order[i])
+    return int(order[keep - 1])
+
+
+def _sum(values):
+    """Left-to-right double sum, the order of the C++ loop."""
+    s = 0.0
+    for v in values:
+        s += v
+    return s
+
+
+def validate(temperature, top_p, top_k, repetition_penalty):
+    if not (temperature >= 0 and math.isfinite(temperature)):
+        raise ValueError("temperature %s is invalid: --temperature takes a finite value >= 0 (0 = greedy)" % temperature)
+    if not (0 < top_p <= 1):
+        raise ValueError("top_p %s is outside (0, 1]: --top-p takes 0 < p <= 1" % top_p)
+    if top_k < 0:
+        raise ValueError("top_k %s is negative: --top-k takes >= 0" % top_k)
+    if not repetition_penalty > 0:
+        raise ValueError("repetition_penalty %s is invalid: --repetition-penalty takes a value > 0 (1 = off)" % repetition_penalty)

@@ -1,0 +1,125 @@
+"""The Python TraceWriter read by driftscope (whose reader validates a foreign producer's trace
+against format v1 on open), bf16 storage against torch's own bfloat16 rounding, and the
+recorder's refusals: a model family it does not know, a module layout it cannot map, bad input.
+Nothing is written as if it were complete.
+
+  python tests/engines/test_recorder_basics.py DRIFTSCOPE_EXE WORK_DIR
+"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import torch
+
+from engines_common import ROOT, check
+
+sys.path.insert(0, os.path.join(ROOT, "python"))
+from driftscope_trace import TraceWriter  # noqa: E402
+from driftscope_trace.hf_sites import LayoutError, site_table  # noqa: E402
+from driftscope_trace.writer import bf16_bits  # noqa: E402
+
+
+def show_json(exe, path):
+    p = subprocess.run([exe, "show", "--json", path], capture_output=True, text=True)
+    return p.returncode, (json.loads(p.stdout) if p.returncode == 0 else p.stderr)
+
+
+def recorder(*args):
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    return subprocess.run([sys.executable, "-m", "driftscope_trace.hf", "run", "--threads", "1"] + list(args),
+                          capture_output=True, text=True, env=env)
+
+
+def writer_traces(exe, work):
+    ok = True
+    rng = np.random.default_rng(0)
+    path = os.path.join(work, "written.h5")
+    with TraceWriter(path, hidden_dtype="bf16", topk=4, force=True, config_json='{"dtype": "fp32"}',
+                     model_json='{"config": {"n_layers": 1, "vocab_size": 6}}', command_line="test") as w:
+        w.begin_sequence(0, [1, 2, 3])
+        # prefill: 3 rows; row 0 has a tie between ids 1 and 4 (the lower id ranks first)
+        logits = rng.normal(size=(3, 6))
+        logits[0] = [0.0, 2.0, -1.0, 0.5, 2.0, -3.0]
+        hidden = {s: rng.normal(size=(3, 8)).astype(np.float32) for s in ("embed", "L0/out", "final_norm")}
+        w.append(0, hidden, logits, [5])
+        w.append(0, {s: rng.normal(size=(1, 8)) for s in hidden}, rng.normal(size=(1, 6)), [4])
+        w.end_sequence(0, "max_new")
+        w.finish(True, "finished")
+    rc, j = show_json(exe, path)
+    ok &= check(rc == 0, "driftscope show --json opens the Python writer's trace (%s)" % (j if rc else "ok"))
+    if rc == 0:
+        s = j["sequences"][0]
+        ok &= check(j["complete"] and s["rows"] == 4 and s["tokens"] == [1, 2, 3, 5, 4] and s["gen_len"] == 2,
+                    "complete, 4 rows, tokens prompt + generated, gen_len 2")
+        ok &= check([x["name"] for x in s["sites"]] == ["embed", "L0/out", "final_norm"],
+                    "sites in forward order: %s" % [x["name"] for x in s["sites"]])
+    import h5py
+    with h5py.File(path, "r") as f:
+        ok &= check(f["seq/0/logits/topk_ids"][0].tolist() == [1, 4, 3, 0], "top-K ties go to the lower id")
+        want = torch.from_numpy(hidden["L0/out"]).bfloat16().view(torch.int16).numpy().view(np.uint16)
+        ok &= check((f["seq/0/hidden/L0/out"][:3] == want).all() and f["seq/0/hidden/L0/out"].attrs["dtype"] == "bf16",
+                    "bf16 storage: the bits of torch's round-to-nearest-even bfloat16")
+    x = np.array([1.0, -2.5, 3.1415926, 1e-30, 65504.0, np.inf, -np.inf, 1.00390625, 1.01171875], np.float32)
+    ok &= check((bf16_bits(x) == torch.from_numpy(x).bfloat16().view(torch.int16).numpy().view(np.uint16)).all(),
+                "bf16 rounding of ties and special values matches torch")
+
+    path = os.path.join(work, "interrupted.h5")
+    try:
+        with TraceWriter(path, force=True) as w:
+            w.begin_sequence(0, [1])
+            w.append(0, {"embed": np.ones((1, 4))}, np.zeros((1, 5)), [2])
+            raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        pass
+    rc, j = show_json(exe, path)
+    ok &= check(rc == 0 and not j["complete"] and j["stop_reason"] == "interrupted"
+                and j["sequences"][0]["stop_reason"] == "interrupted",
+                "an exception inside the writer leaves a readable trace, complete=0, interrupted")
+    return ok
+
+
+def refusals(work):
+    ok = True
+    gpt2 = os.path.join(work, "gpt2")
+    os.makedirs(gpt2, exist_ok=True)
+    with open(os.path.join(gpt2, "config.json"), "w") as f:
+        json.dump({"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "vocab_size": 64,
+                   "n_embd": 16, "n_layer": 1, "n_head": 2}, f)
+    out = os.path.join(work, "gpt2.h5")
+    p = recorder("-m", gpt2, "--prompt-ids", "1,2", "-o", out)
+    ok &= check(p.returncode == 2 and "GPT2LMHeadModel" in p.stderr and "not a family driftscope loads" in p.stderr
+                and not os.path.exists(out), "an unknown family stops with exit 2, names the class, writes nothing: "
+                + p.stderr.strip().splitlines()[-1])
+
+    stories = os.path.join(ROOT, "models", "stories260K-hf")
+    from transformers import AutoModelForCausalLM
+    model = AutoModelForCausalLM.from_pretrained(stories, attn_implementation="eager")
+    model.model.layers[3].self_attn.o_proj = torch.nn.Identity()
+    try:
+        site_table(model)
+        ok &= check(False, "a module layout that cannot be mapped is refused")
+    except LayoutError as e:
+        ok &= check("'model.layers.3.self_attn.o_proj'" in str(e), "an unmappable layout names the module: %s" % e)
+
+    out = os.path.join(work, "bad_ids.h5")
+    p = recorder("-m", stories, "--prompt-ids", "1,600", "-o", out)
+    ok &= check(p.returncode == 2 and "600" in p.stderr and not os.path.exists(out),
+                "a token id outside the vocabulary: exit 2, nothing written: " + p.stderr.strip())
+    p = recorder("-m", stories, "--prompt-ids", "1", "--probes", "L9/out", "-o", out)
+    ok &= check(p.returncode == 2 and "L9/out" in p.stderr and not os.path.exists(out),
+                "an unknown probe: exit 2, nothing written: " + p.stderr.strip())
+    return ok
+
+
+def main(exe, work):
+    os.makedirs(work, exist_ok=True)
+    torch.set_num_threads(1)
+    ok = writer_traces(exe, work)
+    ok &= refusals(work)
+    return ok
+
+
+if __name__ == "__main__":
+    sys.exit(0 if main(sys.argv[1], sys.argv[2]) else 1)

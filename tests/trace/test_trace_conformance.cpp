@@ -1,0 +1,136 @@
+// Traces from another producer (a `producer` root attribute other than driftscope's) are
+// validated on open: a conforming one opens, each kind of defect is named precisely.
+#include <hdf5.h>
+
+#include <catch2/catch.hpp>
+#include <functional>
+
+#include "common/error.h"
+#include "src/model/model.h"
+#include "src/run/traced_run.h"
+#include "tests/support/paths.h"
+#include "tests/support/temp_dir.h"
+#include "trace/h5.h"
+#include "trace/reader.h"
+#include "trace/schema.h"
+
+namespace {
+
+// A trace of driftscope's own writer, relabelled as written by another producer, then changed.
+std::filesystem::path foreign_trace(const std::filesystem::path& dir, const std::string& name,
+                                    const std::function<void(hid_t)>& change) {
+  const ds::Model m = ds::load_model(ds::test::stories_bin());
+  ds::TracedRunOptions o;
+  o.config.max_new = 4;
+  o.sites = ds::trace::default_sites(m.config.n_layers);
+  o.writer.path = dir / name;
+  ds::run_traced(m, {{std::nullopt, {1, 403}}}, o);
+  hid_t f = H5Fopen(o.writer.path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ds::h5::write_attr(f, "producer", std::string("other-engine 1.0"));
+  change(f);
+  H5Fclose(f);
+  return o.writer.path;
+}
+
+std::string open_error(const std::filesystem::path& p) {
+  try {
+    ds::trace::TraceReader::open(p);
+  } catch (const ds::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+void cut_rows(hid_t f, const char* path, hsize_t rows) {
+  hid_t d = H5Dopen2(f, path, H5P_DEFAULT);
+  H5Dset_extent(d, &rows);  // rank 2 datasets: only the first dimension is read
+  H5Dclose(d);
+}
+
+}  // namespace
+
+TEST_CASE("conformance: a foreign trace that follows format v1 opens", "[trace][conformance]") {
+  ds::test::TempDir dir;
+  const auto p = foreign_trace(dir.path(), "ok.h5", [](hid_t) {});
+  const auto r = ds::trace::TraceReader::open(p);
+  CHECK(r.producer() == "other-engine 1.0");
+  CHECK(r.sequence(0).rows == 5);
+}
+
+TEST_CASE("conformance: driftscope's own traces report driftscope as producer",
+          "[trace][conformance]") {
+  ds::test::TempDir dir;
+  const ds::Model m = ds::load_model(ds::test::stories_bin());
+  ds::TracedRunOptions o;
+  o.config.max_new = 2;
+  o.writer.path = dir.path() / "own.h5";
+  ds::run_traced(m, {{std::nullopt, {1}}}, o);
+  CHECK(ds::trace::TraceReader::open(o.writer.path).producer().starts_with("driftscope "));
+}
+
+TEST_CASE("conformance: each defect is named", "[trace][conformance]") {
+  ds::test::TempDir dir;
+  struct Case {
+    const char* name;
+    std::function<void(hid_t)> change;
+    const char* expected;
+  };
+  const std::vector<Case> cases = {
+      {"rows",
+       [](hid_t f) {
+         hsize_t dims[2] = {4, 64};
+         hid_t d = H5Dopen2(f, "seq/0/hidden/L2/out", H5P_DEFAULT);
+         H5Dset_extent(d, dims);
+         H5Dclose(d);
+       },
+       "/seq/0/hidden/L2/out has 4 rows"},
+      {"lse", [](hid_t f) { cut_rows(f, "seq/0/logits/lse", 3); }, "/seq/0/logits/lse has 3 rows"},
+      {"complete", [](hid_t f) { ds::h5::write_attr(f, "complete", int64_t{7}); },
+       "/@complete is 7"},
+      {"stop",
+       [](hid_t f) {
+         H5Adelete(f, "stop_reason");
+         ds::h5::write_attr(f, "stop_reason", std::string("done"));
+       },
+       "/@stop_reason is 'done'"},
+      {"meta",
+       [](hid_t f) {
+         hid_t m = H5Gopen2(f, "meta", H5P_DEFAULT);
+         H5Adelete(m, "config_json");
+         ds::h5::write_attr(m, "config_json", std::string("[1, 2]"));
+         H5Gclose(m);
+       },
+       "/meta@config_json is not a JSON object"},
+      {"gen_len",
+       [](hid_t f) {
+         hid_t g = H5Gopen2(f, "seq/0", H5P_DEFAULT);
+         ds::h5::write_attr(g, "gen_len", int64_t{9});
+         H5Gclose(g);
+       },
+       "/seq/0/tokens holds 6 tokens, prompt_len + gen_len = 11"},
+      {"site",
+       [](hid_t f) {
+         H5Lmove(f, "seq/0/hidden/L1/out", f, "seq/0/hidden/L1/output", H5P_DEFAULT, H5P_DEFAULT);
+       },
+       "/seq/0/hidden/L1/output is not a site"},
+      {"missing", [](hid_t f) { H5Ldelete(f, "seq/0/logits/topk_logits", H5P_DEFAULT); },
+       "/seq/0/logits/topk_logits is missing"},
+      {"tokens",
+       [](hid_t f) {
+         H5Ldelete(f, "seq/0/tokens", H5P_DEFAULT);
+         hid_t g = H5Gopen2(f, "seq/0", H5P_DEFAULT);
+         ds::h5::create_growing(g, "tokens", ds::h5::Elem::F32, 0, 16);
+         H5Gclose(g);
+       },
+       "/seq/0/tokens holds float32 values"},
+  };
+  for (const auto& c : cases) {
+    SECTION(c.name) {
+      const std::string err =
+          open_error(foreign_trace(dir.path(), std::string(c.name) + ".h5", c.change));
+      INFO(err);
+      CHECK_THAT(err,
+                 Catch::Contains("written by other-engine 1.0") && Catch::Contains(c.expected));
+    }
+  }
+}

@@ -1,0 +1,245 @@
+// Format v1 conformance of a foreign trace: root and /meta attributes, then every /seq group.
+#include "trace/conformance.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <vector>
+
+#include "common/error.h"
+#include "trace/h5.h"
+#include "trace/schema.h"
+
+namespace ds::trace {
+namespace {
+
+class Checker {
+ public:
+  Checker(hid_t file, std::string path, std::string producer)
+      : file_(file), path_(std::move(path)), producer_(std::move(producer)) {}
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw Error(fmt::format("trace '{}' (written by {}) does not conform to format v1: {}", path_,
+                            producer_, what),
+                "docs/trace-format.md is the specification; fix the writer that produced it");
+  }
+
+  H5I_type_t kind(hid_t loc, const std::string& name) const {
+    const hid_t o = H5Oopen(loc, name.c_str(), H5P_DEFAULT);
+    if (o < 0) return H5I_BADID;
+    const H5I_type_t t = H5Iget_type(o);
+    H5Oclose(o);
+    return t;
+  }
+
+  std::string string_attr(hid_t obj, const std::string& where, const char* name) const {
+    if (!h5::has_attr(obj, name)) fail(fmt::format("{} lacks the attribute {}", where, name));
+    try {
+      return h5::read_attr_string(obj, name);
+    } catch (const Error&) {
+      fail(fmt::format("attribute {}@{} is not a string", where, name));
+    }
+  }
+
+  int64_t int_attr(hid_t obj, const std::string& where, const char* name) const {
+    if (!h5::has_attr(obj, name)) fail(fmt::format("{} lacks the attribute {}", where, name));
+    try {
+      return h5::read_attr_int(obj, name);
+    } catch (const Error&) {
+      fail(fmt::format("attribute {}@{} is not an integer", where, name));
+    }
+  }
+
+  // The dataset `rel` under `loc`: its shape and element type, or a failure naming it.
+  h5::DatasetInfo dataset(hid_t loc, const std::string& where, const std::string& rel) const {
+    const std::string name = where + "/" + rel;
+    if (kind(loc, rel) != H5I_DATASET) fail(fmt::format("{} is missing or not a dataset", name));
+    h5::Id d(H5Dopen2(loc, rel.c_str(), H5P_DEFAULT));
+    try {
+      return h5::dataset_info(d.get());
+    } catch (const Error& e) {
+      fail(fmt::format("{}: {}", name, e.what()));
+    }
+  }
+
+  void expect(const h5::DatasetInfo& info, const std::string& name, std::set<h5::Elem> elems,
+              size_t rank) const {
+    if (!elems.count(info.elem)) {
+      fail(fmt::format("{} holds {} values", name, h5::elem_name(info.elem)));
+    }
+    if (info.shape.size() != rank) {
+      fail(fmt::format("{} has rank {}, expected {}", name, info.shape.size(), rank));
+    }
+  }
+
+  void root() const {
+    const std::string tool = string_attr(file_, "/", "tool_version");
+    (void)tool;
+    const int64_t complete = int_attr(file_, "/", "complete");
+    if (complete != 0 && complete != 1)
+      fail(fmt::format("attribute /@complete is {}, not 0 or 1", complete));
+    const std::string stop = string_attr(file_, "/", "stop_reason");
+    if (stop != "finished" && stop != "interrupted" && stop != "running") {
+      fail(fmt::format("attribute /@stop_reason is '{}', not finished, interrupted or running",
+                       stop));
+    }
+    if (kind(file_, "meta") != H5I_GROUP) fail("/meta is missing or not a group");
+    h5::Id meta = h5::open_group(file_, "meta");
+    for (const char* a : {"config_json", "model_json", "env_json"}) {
+      const std::string text = string_attr(meta.get(), "/meta", a);
+      const auto j = nlohmann::json::parse(text, nullptr, false);
+      if (!j.is_object()) fail(fmt::format("attribute /meta@{} is not a JSON object", a));
+    }
+    string_attr(meta.get(), "/meta", "command_line");
+    if (kind(file_, "seq") != H5I_GROUP) fail("/seq is missing or not a group");
+  }
+
+  void sequences() const {
+    h5::Id seq = h5::open_group(file_, "seq");
+    for (const auto& name : h5::list_children(seq.get())) {
+      const bool digits = !name.empty() &&
+                          name.find_first_not_of("0123456789") == std::string::npos &&
+                          (name == "0" || name[0] != '0');
+      if (!digits) fail(fmt::format("/seq/{} is not named by a sequence index", name));
+      if (kind(seq.get(), name) != H5I_GROUP) fail(fmt::format("/seq/{} is not a group", name));
+      h5::Id g = h5::open_group(seq.get(), name);
+      sequence(g.get(), "/seq/" + name);
+    }
+  }
+
+  void sequence(hid_t g, const std::string& where) const {
+    const int64_t prompt_len = int_attr(g, where, "prompt_len");
+    const int64_t gen_len = int_attr(g, where, "gen_len");
+    const std::string stop = string_attr(g, where, "stop_reason");
+    static const std::set<std::string> reasons = {"eos",    "max_new",     "context",
+                                                  "forced", "interrupted", "running"};
+    if (!reasons.count(stop)) fail(fmt::format("attribute {}@stop_reason is '{}'", where, stop));
+    if (prompt_len < 1 || gen_len < 0) {
+      fail(fmt::format("{}@prompt_len {} / gen_len {} out of range", where, prompt_len, gen_len));
+    }
+    const auto tokens = dataset(g, where, "tokens");
+    expect(tokens, where + "/tokens", {h5::Elem::I32}, 1);
+    const int64_t T = tokens.shape[0];
+    if (T != prompt_len + gen_len) {
+      fail(fmt::format("{}/tokens holds {} tokens, prompt_len + gen_len = {}", where, T,
+                       prompt_len + gen_len));
+    }
+    int64_t R = -1;
+    std::string first;  // the dataset that fixed R
+    auto rows = [&](const std::string& name, int64_t r) {
+      if (R < 0) {
+        R = r;
+        first = name;
+      } else if (r != R) {
+        fail(fmt::format("{} has {} rows, {} has {}", name, r, first, R));
+      }
+    };
+    if (kind(g, "hidden") == H5I_GROUP)
+      hidden(g, where, rows);
+    else if (kind(g, "hidden") != H5I_BADID)
+      fail(where + "/hidden is not a group");
+    if (kind(g, "logits") == H5I_GROUP)
+      logits(g, where, rows);
+    else if (kind(g, "logits") != H5I_BADID)
+      fail(where + "/logits is not a group");
+    if (R >= 0) {
+      const bool ok = R == T - 1 || (R == T && T == prompt_len) || (R == 0 && T == prompt_len);
+      if (!ok) {
+        fail(
+            fmt::format("{} has {} rows for {} tokens (prompt {}): rows must be tokens - 1, or "
+                        "prompt_len with --max-new 0, or 0",
+                        first, R, T, prompt_len));
+      }
+    }
+  }
+
+  template <typename Rows>
+  void hidden(hid_t g, const std::string& where, Rows& rows) const {
+    h5::Id h = h5::open_group(g, "hidden");
+    const std::string base = where + "/hidden";
+    const std::set<h5::Elem> floats = {h5::Elem::F32, h5::Elem::F16, h5::Elem::BF16};
+    int64_t width = -1;
+    auto site = [&](hid_t loc, const std::string& rel, const std::string& name) {
+      const auto info = dataset(loc, base, rel);
+      expect(info, name, floats, 2);
+      if (width >= 0 && info.shape[1] != width) {
+        fail(fmt::format("{} is {} wide, other sites {}", name, info.shape[1], width));
+      }
+      width = info.shape[1];
+      rows(name, info.shape[0]);
+    };
+    for (const auto& child : h5::list_children(h.get())) {
+      const std::string name = base + "/" + child;
+      if (child == "embed" || child == "final_norm") {
+        site(h.get(), child, name);
+      } else if (child.size() > 1 && child[0] == 'L' &&
+                 child.find_first_not_of("0123456789", 1) == std::string::npos) {
+        if (kind(h.get(), child) != H5I_GROUP) fail(name + " is not a group of layer sites");
+        h5::Id layer = h5::open_group(h.get(), child);
+        for (const auto& k : h5::list_children(layer.get())) {
+          bool known = false;
+          for (const char* kk : kLayerSiteKinds) known |= k == kk;
+          if (!known) {
+            fail(
+                fmt::format("{}/{} is not a site (layer sites: attn_norm, attn_out, resid_mid, "
+                            "mlp_norm, mlp_out, out)",
+                            name, k));
+          }
+          site(h.get(), child + "/" + k, name + "/" + k);
+        }
+      } else {
+        fail(fmt::format("{} is not a site (embed, L<l>/..., final_norm)", name));
+      }
+    }
+  }
+
+  template <typename Rows>
+  void logits(hid_t g, const std::string& where, Rows& rows) const {
+    const std::string base = where + "/logits";
+    h5::Id lg = h5::open_group(g, "logits");
+    for (const auto& child : h5::list_children(lg.get())) {
+      if (child != "topk_ids" && child != "topk_logits" && child != "lse" && child != "full") {
+        fail(fmt::format("{}/{} is not part of format v1 (topk_ids, topk_logits, lse, full)", base,
+                         child));
+      }
+    }
+    const auto ids = dataset(lg.get(), base, "topk_ids");
+    expect(ids, base + "/topk_ids", {h5::Elem::I32}, 2);
+    const auto vals = dataset(lg.get(), base, "topk_logits");
+    expect(vals, base + "/topk_logits", {h5::Elem::F32}, 2);
+    const auto lse = dataset(lg.get(), base, "lse");
+    expect(lse, base + "/lse", {h5::Elem::F32}, 1);
+    if (ids.shape[1] < 1 || vals.shape[1] != ids.shape[1]) {
+      fail(fmt::format("{}/topk_logits has K = {}, topk_ids K = {}", base, vals.shape[1],
+                       ids.shape[1]));
+    }
+    rows(base + "/topk_ids", ids.shape[0]);
+    rows(base + "/topk_logits", vals.shape[0]);
+    rows(base + "/lse", lse.shape[0]);
+    if (kind(lg.get(), "full") != H5I_BADID) {
+      const auto full = dataset(lg.get(), base, "full");
+      expect(full, base + "/full", {h5::Elem::F32}, 2);
+      if (full.shape[1] < ids.shape[1]) {
+        fail(fmt::format("{}/full has {} columns, fewer than K = {}", base, full.shape[1],
+                         ids.shape[1]));
+      }
+      rows(base + "/full", full.shape[0]);
+    }
+  }
+
+ private:
+  hid_t file_;
+  std::string path_, producer_;
+};
+
+}  // namespace
+
+void check_conformance(hid_t file, const std::string& path, const std::string& producer) {
+  Checker c(file, path, producer);
+  c.root();
+  c.sequences();
+}
+
+}  // namespace ds::trace
