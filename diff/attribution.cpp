@@ -52,7 +52,7 @@ AttributionBuilder::AttributionBuilder(const trace::TraceReader& a, int n_layers
 
 void AttributionBuilder::add(TapOrigin origin, int seq, const std::string& site, int first_pos,
                              int rows, int width, const float* b, const float* a) {
-  Acc& acc = acc_[{site, origin}];
+  Acc acc;  // these rows, merged below into the totals and the sequence's
   const size_t w = static_cast<size_t>(width);
   if (a == nullptr) {  // logits: KL(A‖B) over A's recorded top-K, B's full row
     const trace::TopKRows top = a_.topk(seq, first_pos, rows);
@@ -71,24 +71,44 @@ void AttributionBuilder::add(TapOrigin origin, int seq, const std::string& site,
       acc.max_rel = std::max(acc.max_rel, kl);
       ++acc.rows;
     }
-    return;
-  }
-  for (int r = 0; r < rows; ++r) {
-    const std::span<const float> ra(a + r * w, w), rb(b + r * w, w);
-    const RowDrift d = row_drift(ra, rb);
-    if (d.non_finite) {
-      acc.nan = true;
-    } else {
-      for (size_t i = 0; i < w; ++i) {
-        const double x = ra[i], e = static_cast<double>(rb[i]) - x;
-        acc.aa += x * x;
-        acc.dd += e * e;
+  } else {
+    for (int r = 0; r < rows; ++r) {
+      const std::span<const float> ra(a + r * w, w), rb(b + r * w, w);
+      const RowDrift d = row_drift(ra, rb);
+      if (d.non_finite) {
+        acc.nan = true;
+      } else {
+        for (size_t i = 0; i < w; ++i) {
+          const double x = ra[i], e = static_cast<double>(rb[i]) - x;
+          acc.aa += x * x;
+          acc.dd += e * e;
+        }
+        acc.max_rel = std::max(acc.max_rel, d.rel_l2);
       }
-      acc.max_rel = std::max(acc.max_rel, d.rel_l2);
+      ++acc.rows;
     }
-    ++acc.rows;
   }
+  merge(acc_[{site, origin}], acc);
+  merge(seq_acc_[{site, origin, seq}], acc);
   if (origin == TapOrigin::run && site == "final_norm") rows_[seq] += rows;
+}
+
+void AttributionBuilder::merge(Acc& into, const Acc& part) const {
+  into.dd += part.dd;
+  into.aa += part.aa;
+  into.kl += part.kl;
+  into.max_rel = std::max(into.max_rel, part.max_rel);
+  into.rows += part.rows;
+  into.nan |= part.nan;
+}
+
+// Pooled relative L2 (hidden sites) or mean KL (logits) of an accumulator; NaN when empty or
+// when a non-finite value was seen.
+double AttributionBuilder::value(const Acc& a, bool kl) {
+  if (a.rows == 0 || a.nan) return kNaN;
+  if (kl) return a.kl / static_cast<double>(a.rows);
+  if (a.aa == 0) return a.dd == 0 ? 0.0 : std::numeric_limits<double>::infinity();
+  return std::sqrt(a.dd) / std::sqrt(a.aa);
 }
 
 AttributionReport AttributionBuilder::finish(const std::string& a_dtype, const std::string& b_dtype,
@@ -103,20 +123,19 @@ AttributionReport AttributionBuilder::finish(const std::string& a_dtype, const s
   r.split = split_;
   r.n_layers = n_layers_;
   r.sequences = static_cast<int>(rows_.size());
-  for (const auto& [seq, n] : rows_) r.positions += n;
+  for (const auto& [seq, n] : rows_) {
+    r.positions += n;
+    r.sequence_ids.push_back(seq);
+  }
 
-  auto value = [&](const std::string& site, TapOrigin o, bool kl, double& max) {
+  auto pooled = [&](const std::string& site, TapOrigin o, bool kl, double& max) {
     auto it = acc_.find({site, o});
-    if (it == acc_.end() || it->second.rows == 0) {
-      max = kNaN;
-      return kNaN;
-    }
-    const Acc& a = it->second;
-    max = a.max_rel;
-    if (a.nan) return kNaN;
-    if (kl) return a.kl / static_cast<double>(a.rows);
-    if (a.aa == 0) return a.dd == 0 ? 0.0 : std::numeric_limits<double>::infinity();
-    return std::sqrt(a.dd) / std::sqrt(a.aa);
+    max = it == acc_.end() || it->second.rows == 0 ? kNaN : it->second.max_rel;
+    return it == acc_.end() ? kNaN : value(it->second, kl);
+  };
+  auto of_seq = [&](const std::string& site, TapOrigin o, bool kl, int seq) {
+    auto it = seq_acc_.find({site, o, seq});
+    return it == seq_acc_.end() ? kNaN : value(it->second, kl);
   };
   auto block = [&](std::string name, std::string kind, int layer, const std::string& site,
                    TapOrigin local_from, bool kl = false) {
@@ -126,8 +145,12 @@ AttributionReport AttributionBuilder::finish(const std::string& a_dtype, const s
     e.layer = layer;
     e.site = site;
     double ignored = 0;
-    e.local = value(site, local_from, kl, e.local_max);
-    e.total = value(site, TapOrigin::run, kl, ignored);
+    e.local = pooled(site, local_from, kl, e.local_max);
+    e.total = pooled(site, TapOrigin::run, kl, ignored);
+    for (int seq : r.sequence_ids) {
+      e.local_by_seq.push_back(of_seq(site, local_from, kl, seq));
+      e.total_by_seq.push_back(of_seq(site, TapOrigin::run, kl, seq));
+    }
     e.inherited = e.total - e.local;
     auto it = acc_.find({site, TapOrigin::run});
     e.positions = it == acc_.end() ? 0 : it->second.rows;

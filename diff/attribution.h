@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "trace/h5.h"
@@ -36,6 +37,8 @@ struct BlockError {
   bool nan = false;       // a NaN/Inf in B's or A's values: local and total are NaN
   bool origin = false;    // local above the noise floor (hidden sites only)
   double share = 0;       // local / Σ local over the verdict's blocks (0 outside them)
+  // the same per sequence, in the order of AttributionReport::sequence_ids
+  std::vector<double> local_by_seq, total_by_seq;
 };
 
 struct AttributionReport {
@@ -47,6 +50,7 @@ struct AttributionReport {
   bool split = false;      // attention and MLP separated (A holds L*/resid_mid)
   int n_layers = 0;
   int sequences = 0;
+  std::vector<int> sequence_ids;   // the compared sequences, in order
   int64_t positions = 0;   // compared positions (rows of every sequence)
   std::vector<BlockError> blocks;  // forward order: per layer [attention, mlp,] layer; final_norm, logits
   std::vector<int> ranking;        // indices of the verdict's blocks, by local error, largest first
@@ -77,7 +81,10 @@ class AttributionBuilder {
   int n_layers_;
   bool split_;
   h5::Elem b_storage_;
+  void merge(Acc& into, const Acc& part) const;
+  static double value(const Acc& a, bool kl);
   std::map<std::pair<std::string, TapOrigin>, Acc> acc_;
+  std::map<std::tuple<std::string, TapOrigin, int>, Acc> seq_acc_;  // the same per sequence
   std::map<int, int64_t> rows_;  // compared positions per sequence (B's own final_norm rows)
 };
 

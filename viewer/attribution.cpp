@@ -20,6 +20,12 @@ nlohmann::ordered_json jnum(double v) {
   return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json();
 }
 
+nlohmann::ordered_json nums(const std::vector<double>& v) {
+  nlohmann::ordered_json a = nlohmann::ordered_json::array();
+  for (double x : v) a.push_back(jnum(x));
+  return a;
+}
+
 std::string bar(int cells, int width, const char* fill) {
   std::string s;
   for (int i = 0; i < cells; ++i) s += fill;
@@ -92,6 +98,7 @@ std::string render_attribution_json(const diff::AttributionReport& r, int indent
   j["n_layers"] = r.n_layers;
   j["sequences"] = r.sequences;
   j["positions"] = r.positions;
+  j["sequence_ids"] = r.sequence_ids;
   j["verdict"] = r.verdict;
   nlohmann::ordered_json blocks = nlohmann::ordered_json::array();
   for (const auto& b : r.blocks) {
@@ -106,7 +113,8 @@ std::string render_attribution_json(const diff::AttributionReport& r, int indent
                       {"positions", b.positions},
                       {"nan", b.nan},
                       {"origin", b.origin},
-                      {"share", b.share}});
+                      {"share", b.share},
+                      {"by_sequence", {{"local", nums(b.local_by_seq)}, {"total", nums(b.total_by_seq)}}}});
   }
   j["blocks"] = blocks;
   nlohmann::ordered_json ranking = nlohmann::ordered_json::array();

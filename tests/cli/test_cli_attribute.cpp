@@ -165,13 +165,20 @@ TEST_CASE("attribute against bf16: totals are B's own drift, local + inherited =
     if (blk["kind"] == "logits") continue;
     const std::string site = blk["site"];
     double dd = 0, aa = 0;
+    REQUIRE(report["sequence_ids"].size() == ra.sequence_indices().size());
     for (int s : ra.sequence_indices()) {
       const int64_t rows = ra.sequence(s).rows;
       const auto x = ra.hidden(s, site, 0, rows), y = rb.hidden(s, site, 0, rows);
+      double seq_dd = 0, seq_aa = 0;
       for (size_t i = 0; i < x.size(); ++i) {
-        dd += (double(y[i]) - x[i]) * (double(y[i]) - x[i]);
-        aa += double(x[i]) * x[i];
+        seq_dd += (double(y[i]) - x[i]) * (double(y[i]) - x[i]);
+        seq_aa += double(x[i]) * x[i];
       }
+      dd += seq_dd;
+      aa += seq_aa;
+      CHECK(num(blk["by_sequence"]["total"][s]) ==
+            Approx(std::sqrt(seq_dd) / std::sqrt(seq_aa)).epsilon(1e-12));
+      CHECK(num(blk["by_sequence"]["local"][s]) > 0);
     }
     CHECK(num(blk["total"]) == Approx(std::sqrt(dd) / std::sqrt(aa)).epsilon(1e-12));
     CHECK(num(blk["local"]) + num(blk["inherited"]) == Approx(num(blk["total"])).epsilon(1e-12));
