@@ -71,6 +71,7 @@ h5::Elem storage_elem(const std::string& dtype) {
 
 int run_attribute(const AttributeArgs& args) {
   const RunConfig& rc = args.run.config;
+  check_attribution_device(rc);  // before validate, which would look for the CUDA module
   validate(rc);
   if (print_dry_run(args.run)) return 0;
   const auto a = trace::TraceReader::open(args.a);
@@ -137,7 +138,8 @@ CommandRun register_attribute(CLI::App& app) {
       "inherited = total drift (B's own run vs A) minus local. Ranks layers by local error, marks "
       "the origins (local error above the noise floor) and says in one line where error is "
       "born. A needs embed, L*/out and final_norm (run --probes 'embed,L*/out,final_norm'); with "
-      "L*/resid_mid too (--probes all) attention and MLP are told apart. CPU only. "
+      "L*/resid_mid too (--probes all) attention and MLP are told apart. CPU only. B consumes "
+      "A's tokens, so the sampling and generation-length flags have no effect. "
       "Metrics: docs/metrics.md §10.");
   cmd->add_option("a", args->a, "reference trace (.h5), recorded with hidden states in f32")
       ->required();

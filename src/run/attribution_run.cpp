@@ -37,6 +37,14 @@ std::vector<std::string> attribution_needed_sites(int n_layers) {
   return s;
 }
 
+void check_attribution_device(const RunConfig& c) {
+  if (c.device != "cpu") {
+    throw Error("attribute runs on --device cpu only: the CUDA backend hands its taps over at the "
+                "end of a pass, too late to replay a layer inside it",
+                "drop --device cuda (the CPU backend emulates the GPU numerics knobs)");
+  }
+}
+
 namespace {
 
 // The shadow source and B's tap hook in one: A's rows per (sequence, site), read whole per
@@ -166,13 +174,9 @@ class Pairing final : public ShadowSource, public TapHook {
 void run_attribution(const Model& model, const trace::TraceReader& a,
                      const AttributionRunOptions& opt, const PairSink& sink) {
   const RunConfig& rc = opt.config;
+  check_attribution_device(rc);
   validate(rc);
   validate_for_model(rc, model.config);
-  if (rc.device != "cpu") {
-    throw Error("attribute runs on --device cpu only: the CUDA backend hands its taps over at the "
-                "end of a pass, too late to replay a layer inside it",
-                "drop --device cuda (the CPU backend emulates the GPU numerics knobs)");
-  }
   const ModelConfig& c = model.config;
   const std::vector<Prompt> prompts = forced_prompts(a);
   // A must hold the needed sites, in float32, in every sequence

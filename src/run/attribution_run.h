@@ -38,6 +38,10 @@ struct PairedRows {
 };
 using PairSink = std::function<void(const PairedRows&)>;
 
+// Throws ds::Error with a hint unless the configuration runs on the CPU (the CUDA backend defers
+// its taps to the end of a pass, too late for a shadow layer).
+void check_attribution_device(const RunConfig& c);
+
 struct AttributionRunOptions {
   RunConfig config;        // configuration B (device cpu)
   bool split_mlp = false;  // also shadow each MLP on A's L<l>/resid_mid (A must hold it)

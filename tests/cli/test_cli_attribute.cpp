@@ -208,6 +208,9 @@ TEST_CASE("attribute: bad input exits 2 with one message and a hint", "[cli][att
   const std::string a = record_a(dir, "default");
   ds::test::check_input_error(run_cli("attribute " + a + " --dtype fp8"), "invalid dtype 'fp8'");
   ds::test::check_input_error(run_cli("attribute " + a + " --tp 3"), "invalid tp 3");
+  const auto cuda = run_cli("attribute " + a + " --device cuda");
+  ds::test::check_input_error(cuda, "attribute runs on --device cpu only");
+  CHECK(cuda.err.find("hint: drop --device cuda") != std::string::npos);
   ds::test::check_input_error(run_cli("attribute " + a + " --json " + (dir.path() / "no/x.json").string()),
                               "cannot write the JSON report");
   {
