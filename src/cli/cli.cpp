@@ -48,6 +48,7 @@ int cli_main(int argc, char** argv) {
       {"run", register_run(app)},
       {"show", register_show(app)},
       {"diff", register_diff(app)},
+      {"attribute", register_attribute(app)},
       {"demo", register_demo(app)},
       {"synth", register_synth(app)},
   };

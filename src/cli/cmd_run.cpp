@@ -12,27 +12,11 @@
 #include "src/cli/run_config_args.h"
 #include "src/cli/traced_command.h"
 #include "trace/reader.h"
+#include "src/run/attribution_run.h"
 #include "src/run/trace_recorder.h"
 
 namespace ds {
 namespace {
-
-// Every sequence of a trace as a prompt whose continuation is forced to the trace's tokens.
-std::vector<Prompt> forced_prompts(const trace::TraceReader& r) {
-  std::vector<Prompt> out;
-  for (int i : r.sequence_indices()) {
-    const auto s = r.sequence(i);
-    if (i != static_cast<int>(out.size())) {
-      throw Error(fmt::format("trace '{}' has no sequence {}", r.path().string(), out.size()));
-    }
-    Prompt p;
-    p.ids.assign(s.tokens.begin(), s.tokens.begin() + s.prompt_len);
-    p.forced = std::vector<int32_t>(s.tokens.begin() + s.prompt_len, s.tokens.end());
-    out.push_back(std::move(p));
-  }
-  if (out.empty()) throw Error(fmt::format("trace '{}' holds no sequence", r.path().string()));
-  return out;
-}
 
 struct RunArgs {
   ModelArgs model;

@@ -18,5 +18,6 @@ CommandRun register_show(CLI::App& app);
 CommandRun register_diff(CLI::App& app);
 CommandRun register_demo(CLI::App& app);
 CommandRun register_synth(CLI::App& app);
+CommandRun register_attribute(CLI::App& app);
 
 }  // namespace ds

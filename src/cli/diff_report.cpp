@@ -81,7 +81,10 @@ void print_terminal_report(const diff::Report& report, const ReportStyle& s) {
 }
 
 void write_json_report(const diff::Report& report, const std::string& path) {
-  const std::string text = viewer::render_json(report);
+  write_json_text(viewer::render_json(report), path);
+}
+
+void write_json_text(const std::string& text, const std::string& path) {
   if (path == "-") {
     std::fwrite(text.data(), 1, text.size(), stdout);
     return;

@@ -31,6 +31,8 @@ void print_terminal_report(const diff::Report& report, const ReportStyle& style)
 
 // The JSON report to FILE, or stdout for "-". Throws ds::Error when FILE cannot be written.
 void write_json_report(const diff::Report& report, const std::string& path);
+// A rendered JSON report to FILE, or stdout for "-"; the same error when FILE cannot be written.
+void write_json_text(const std::string& text, const std::string& path);
 
 // The self-contained HTML report to FILE. Throws ds::Error when FILE cannot be written.
 void write_html_report(const diff::Report& report, const std::string& path);

@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "src/runtime/cuda_module.h"
 #include "src/runtime/policy.h"
+#include "src/run/perturb.h"
 
 namespace ds {
 namespace {
@@ -127,6 +128,7 @@ Numerics numerics(const RunConfig& c) {
   n.device = c.device == "cuda" ? Device::cuda : Device::cpu;
   n.gemm_kernel = parse_kernel(c.kernel);
   n.tf32 = c.tf32 == "on";
+  n.perturb = perturbation_from_env();  // test-only; inactive unless DRIFTSCOPE_TEST_PERTURB is set
   return n;
 }
 

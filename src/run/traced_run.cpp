@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "src/runtime/runtime.h"
+#include "src/run/perturb.h"
 #include "src/run/trace_recorder.h"
 #include "src/runtime/cuda_module.h"
 #include "trace/kernel_recorder.h"
@@ -24,6 +25,7 @@ std::string traced_config_json(const RunConfig& config, const std::string& probe
                 {"kernels", kernels},
                 {"force_tokens", force_tokens.empty() ? nlohmann::ordered_json()
                                                       : nlohmann::ordered_json(force_tokens)}};
+  if (!perturbation_env_text().empty()) j["test_perturb"] = perturbation_env_text();  // test-only
   return j.dump();
 }
 

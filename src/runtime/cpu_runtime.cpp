@@ -58,6 +58,12 @@ void Runtime::forward(std::span<const int32_t> tokens, int pos, std::vector<doub
   forward(rows, logits);
 }
 
+void Runtime::set_shadow_source(ShadowSource* source) {
+  if (source != nullptr) {
+    throw Error("this runtime cannot run shadow layers", "run attribute with --device cpu");
+  }
+}
+
 namespace {
 
 template <typename T>
@@ -118,6 +124,12 @@ class CpuBackend {
   }
   void swiglu(Ptr out, Ptr gate, Ptr up, size_t n) const { ops::swiglu(out, gate, up, n, act_); }
   void add(Ptr y, Ptr a, Ptr b, size_t n) const { ops::add(y, a, b, n, act_); }
+  // Reference rows into a buffer, stored as this run stores activations.
+  void load_rows(Ptr y, const float* host, size_t n) const {
+    std::copy(host, host + n, y);
+    ops::round_to(y, n, act_);
+  }
+  void round(Ptr y, size_t n, Storage to) const { ops::round_to(y, n, to); }
   void all_reduce(Ptr y, Ptr parts, int tp, size_t n, ops::AllReduce order) const {
     ops::all_reduce(y, parts, tp, n, order, act_);
   }

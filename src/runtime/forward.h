@@ -17,6 +17,10 @@
 //   embedding, rmsnorm, gemm, rope, append_cache, attention, swiglu, add, all_reduce   see below
 //   tap(site, Ptr, rows, width)                 hands a tensor to the hook (now or after the pass)
 //   end_pass(Ptr logits, rows, logits_out)      logits to the host as double, pending taps delivered
+// and optionally (used only when asked for; a backend without them refuses the feature):
+//   load_rows(Ptr, const float*, n)             host float32 values into a buffer, stored like
+//                                               activations (shadow layers' reference inputs)
+//   round(Ptr, n, Storage)                      values rounded in place (the test perturbation)
 #pragma once
 
 #include <array>
@@ -28,7 +32,9 @@
 #include "src/model/model.h"
 #include "src/runtime/policy.h"
 #include "src/runtime/rope_table.h"
+#include "common/error.h"
 #include "src/runtime/runtime.h"
+#include "src/runtime/shadow.h"
 #include "src/runtime/taps.h"
 
 namespace ds {
@@ -81,6 +87,16 @@ class ForwardRuntime final : public Runtime {
       for (int k = 0; k < kLayerSiteCount; ++k) names[k] = site_name({layer_site_kind(k), l});
       layer_sites_.push_back(names);
     }
+    if (nx.perturb.active()) {
+      if constexpr (!kCanRound) {
+        throw Error("this backend cannot apply the test perturbation (DRIFTSCOPE_TEST_PERTURB)",
+                    "unset DRIFTSCOPE_TEST_PERTURB, or use --device cpu");
+      }
+      if (nx.perturb.layer >= c_.n_layers) {
+        throw Error("DRIFTSCOPE_TEST_PERTURB names layer " + std::to_string(nx.perturb.layer) +
+                    " of a model with " + std::to_string(c_.n_layers) + " layers");
+      }
+    }
     set_tap_hook(nullptr);
     b_.ready();
   }
@@ -92,8 +108,34 @@ class ForwardRuntime final : public Runtime {
   using Runtime::forward;
 
   void set_tap_hook(TapHook* hook) override {
+    hook_ = hook;
     wanted_.ask(hook, c_.n_layers);
     b_.set_hook(hook, wanted_);
+  }
+
+  void set_shadow_source(ShadowSource* source) override {
+    shadow_ = source;
+    if (source == nullptr) return;
+    if constexpr (!kCanShadow) {
+      shadow_ = nullptr;
+      throw Error("shadow layers (attribute) need taps delivered during the pass, which this "
+                  "backend defers to its end",
+                  "run attribute with --device cpu");
+    } else {
+      shadow_layer_.assign(c_.n_layers, false);
+      shadow_mlp_.assign(c_.n_layers, false);
+      for (int l = 0; l < c_.n_layers; ++l) {
+        shadow_layer_[l] = source->wants(ShadowKind::layer, l);
+        shadow_mlp_[l] = source->wants(ShadowKind::mlp, l);
+      }
+      shadow_head_ = source->wants(ShadowKind::head, -1);
+      shadow_taps_.source = source;
+      shadow_wanted_.ask(&shadow_taps_, c_.n_layers);  // every site
+      // the shadow KV cache: same layout as the real one, allocated only now
+      const size_t cache = static_cast<size_t>(slots_) * c_.n_layers * capacity_ * c_.kv_dim();
+      b_.resize_zeroed(shadow_k_cache_, cache);
+      b_.resize_zeroed(shadow_v_cache_, cache);
+    }
   }
 
   void forward(std::span<const BatchRow> rows, std::vector<double>& logits) override {
@@ -110,6 +152,7 @@ class ForwardRuntime final : public Runtime {
     for (int l = 0; l < c_.n_layers; ++l) {
       attention_block(l, n);
       mlp_block(l, n);
+      if (shadow_ != nullptr) shadow_layer(l, n);
     }
     {
       [[maybe_unused]] auto op = b_.op(final_norm_site_, "rmsnorm");
@@ -122,6 +165,7 @@ class ForwardRuntime final : public Runtime {
            c_.vocab_size, c_.dim);
     }
     if (wanted_.logits) b_.tap({SiteKind::logits}, logits_.ptr(0), n, c_.vocab_size);
+    if (shadow_ != nullptr && shadow_head_) shadow_head(n);
     b_.end_pass(logits_.ptr(0), n, logits);
   }
 
@@ -259,7 +303,77 @@ class ForwardRuntime final : public Runtime {
   const std::string& lsite(int l, SiteKind k) const { return layer_sites_[l][layer_site_index(k)]; }
 
   void tap_layer(int l, SiteKind k, Ptr p, int n, int width) {
+    if (nx_.perturb.active() && nx_.perturb.layer == l && nx_.perturb.kind == k) {
+      if constexpr (kCanRound) b_.round(p, static_cast<size_t>(n) * width, nx_.perturb.to);
+    }
     if (wanted_.at(l, k)) b_.tap({k, l}, p, n, width);
+  }
+
+  // ---- shadow layers (shadow.h): a copy of a block on the reference's recorded input rows ----
+  static constexpr bool kCanShadow = requires(B& b, Ptr p, const float* h) { b.load_rows(p, h, 1); };
+  static constexpr bool kCanRound = requires(B& b, Ptr p) { b.round(p, 1, Storage::bf16); };
+
+  // Forwards the taps of a shadow to the source, tagged with the shadow's kind.
+  struct ShadowTaps final : TapHook {
+    ShadowSource* source = nullptr;
+    ShadowKind kind = ShadowKind::layer;
+    bool wants(const Site&) override { return true; }
+    void on_tap(const Site& site, const TapTensor& t) override { source->on_shadow_tap(kind, site, t); }
+  };
+
+  // Runs `body` with the shadow residual and KV cache swapped in, the reference's rows of
+  // `input` loaded into the residual, and every tap going to the source as `kind`.
+  template <typename F>
+  void in_shadow(ShadowKind kind, const Site& input, int n, F&& body) {
+    if constexpr (kCanShadow) {
+      const size_t values = static_cast<size_t>(n) * c_.dim;
+      shadow_in_.resize(values);
+      shadow_->reference_rows(input, cols_.slot.data(), cols_.pos.data(), n, c_.dim,
+                              shadow_in_.data());
+      b_.resize(shadow_x_, values);
+      std::swap(x_, shadow_x_);
+      std::swap(k_cache_, shadow_k_cache_);
+      std::swap(v_cache_, shadow_v_cache_);
+      std::swap(wanted_, shadow_wanted_);
+      shadow_taps_.kind = kind;
+      b_.set_hook(&shadow_taps_, wanted_);
+      b_.load_rows(x_.ptr(0), shadow_in_.data(), values);
+      body();
+      std::swap(x_, shadow_x_);
+      std::swap(k_cache_, shadow_k_cache_);
+      std::swap(v_cache_, shadow_v_cache_);
+      std::swap(wanted_, shadow_wanted_);
+      b_.set_hook(hook_, wanted_);
+    }
+  }
+
+  // After the real layer l: layer l on the reference's input of layer l, then its MLP alone on
+  // the reference's L<l>/resid_mid.
+  void shadow_layer(int l, int n) {
+    if (shadow_layer_[l]) {
+      const Site input = l == 0 ? Site{SiteKind::embed} : Site{SiteKind::out, l - 1};
+      in_shadow(ShadowKind::layer, input, n, [&] {
+        attention_block(l, n);
+        mlp_block(l, n);
+      });
+    }
+    if (shadow_mlp_[l]) {
+      in_shadow(ShadowKind::mlp, {SiteKind::resid_mid, l}, n, [&] { mlp_block(l, n); });
+    }
+  }
+
+  // After the real LM head: final norm and LM head on the reference's last layer output.
+  void shadow_head(int n) {
+    b_.resize(shadow_logits_, static_cast<size_t>(n) * c_.vocab_size);
+    std::swap(logits_, shadow_logits_);
+    in_shadow(ShadowKind::head, {SiteKind::out, c_.n_layers - 1}, n, [&] {
+      b_.rmsnorm(xb_.ptr(0), x_.ptr(0), final_norm_, n, c_.dim);
+      if (wanted_.final_norm) b_.tap({SiteKind::final_norm}, xb_.ptr(0), n, c_.dim);
+      gemm(logits_.ptr(0), xb_.ptr(0), lm_head_.empty() ? embed_ : lm_head_, nullptr, n,
+           c_.vocab_size, c_.dim);
+      if (wanted_.logits) b_.tap({SiteKind::logits}, logits_.ptr(0), n, c_.vocab_size);
+    });
+    std::swap(logits_, shadow_logits_);
   }
 
   void resize(int n) {
@@ -290,6 +404,17 @@ class ForwardRuntime final : public Runtime {
   Buf x_, xb_, q_, k_, v_, att_, gate_, up_, logits_, tp_parts_;
   BatchColumns cols_;  // tokens, slots and positions of the current pass
   WantedSites wanted_;
+  TapHook* hook_ = nullptr;
+  // shadow layers: nothing below is allocated or used unless a source is set
+  ShadowSource* shadow_ = nullptr;
+  std::vector<bool> shadow_layer_, shadow_mlp_;
+  bool shadow_head_ = false;
+  ShadowTaps shadow_taps_;
+  WantedSites shadow_wanted_;
+  Buf shadow_k_cache_, shadow_v_cache_;  // (slots, n_layers, capacity, kv_dim)
+  Buf shadow_x_;                         // (n, dim) the shadow's residual stream
+  Buf shadow_logits_;                    // (n, vocab)
+  std::vector<float> shadow_in_;         // (n, dim) the reference's input rows
 };
 
 }  // namespace ds

@@ -9,6 +9,7 @@
 
 #include "kernels/ops.h"
 #include "src/model/model.h"
+#include "src/runtime/shadow.h"
 #include "src/runtime/taps.h"
 
 namespace ds::trace {
@@ -46,6 +47,7 @@ struct Numerics {
   Device device = Device::cpu;
   GemmKernel gemm_kernel = GemmKernel::cublas;
   bool tf32 = false;                 // TF32 tensor cores for fp32 GEMMs
+  Perturbation perturb;              // test-only (shadow.h); inert unless set
 };
 
 // One input row of a forward pass: token `token` of the sequence in KV-cache slot `slot`, at
@@ -70,6 +72,10 @@ class Runtime {
   // Attributes every kernel of later forward passes to its tap site (CUDA backend; the CPU
   // reference launches no kernels and ignores it). Null stops recording.
   virtual void set_kernel_recorder(trace::KernelRecorder* /*recorder*/) {}
+  // Runs the shadows `source` wants inside every later forward pass (shadow.h; null: none, the
+  // default, and nothing extra is allocated or computed). Throws ds::Error on a backend that
+  // cannot run them (the CUDA backend, which defers its taps to the end of the pass).
+  virtual void set_shadow_source(ShadowSource* source);
   virtual int capacity() const = 0;  // positions per slot
   virtual int slots() const = 0;     // sequences that can be in flight at once
   virtual const ModelConfig& config() const = 0;

@@ -1,0 +1,126 @@
+// Terminal and JSON renderings of the attribution report.
+#include "viewer/attribution.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+namespace ds::viewer {
+namespace {
+
+std::string num(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (v == 0) return "0";
+  return fmt::format("{:.2e}", v);
+}
+
+nlohmann::ordered_json jnum(double v) {
+  return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json();
+}
+
+nlohmann::ordered_json nums(const std::vector<double>& v) {
+  nlohmann::ordered_json a = nlohmann::ordered_json::array();
+  for (double x : v) a.push_back(jnum(x));
+  return a;
+}
+
+std::string bar(int cells, int width, const char* fill) {
+  std::string s;
+  for (int i = 0; i < cells; ++i) s += fill;
+  return s + std::string(static_cast<size_t>(width - cells), ' ');
+}
+
+}  // namespace
+
+int log_bar_cells(double v, double lo, double hi, int cells) {
+  if (!(v > 0) || !(hi > lo) || !(lo > 0)) return 0;
+  const double f = (std::log10(v) - std::log10(lo)) / (std::log10(hi) - std::log10(lo));
+  return std::clamp(static_cast<int>(std::lround(f * cells)), v > lo ? 1 : 0, cells);
+}
+
+std::string render_attribution_terminal(const diff::AttributionReport& r, int width) {
+  std::string out;
+  out += fmt::format("attribute: A = {} ({})   B = {}\n", r.a_path, r.a_dtype, r.b_dtype);
+  out += fmt::format("{} sequences, {} positions; noise floor {:.2g} ({}); {}\n", r.sequences,
+                     r.positions, r.noise_floor, r.storage,
+                     r.split ? "attention and MLP separated (A holds L*/resid_mid)"
+                             : "whole layers (record L*/resid_mid in A to split attention from MLP)");
+  out += fmt::format("\n{}\n", r.verdict);
+
+  out += "\nranked by local error (relative L2 of B's block on A's input vs A's output)\n";
+  out += fmt::format("  {:<14} {:<13} {:>9} {:>9} {:>10} {:>6}  {}\n", "block", "site", "local",
+                     "total", "inherited", "share", "origin");
+  int shown = 0;
+  for (int i : r.ranking) {
+    const diff::BlockError& b = r.blocks[i];
+    if (shown++ == 10) break;
+    out += fmt::format("  {:<14} {:<13} {:>9} {:>9} {:>10} {:>5.0f}%  {}\n", b.name, b.site,
+                       num(b.local), num(b.total), num(b.inherited), 100 * b.share,
+                       b.origin ? "yes" : "");
+  }
+
+  // local vs total per block in forward order, bars on one log scale for both
+  double hi = 0, lo = r.noise_floor / 10;
+  for (const auto& b : r.blocks) {
+    if (b.kind == "logits") continue;
+    if (std::isfinite(b.local)) hi = std::max(hi, b.local);
+    if (std::isfinite(b.total)) hi = std::max(hi, b.total);
+    if (b.local > 0) lo = std::min(lo, b.local / 2);
+  }
+  const int cells = std::clamp((width - 44) / 2, 8, 30);
+  out += fmt::format("\nlocal ▇ vs total ░ per block (log scale {:.1e} .. {:.1e})\n", lo, hi);
+  for (const auto& b : r.blocks) {
+    if (b.kind == "logits") {
+      out += fmt::format("  {:<14} local KL {}  total KL {} (nats, mean over A's top-K)\n", b.name,
+                         num(b.local), num(b.total));
+      continue;
+    }
+    out += fmt::format("  {:<14} {:>9} {} │{} {:>9}\n", b.name, num(b.local),
+                       bar(log_bar_cells(b.local, lo, hi, cells), cells, "▇"),
+                       bar(log_bar_cells(b.total, lo, hi, cells), cells, "░"), num(b.total));
+  }
+  return out;
+}
+
+std::string render_attribution_json(const diff::AttributionReport& r, int indent) {
+  nlohmann::ordered_json j;
+  j["format"] = kAttributionJsonFormat;
+  j["version"] = kAttributionJsonVersion;
+  j["a"] = {{"path", r.a_path}, {"dtype", r.a_dtype}};
+  j["b"] = {{"dtype", r.b_dtype},
+            {"config", nlohmann::ordered_json::parse(r.b_config_json.empty() ? "null"
+                                                                             : r.b_config_json)}};
+  j["storage"] = r.storage;
+  j["noise_floor"] = r.noise_floor;
+  j["split"] = r.split;
+  j["n_layers"] = r.n_layers;
+  j["sequences"] = r.sequences;
+  j["positions"] = r.positions;
+  j["sequence_ids"] = r.sequence_ids;
+  j["verdict"] = r.verdict;
+  nlohmann::ordered_json blocks = nlohmann::ordered_json::array();
+  for (const auto& b : r.blocks) {
+    blocks.push_back({{"name", b.name},
+                      {"kind", b.kind},
+                      {"layer", b.layer},
+                      {"site", b.site},
+                      {"local", jnum(b.local)},
+                      {"total", jnum(b.total)},
+                      {"inherited", jnum(b.inherited)},
+                      {"local_max", jnum(b.local_max)},
+                      {"positions", b.positions},
+                      {"nan", b.nan},
+                      {"origin", b.origin},
+                      {"share", b.share},
+                      {"by_sequence", {{"local", nums(b.local_by_seq)}, {"total", nums(b.total_by_seq)}}}});
+  }
+  j["blocks"] = blocks;
+  nlohmann::ordered_json ranking = nlohmann::ordered_json::array();
+  for (int i : r.ranking) ranking.push_back(r.blocks[i].name);
+  j["ranking"] = ranking;
+  return j.dump(indent);
+}
+
+}  // namespace ds::viewer
