@@ -49,6 +49,8 @@ int cli_main(int argc, char** argv) {
       {"diff", register_diff(app)},
       {"demo", register_demo(app)},
       {"synth", register_synth(app)},
+      {"sweep", register_sweep(app)},
+      {"stats", register_stats(app)},
   };
   try {
     app.parse(argc, argv);
