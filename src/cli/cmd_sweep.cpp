@@ -194,7 +194,7 @@ CommandRun register_sweep(CLI::App& app) {
   add_run_config_options(*cmd, args->run);
   cmd->add_option("--grid", args->grid,
                   "knobs and their values, e.g. 'dtype=bf16,fp16,fp32 batch=1,8,32 tp=1,2,4' "
-                  "(run-config fields); may be left out to resume or wait for the sweep in DIR");
+                  "(run-config fields), or @FILE (configs/grid-seeds-12.txt); may be left out to resume or wait for the sweep in DIR");
   cmd->add_option("--prompts", args->prompts, "file of prompts (as for run); required with --grid");
   cmd->add_option("--model", args->model,
                   "Hugging Face model directory or llama2.c .bin (default: bundled stories260K)");

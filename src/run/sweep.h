@@ -17,7 +17,8 @@ struct GridKnob {
   std::vector<std::string> values;
 };
 
-// Parses "dtype=bf16,fp16,fp32 batch=1,8,32" (knobs separated by spaces or newlines). Throws
+// Parses "dtype=bf16,fp16,fp32 batch=1,8,32" (knobs separated by spaces or newlines), or "@FILE":
+// the same items read from a file, '#' starting a comment. Throws
 // ds::Error for a knob that is not a run-config field, a knob given twice, or an empty value list.
 std::vector<GridKnob> parse_grid(const std::string& spec);
 
