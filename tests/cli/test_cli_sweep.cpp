@@ -142,4 +142,11 @@ TEST_CASE("sweep: bad grids and options are refused with a hint", "[cli][sweep]"
   CHECK(has(r.out, "# dtype-fp16_tp-2_seed-8\n"));
   CHECK(std::count(r.out.begin(), r.out.end(), '#') == 8);
   CHECK(!fs::exists(tmp.path() / "d"));
+  // The grid file in configs/: the seeds' 12 configurations for each of 3 precisions.
+  r = run_cli("sweep --dry-run --grid @" + ds::test::source_dir() + "/configs/grid-seeds-12.txt" + tail);
+  CHECK(r.exit_code == 0);
+  CHECK(std::count(r.out.begin(), r.out.end(), '#') == 36);
+  CHECK(has(r.out, "# dtype-fp32_gemm_policy-heuristic_tp-2_batch-32\n"));
+  ds::test::check_input_error(run_cli("sweep --grid @" + (tmp.path() / "no.txt").string() + tail),
+                              "cannot read grid file");
 }
