@@ -192,6 +192,9 @@ CommandRun register_sweep(CLI::App& app) {
       "configuration are kept, the rest run again. Locally (-j N at a time) or as a Slurm job "
       "array (--slurm). Exit 1 when a configuration is missing at the end.");
   add_run_config_options(*cmd, args->run);
+  cmd->get_option("--dry-run")->description(
+      "print every configuration of the grid (its name, then its resolved config as TOML) and "
+      "exit");
   cmd->add_option("--grid", args->grid,
                   "knobs and their values, e.g. 'dtype=bf16,fp16,fp32 batch=1,8,32 tp=1,2,4' "
                   "(run-config fields), or @FILE (configs/grid-seeds-12.txt); may be left out to resume or wait for the sweep in DIR");
