@@ -152,6 +152,36 @@ TEST_CASE("stats: N copies of one trace agree completely, and answers give TARa 
   CHECK(g["accuracy"][0]["pass_at_k"][0]["pass"] == 0.0);
 }
 
+TEST_CASE("stats: sweep --samples gives seeded runs that stats counts as samples of one config",
+          "[cli][stats][sweep]") {
+  ds::test::TempDir tmp;
+  const fs::path prompts = tmp.path() / "p.txt", dir = tmp.path() / "sw";
+  write_prompts(prompts, 4);
+  REQUIRE(run_cli("sweep -q --grid 'dtype=fp32' --samples 3 --seed 5 --temperature 1.0 -n 8 "
+                  "--prompts " + prompts.string() + " -o " + dir.string()).exit_code == 0);
+  for (int seed : {5, 6, 7}) {
+    const auto r = ds::trace::TraceReader::open(dir / ("seed-" + std::to_string(seed) + ".h5"));
+    CHECK(json::parse(r.config_json())["seed"] == seed);
+    CHECK(json::parse(r.config_json())["temperature"] == 1.0);
+  }
+  {
+    std::ofstream key(tmp.path() / "key.txt");
+    key << "zzz\nzzz\nzzz\nzzz\n";
+  }
+  auto r = run_cli("stats --json - --k 1,2 --extract '(\\w+)' --answers " +
+                   (tmp.path() / "key.txt").string() + " " + dir.string());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const json j = json::parse(r.out.substr(r.out.find("{\n")));
+  CHECK(j["varying"] == json::array({"seed"}));
+  const auto& acc = j["groups"][0]["accuracy"];
+  REQUIRE(acc.size() == 1);
+  CHECK(acc[0]["samples"] == 3);
+  REQUIRE(acc[0]["pass_at_k"].size() == 2);
+  CHECK(acc[0]["pass_at_k"][0]["k"] == 1);
+  CHECK(acc[0]["pass_at_k"][1]["k"] == 2);
+}
+
 TEST_CASE("stats: the odd trace, a regex without a group and a bad answer key are refused",
           "[cli][stats]") {
   ds::test::TempDir tmp;
