@@ -134,7 +134,7 @@ int run_stats(const StatsArgs& a) {
   }
   if (a.require_all && !missing.empty()) {
     std::string names;
-    for (const auto& m : missing) names += (names.empty() ? "" : ", ") + m;
+    for (const auto& m : missing) names += fmt::format("{}{}", names.empty() ? "" : ", ", m);
     fmt::print(stderr, "driftscope: {} configuration(s) missing: {}\n", missing.size(), names);
     return 1;
   }

@@ -90,7 +90,7 @@ std::vector<size_t> refresh(const std::filesystem::path& dir, SweepState& s, boo
 
 std::string names_of(const SweepState& s, const std::vector<size_t>& idx) {
   std::string out;
-  for (size_t i : idx) out += (out.empty() ? "" : ", ") + s.entries[i].name;
+  for (size_t i : idx) out += fmt::format("{}{}", out.empty() ? "" : ", ", s.entries[i].name);
   return out;
 }
 

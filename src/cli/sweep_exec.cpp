@@ -109,7 +109,7 @@ std::string submit_slurm(const std::filesystem::path& dir, const SweepState& s,
   std::filesystem::create_directories(dir / "logs");
   const auto abs = std::filesystem::absolute(dir);
   std::string indices;
-  for (size_t i : todo) indices += (indices.empty() ? "" : ",") + std::to_string(i);
+  for (size_t i : todo) indices += fmt::format("{}{}", indices.empty() ? "" : ",", i);
   std::string script = "#!/bin/bash\n";
   script += "# driftscope sweep: one array task per configuration, each a `driftscope run`.\n";
   script += "#SBATCH --job-name=driftscope-sweep\n";
@@ -122,7 +122,9 @@ std::string submit_slurm(const std::filesystem::path& dir, const SweepState& s,
   script += "set -euo pipefail\ncase \"$SLURM_ARRAY_TASK_ID\" in\n";
   for (size_t i = 0; i < s.entries.size(); ++i) {
     std::string cmd;
-    for (const auto& a : run_argv(abs, s, s.entries[i])) cmd += (cmd.empty() ? "" : " ") + sh_quote(a);
+    for (const auto& a : run_argv(abs, s, s.entries[i])) {
+      cmd += fmt::format("{}{}", cmd.empty() ? "" : " ", sh_quote(a));
+    }
     script += fmt::format("  {}) exec {} ;;\n", i, cmd);
   }
   script += "  *) echo \"no configuration $SLURM_ARRAY_TASK_ID\" >&2; exit 2 ;;\nesac\n";
