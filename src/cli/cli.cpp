@@ -51,6 +51,8 @@ int cli_main(int argc, char** argv) {
       {"attribute", register_attribute(app)},
       {"demo", register_demo(app)},
       {"synth", register_synth(app)},
+      {"sweep", register_sweep(app)},
+      {"stats", register_stats(app)},
   };
   try {
     app.parse(argc, argv);

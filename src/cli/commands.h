@@ -19,5 +19,7 @@ CommandRun register_diff(CLI::App& app);
 CommandRun register_demo(CLI::App& app);
 CommandRun register_synth(CLI::App& app);
 CommandRun register_attribute(CLI::App& app);
+CommandRun register_sweep(CLI::App& app);
+CommandRun register_stats(CLI::App& app);
 
 }  // namespace ds

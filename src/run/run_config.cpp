@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <climits>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -134,8 +135,9 @@ Numerics numerics(const RunConfig& c) {
 
 namespace {
 
-template <typename F>
-void for_each_field(const RunConfig& c, F&& f) {
+// Every field with its name, in declaration order; C is RunConfig or const RunConfig.
+template <typename C, typename F>
+void for_each_field(C& c, F&& f) {
   f("device", c.device);
   f("dtype", c.dtype);
   f("accum", c.accum);
@@ -161,6 +163,42 @@ void for_each_field(const RunConfig& c, F&& f) {
 }
 
 }  // namespace
+
+void set_field(RunConfig& c, const std::string& field, const std::string& value) {
+  bool found = false;
+  for_each_field(c, [&](const char* name, auto& v) {
+    if (field != name) return;
+    found = true;
+    using T = std::decay_t<decltype(v)>;
+    if constexpr (std::is_same_v<T, std::string>) {
+      v = value;
+    } else {
+      size_t used = 0;
+      T parsed{};
+      try {
+        if constexpr (std::is_same_v<T, double>) {
+          parsed = std::stod(value, &used);
+        } else if constexpr (std::is_same_v<T, uint64_t>) {
+          parsed = value.empty() || value[0] == '-' ? T{} : std::stoull(value, &used);
+        } else {
+          parsed = static_cast<T>(std::stoi(value, &used));
+        }
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != value.size()) {
+        throw Error(fmt::format("invalid {} '{}': not a number", field, value),
+                    fmt::format("{} takes a number (docs/configurations.md)", field));
+      }
+      v = parsed;
+    }
+  });
+  if (!found) {
+    throw Error(fmt::format("unknown run-config field '{}'", field),
+                "fields: dtype, accum, batch, gemm_policy, split_k, tp, allreduce, attn_splits, "
+                "prefill_chunk, prefix_cache, tie_break, ... (docs/configurations.md)");
+  }
+}
 
 std::string to_json(const RunConfig& c) {
   nlohmann::ordered_json j;

@@ -51,6 +51,10 @@ void validate_for_model(const RunConfig& c, const ModelConfig& m);
 // The runtime numerics the config selects.
 Numerics numerics(const RunConfig& c);
 
+// Sets one field by its name (as in to_json) from text ("bf16", "8", "0.7"). Throws ds::Error
+// for an unknown field or a number that does not parse; call validate() afterwards.
+void set_field(RunConfig& c, const std::string& field, const std::string& value);
+
 // {"device": "cpu", "dtype": "fp32", ...}: every field, in declaration order.
 std::string to_json(const RunConfig& c);
 // The config as a CLI11 TOML config file (what `--dry-run` prints; `--config` reads it back).

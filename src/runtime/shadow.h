@@ -1,4 +1,4 @@
-// Shadow layers (driftscope attribute, docs/metrics.md §9): inside a run's own forward passes,
+// Shadow layers (driftscope attribute, docs/metrics.md §10): inside a run's own forward passes,
 // a copy of one layer (or of its MLP, or of the final norm and LM head) recomputed on a
 // reference trace's recorded inputs for the same (slot, position) rows, with its own residual
 // buffer and KV cache, its taps handed to the source. The real pass is left untouched.

@@ -1,0 +1,175 @@
+// `driftscope stats`: N-way statistics over the traces of a sweep directory or a list of traces,
+// per group of configurations, as a terminal table and JSON (docs/metrics.md).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "diff/answers.h"
+#include "diff/stats.h"
+#include "src/cli/commands.h"
+#include "src/cli/model_args.h"
+#include "src/cli/recorded_tokenizer.h"
+#include "src/run/sweep.h"
+#include "trace/reader.h"
+#include "viewer/stats_json.h"
+#include "viewer/stats_terminal.h"
+
+namespace ds {
+namespace {
+
+struct StatsArgs {
+  std::vector<std::string> inputs;
+  std::string answers;
+  std::string extract;
+  std::string group_by = "auto";
+  std::string ks;
+  std::string json;
+  bool require_all = false;
+};
+
+// The traces named on the command line; a sweep directory gives its configurations' traces,
+// those without a complete trace going to `missing`.
+std::vector<std::filesystem::path> collect(const std::vector<std::string>& inputs,
+                                           std::vector<std::string>& missing) {
+  std::vector<std::filesystem::path> traces;
+  for (const auto& in : inputs) {
+    if (!std::filesystem::is_directory(in)) {
+      traces.emplace_back(in);
+      continue;
+    }
+    const SweepState s = read_sweep_state(in);
+    for (const auto& e : s.entries) {
+      const auto t = entry_trace(in, e);
+      if (trace_done(t, e.config)) {
+        traces.push_back(t);
+      } else {
+        missing.push_back(e.name);
+      }
+    }
+  }
+  return traces;
+}
+
+int run_stats(const StatsArgs& a) {
+  if (a.inputs.empty()) throw Error("stats needs a sweep directory or traces", "driftscope stats DIR");
+  std::optional<diff::AnswerRule> rule;
+  if (!a.extract.empty()) rule.emplace(a.extract);  // refuses a pattern without one group first
+  std::vector<std::string> key;
+  if (!a.answers.empty()) {
+    if (!rule) {
+      throw Error("--answers needs --extract", "pass --extract 'REGEX' with one (group) around the answer");
+    }
+    key = diff::read_answer_key(a.answers);
+  }
+  diff::StatsOptions opt;
+  if (!a.ks.empty()) opt.ks = parse_id_list(a.ks);
+  for (int k : opt.ks) {
+    if (k < 1) throw Error(fmt::format("--k {} must be >= 1", k), "--k takes a list such as 1,4,8");
+  }
+
+  std::vector<std::string> missing;
+  const auto paths = collect(a.inputs, missing);
+  if (paths.empty()) {
+    throw Error("no complete trace to compute statistics over",
+                "run the sweep (or wait for it) first: driftscope sweep ... --wait");
+  }
+  std::vector<trace::TraceReader> readers;
+  for (const auto& p : paths) {
+    readers.push_back(trace::TraceReader::open(p));
+    if (!readers.back().complete()) {
+      throw Error(fmt::format("trace '{}' is incomplete (complete=0)", p.string()),
+                  "run that configuration again, or leave the trace out");
+    }
+  }
+  std::vector<const trace::TraceReader*> ptrs;
+  for (const auto& r : readers) ptrs.push_back(&r);
+  diff::check_comparable(ptrs);
+
+  std::unique_ptr<Tokenizer> tok = recorded_tokenizer(nlohmann::json::parse(readers[0].model_json()));
+  if (rule && !tok) {
+    throw Error("--extract needs the traces' tokenizer to decode outputs, and it cannot be loaded",
+                "the tokenizer recorded in the trace's model_json must still exist");
+  }
+  std::vector<diff::StatsRun> runs;
+  for (const auto& r : readers) {
+    diff::StatsRun run = diff::read_stats_run(r);
+    if (tok) {
+      for (const auto& out : run.outputs) run.texts.push_back(tok->decode(out));
+    }
+    if (rule) {
+      for (const auto& t : run.texts) run.answers.push_back(rule->extract(t));
+    }
+    runs.push_back(std::move(run));
+  }
+  if (a.group_by == "auto" || a.group_by == "none") {
+    opt.group_by.clear();
+    if (a.group_by == "auto") {
+      for (const auto& r : runs) {
+        if (r.config.count("dtype") && r.config.at("dtype") != runs[0].config.at("dtype")) {
+          opt.group_by = "dtype";
+        }
+      }
+    }
+  } else {
+    opt.group_by = a.group_by;
+    for (char& c : opt.group_by) c = c == '-' ? '_' : c;
+  }
+  diff::StatsReport rep = diff::compute_stats(runs, key.empty() ? nullptr : &key, opt);
+  rep.missing = missing;
+
+  fmt::print("{}", viewer::render_stats_terminal(rep));
+  if (!a.json.empty()) {
+    const std::string js = viewer::render_stats_json(rep);
+    if (a.json == "-") {
+      fmt::print("{}", js);
+    } else {
+      std::ofstream out(a.json);
+      out << js;
+      if (!out) throw Error(fmt::format("cannot write '{}'", a.json));
+    }
+  }
+  if (a.require_all && !missing.empty()) {
+    std::string names;
+    for (const auto& m : missing) names += fmt::format("{}{}", names.empty() ? "" : ", ", m);
+    fmt::print(stderr, "driftscope: {} configuration(s) missing: {}\n", missing.size(), names);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+CommandRun register_stats(CLI::App& app) {
+  auto args = std::make_shared<StatsArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "stats",
+      "N-way statistics over many runs (docs/metrics.md): Div_Index and Div_Percent, "
+      "Avg_Std@top1_prob, Avg_Std@Output_Length, unique outputs, TARr@N; with an answer key "
+      "TARa@N, accuracy per configuration, Std@Acc, Pass@k, G-Pass@k and mG-Pass@k; and the "
+      "attribution of divergence to single knobs. Input: a sweep directory (its configurations "
+      "without a complete trace are listed as missing) or trace files of one model and prompt set.");
+  cmd->add_option("inputs", args->inputs, "a sweep directory (sweep -o DIR) or trace files")
+      ->required();
+  cmd->add_option("--answers", args->answers,
+                  "answer key: one expected answer per line, in prompt order (needs --extract)");
+  cmd->add_option("--extract", args->extract,
+                  "regex with one capture group taking the answer out of a decoded output (its "
+                  "last match); enables TARa@N");
+  cmd->add_option("--group-by", args->group_by,
+                  "run-config field whose values form the groups shown side by side; auto = dtype "
+                  "when the runs differ in it; none")
+      ->capture_default_str();
+  cmd->add_option("--k", args->ks,
+                  "k values of Pass@k, G-Pass@k and mG-Pass@k, e.g. 1,4 (default: the samples per "
+                  "configuration, n)");
+  cmd->add_option("--json", args->json, "also write the statistics as JSON to this file ('-': stdout)");
+  cmd->add_flag("--require-all", args->require_all,
+                "exit 1 when a configuration of the sweep has no complete trace");
+  return [args] { return run_stats(*args); };
+}
+
+}  // namespace ds

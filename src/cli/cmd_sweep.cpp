@@ -1,0 +1,230 @@
+// `driftscope sweep`: a grid of run configurations, one trace each, named by its differing knobs,
+// with DIR/sweep.json; run here (-j N at a time) or as a Slurm job array. Resumable: complete
+// traces of the same configuration are kept, everything else is run again.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "common/error.h"
+#include "src/cli/commands.h"
+#include "src/cli/run_config_args.h"
+#include "src/cli/sweep_exec.h"
+#include "src/run/sweep.h"
+
+namespace ds {
+namespace {
+
+struct SweepArgs {
+  RunConfigArgs run;
+  std::string grid;
+  std::string prompts;
+  std::string model;
+  std::string tokenizer;
+  std::string output;
+  int jobs = 1;
+  int samples = 0;
+  bool slurm = false;
+  bool wait = false;
+  SlurmOptions slurm_opt;
+  int poll_s = 5;
+  bool quiet = false;
+};
+
+std::string absolute_or_empty(const std::string& p) {
+  return p.empty() ? p : std::filesystem::absolute(p).lexically_normal().string();
+}
+
+// The state of a new sweep from the command line; checked against DIR/sweep.json when it exists.
+SweepState state_from_args(const SweepArgs& a) {
+  SweepState s;
+  s.grid = parse_grid(a.grid);
+  if (a.samples > 0) add_samples(s.grid, a.samples, a.run.config.seed);
+  s.base = a.run.config;
+  validate(s.base);
+  if (a.prompts.empty()) {
+    throw Error("sweep needs a prompts file", "pass --prompts FILE (one prompt per line)");
+  }
+  if (!std::filesystem::exists(a.prompts)) {
+    throw Error(fmt::format("prompts file '{}' does not exist", a.prompts),
+                "--prompts takes a file of prompts, e.g. models/stories260K/prompts.txt");
+  }
+  s.prompts = absolute_or_empty(a.prompts);
+  s.model = absolute_or_empty(a.model);
+  s.tokenizer = absolute_or_empty(a.tokenizer);
+  s.entries = expand_grid(s.base, s.grid);
+  return s;
+}
+
+bool same_sweep(const SweepState& x, const SweepState& y) {
+  if (x.prompts != y.prompts || x.model != y.model || x.tokenizer != y.tokenizer ||
+      x.entries.size() != y.entries.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < x.entries.size(); ++i) {
+    if (x.entries[i].name != y.entries[i].name ||
+        to_json(x.entries[i].config) != to_json(y.entries[i].config)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Sets each entry's status from its trace and returns the indices still to run.
+std::vector<size_t> refresh(const std::filesystem::path& dir, SweepState& s, bool submitted) {
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < s.entries.size(); ++i) {
+    auto& e = s.entries[i];
+    if (trace_done(entry_trace(dir, e), e.config)) {
+      e.status = "done";
+    } else {
+      if (!(submitted && e.status == "submitted")) e.status = "missing";
+      todo.push_back(i);
+    }
+  }
+  return todo;
+}
+
+std::string names_of(const SweepState& s, const std::vector<size_t>& idx) {
+  std::string out;
+  for (size_t i : idx) out += fmt::format("{}{}", out.empty() ? "" : ", ", s.entries[i].name);
+  return out;
+}
+
+int run_sweep(const SweepArgs& a) {
+  if (a.output.empty()) throw Error("sweep needs an output directory", "pass -o DIR");
+  if (a.jobs < 1) throw Error(fmt::format("-j {} must be >= 1", a.jobs), "-j takes N >= 1");
+  if (a.samples < 0) throw Error(fmt::format("--samples {} must be >= 1", a.samples));
+  if (!a.slurm && (!a.slurm_opt.partition.empty() || a.slurm_opt.gpus_per_task != 0 ||
+                   !a.slurm_opt.time.empty())) {
+    throw Error("--partition, --gpus-per-task and --time go with --slurm", "add --slurm");
+  }
+  const std::filesystem::path dir = a.output;
+  const bool exists = std::filesystem::exists(sweep_json_path(dir));
+  SweepState s;
+  if (!a.grid.empty()) {
+    s = state_from_args(a);
+    if (exists) {
+      SweepState old = read_sweep_state(dir);
+      if (!same_sweep(old, s)) {
+        throw Error(fmt::format("'{}' holds another sweep (other grid, base config, model or "
+                                "prompts)", dir.string()),
+                    "choose another -o directory, or leave out --grid to resume the one there");
+      }
+      s.slurm_jobs = old.slurm_jobs;
+      for (size_t i = 0; i < s.entries.size(); ++i) s.entries[i].status = old.entries[i].status;
+    }
+  } else if (exists) {
+    s = read_sweep_state(dir);
+  } else {
+    throw Error("sweep needs --grid", "e.g. --grid 'dtype=bf16,fp16,fp32 batch=1,8'");
+  }
+  if (a.run.dry_run) {
+    for (const auto& e : s.entries) fmt::print("# {}\n{}\n", e.name, to_toml(e.config));
+    return 0;
+  }
+  std::filesystem::create_directories(dir / "configs");
+  for (const auto& e : s.entries) {
+    std::ofstream out(entry_config(dir, e));
+    out << to_toml(e.config);
+    if (!out) throw Error(fmt::format("cannot write '{}'", entry_config(dir, e).string()));
+  }
+
+  for (const auto& job : s.slurm_jobs) {
+    if (a.wait) {
+      if (!a.quiet) fmt::print(stderr, "sweep: waiting for Slurm job {}\n", job);
+      while (slurm_job_active(job)) std::this_thread::sleep_for(std::chrono::seconds(a.poll_s));
+    } else if (a.slurm && slurm_job_active(job)) {
+      throw Error(fmt::format("Slurm job {} of this sweep is still queued or running", job),
+                  "wait for it (driftscope sweep -o DIR --wait) before resubmitting");
+    }
+  }
+  std::vector<size_t> todo = refresh(dir, s, /*submitted=*/false);
+  const size_t kept = s.entries.size() - todo.size();
+
+  if (a.slurm) {
+    if (!todo.empty()) {
+      const std::string job = submit_slurm(dir, s, todo, a.slurm_opt);
+      s.slurm_jobs.push_back(job);
+      for (size_t i : todo) s.entries[i].status = "submitted";
+      write_sweep_state(dir, s);
+      if (!a.quiet) {
+        fmt::print(stderr, "sweep: submitted Slurm job array {} ({} configurations; {} kept)\n",
+                   job, todo.size(), kept);
+      }
+      if (a.wait) {
+        while (slurm_job_active(job)) std::this_thread::sleep_for(std::chrono::seconds(a.poll_s));
+        todo = refresh(dir, s, false);
+      } else {
+        return 0;
+      }
+    }
+  } else if (!a.wait && !todo.empty()) {
+    if (!a.quiet && kept > 0) fmt::print(stderr, "sweep: kept {} complete trace(s)\n", kept);
+    run_local(dir, s, todo, a.jobs, a.quiet);
+    todo = refresh(dir, s, false);
+  }
+  write_sweep_state(dir, s);
+  if (!todo.empty()) {
+    fmt::print(stderr, "driftscope: {} of {} configurations missing: {}\n", todo.size(),
+               s.entries.size(), names_of(s, todo));
+    return 1;
+  }
+  if (!a.quiet) {
+    fmt::print(stderr, "sweep: all {} configurations complete in {}\n", s.entries.size(),
+               dir.string());
+  }
+  return 0;
+}
+
+}  // namespace
+
+CommandRun register_sweep(CLI::App& app) {
+  auto args = std::make_shared<SweepArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "sweep",
+      "Run every configuration of a grid over a base run config, one trace each, named by the "
+      "knobs that vary (DIR/dtype-bf16_batch-8.h5), with the grid, base config and each "
+      "configuration's status in DIR/sweep.json. Resumable: complete traces of the same "
+      "configuration are kept, the rest run again. Locally (-j N at a time) or as a Slurm job "
+      "array (--slurm). Exit 1 when a configuration is missing at the end.");
+  add_run_config_options(*cmd, args->run);
+  cmd->get_option("--dry-run")->description(
+      "print every configuration of the grid (its name, then its resolved config as TOML) and "
+      "exit");
+  cmd->add_option("--grid", args->grid,
+                  "knobs and their values, e.g. 'dtype=bf16,fp16,fp32 batch=1,8,32 tp=1,2,4' "
+                  "(run-config fields), or @FILE (configs/grid-seeds-12.txt); may be left out to resume or wait for the sweep in DIR");
+  cmd->add_option("--prompts", args->prompts, "file of prompts (as for run); required with --grid");
+  cmd->add_option("--model", args->model,
+                  "Hugging Face model directory or llama2.c .bin (default: bundled stories260K)");
+  cmd->add_option("--tokenizer", args->tokenizer, "tokenizer file (default: found beside the model)");
+  cmd->add_option("-o,--output", args->output, "sweep directory; required");
+  cmd->add_option("-j,--jobs", args->jobs, "configurations run at once on this machine")
+      ->capture_default_str();
+  cmd->add_option("--samples", args->samples,
+                  "K sampled runs per configuration, with seeds --seed .. --seed+K-1 (use with "
+                  "--temperature > 0)");
+  const char* g = "Slurm";
+  cmd->add_flag("--slurm", args->slurm,
+                "write DIR/sweep.sbatch (one array task per configuration still missing, each a "
+                "`driftscope run`) and submit it with sbatch")->group(g);
+  cmd->add_option("--partition", args->slurm_opt.partition, "Slurm partition")->group(g);
+  cmd->add_option("--gpus-per-task", args->slurm_opt.gpus_per_task, "GPUs per array task")->group(g);
+  cmd->add_option("--time", args->slurm_opt.time, "time limit per array task, e.g. 00:30:00")->group(g);
+  cmd->add_flag("--wait", args->wait,
+                "wait until the sweep's Slurm jobs have left the queue, then record which "
+                "configurations are complete (with --slurm: after submitting)")->group(g);
+  cmd->add_option("--poll", args->poll_s, "seconds between squeue polls while waiting")
+      ->capture_default_str()->group(g);
+  cmd->add_flag("-q,--quiet", args->quiet, "no progress lines on stderr");
+  return [args, cmd] {
+    apply_config_file(*cmd, args->run);
+    return run_sweep(*args);
+  };
+}
+
+}  // namespace ds

@@ -1,0 +1,154 @@
+// Running a sweep's configurations: a local process pool, or a Slurm job array.
+#include "src/cli/sweep_exec.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include <sys/wait.h>
+#include <fstream>
+#include <map>
+
+#include "common/error.h"
+
+namespace ds {
+namespace {
+
+std::filesystem::path self_exe() { return std::filesystem::read_symlink("/proc/self/exe"); }
+
+std::string sh_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// Runs a shell command, returning its stdout and exit status.
+std::string capture(const std::string& cmd, int& status) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) throw Error(fmt::format("cannot run '{}'", cmd));
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int rc = pclose(p);
+  status = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
+  return out;
+}
+
+pid_t spawn(const std::vector<std::string>& argv, const std::filesystem::path& log) {
+  const pid_t pid = fork();
+  if (pid < 0) throw Error("fork failed: cannot start a configuration's run");
+  if (pid == 0) {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+      close(fd);
+    }
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+}  // namespace
+
+std::vector<std::string> run_argv(const std::filesystem::path& dir, const SweepState& s,
+                                  const SweepEntry& e) {
+  std::vector<std::string> argv = {self_exe().string(), "run", "--config",
+                                   entry_config(dir, e).string(), "--prompts", s.prompts};
+  if (!s.model.empty()) argv.insert(argv.end(), {"--model", s.model});
+  if (!s.tokenizer.empty()) argv.insert(argv.end(), {"--tokenizer", s.tokenizer});
+  argv.insert(argv.end(), {"-o", entry_trace(dir, e).string(), "--force", "-q"});
+  return argv;
+}
+
+void run_local(const std::filesystem::path& dir, SweepState& s, const std::vector<size_t>& todo,
+               int jobs, bool quiet) {
+  std::filesystem::create_directories(dir / "logs");
+  std::map<pid_t, std::pair<size_t, std::chrono::steady_clock::time_point>> running;
+  size_t next = 0, finished = 0;
+  while (next < todo.size() || !running.empty()) {
+    while (next < todo.size() && static_cast<int>(running.size()) < jobs) {
+      const SweepEntry& e = s.entries[todo[next]];
+      const pid_t pid = spawn(run_argv(dir, s, e), dir / "logs" / (e.name + ".log"));
+      running[pid] = {todo[next], std::chrono::steady_clock::now()};
+      ++next;
+    }
+    int status = 0;
+    const pid_t pid = waitpid(-1, &status, 0);
+    if (pid < 0) break;
+    auto it = running.find(pid);
+    if (it == running.end()) continue;
+    SweepEntry& e = s.entries[it->second.first];
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - it->second.second).count();
+    const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+                    trace_done(entry_trace(dir, e), e.config);
+    e.status = ok ? "done" : "missing";
+    running.erase(it);
+    ++finished;
+    write_sweep_state(dir, s);  // progress survives an interruption
+    if (!quiet) {
+      fmt::print(stderr, "sweep: [{}/{}] {} {} ({:.1f} s){}\n", finished, todo.size(), e.name,
+                 ok ? "done" : "FAILED", secs,
+                 ok ? "" : fmt::format(" — see {}", (dir / "logs" / (e.name + ".log")).string()));
+    }
+  }
+}
+
+std::string submit_slurm(const std::filesystem::path& dir, const SweepState& s,
+                         const std::vector<size_t>& todo, const SlurmOptions& opt) {
+  std::filesystem::create_directories(dir / "logs");
+  const auto abs = std::filesystem::absolute(dir);
+  std::string indices;
+  for (size_t i : todo) indices += fmt::format("{}{}", indices.empty() ? "" : ",", i);
+  std::string script = "#!/bin/bash\n";
+  script += "# driftscope sweep: one array task per configuration, each a `driftscope run`.\n";
+  script += "#SBATCH --job-name=driftscope-sweep\n";
+  script += fmt::format("#SBATCH --array={}\n", indices);
+  script += "#SBATCH --ntasks=1\n#SBATCH --cpus-per-task=1\n";
+  script += fmt::format("#SBATCH --output={}/logs/slurm-%A_%a.log\n", abs.string());
+  if (!opt.partition.empty()) script += fmt::format("#SBATCH --partition={}\n", opt.partition);
+  if (opt.gpus_per_task > 0) script += fmt::format("#SBATCH --gpus-per-task={}\n", opt.gpus_per_task);
+  if (!opt.time.empty()) script += fmt::format("#SBATCH --time={}\n", opt.time);
+  script += "set -euo pipefail\ncase \"$SLURM_ARRAY_TASK_ID\" in\n";
+  for (size_t i = 0; i < s.entries.size(); ++i) {
+    std::string cmd;
+    for (const auto& a : run_argv(abs, s, s.entries[i])) {
+      cmd += fmt::format("{}{}", cmd.empty() ? "" : " ", sh_quote(a));
+    }
+    script += fmt::format("  {}) exec {} ;;\n", i, cmd);
+  }
+  script += "  *) echo \"no configuration $SLURM_ARRAY_TASK_ID\" >&2; exit 2 ;;\nesac\n";
+  const auto path = abs / "sweep.sbatch";
+  {
+    std::ofstream out(path);
+    out << script;
+    if (!out) throw Error(fmt::format("cannot write '{}'", path.string()));
+  }
+  int status = 0;
+  std::string out = capture(fmt::format("sbatch --parsable {} 2>&1", sh_quote(path.string())), status);
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  if (status != 0) {
+    throw Error(fmt::format("sbatch failed (exit {}): {}", status, out),
+                "is Slurm reachable from here? (sinfo; SLURM_CONF); the script is " + path.string());
+  }
+  const auto semi = out.find(';');  // "jobid;cluster" on multi-cluster setups
+  return semi == std::string::npos ? out : out.substr(0, semi);
+}
+
+bool slurm_job_active(const std::string& job_id) {
+  int status = 0;
+  const std::string out = capture(fmt::format("squeue -h -j {} -o %i 2>/dev/null", sh_quote(job_id)), status);
+  return status == 0 && out.find_first_not_of(" \n") != std::string::npos;
+}
+
+}  // namespace ds

@@ -1,0 +1,38 @@
+// How a sweep's configurations get run: as child processes of this machine (a pool of -j at a
+// time) or as one Slurm job array (a script, sbatch, squeue). Each runs `driftscope run` with the
+// configuration's TOML file, so a sweep's trace is the trace `run` writes for that config.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "src/run/sweep.h"
+
+namespace ds {
+
+// The `driftscope run` command line of one configuration (argv, the executable first).
+std::vector<std::string> run_argv(const std::filesystem::path& dir, const SweepState& s,
+                                  const SweepEntry& e);
+
+// Runs the entries at `todo` (indices into s.entries), `jobs` at a time, each with its stdout and
+// stderr in DIR/logs/<name>.log; sets each one's status to done or missing. Prints one line per
+// finished configuration on stderr unless `quiet`.
+void run_local(const std::filesystem::path& dir, SweepState& s, const std::vector<size_t>& todo,
+               int jobs, bool quiet);
+
+struct SlurmOptions {
+  std::string partition;
+  int gpus_per_task = 0;  // 0: not asked for
+  std::string time;       // e.g. 00:10:00; empty: the partition's default
+};
+
+// Writes DIR/sweep.sbatch (one array task per entry at `todo`, index = its position in
+// sweep.json) and submits it with `sbatch --parsable`; returns the job id.
+std::string submit_slurm(const std::filesystem::path& dir, const SweepState& s,
+                         const std::vector<size_t>& todo, const SlurmOptions& opt);
+
+// Whether the job array still has tasks in `squeue` (pending or running).
+bool slurm_job_active(const std::string& job_id);
+
+}  // namespace ds

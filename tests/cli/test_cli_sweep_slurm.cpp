@@ -1,0 +1,150 @@
+// `driftscope sweep --slurm` against a real Slurm: a one-node cluster (munged, slurmctld, slurmd
+// from Debian's slurm-wlm and munge, scripts/setup_slurm.sh) started in a temp dir by
+// tests/cli/slurm_cluster.sh and stopped at the end, also on failure. A 4-configuration sweep
+// runs as a job array and every trace is bit-identical to `driftscope run` of its configuration;
+// a cancelled task shows as missing (sweep --wait, stats --require-all: exit 1) and resubmitting
+// runs that task alone.
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include <sys/wait.h>
+
+#include "tests/support/paths.h"
+#include "tests/support/run_cli.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/trace_digest.h"
+
+namespace fs = std::filesystem;
+using ds::test::run_cli;
+using nlohmann::json;
+
+namespace {
+
+bool has(const std::string& hay, const std::string& needle) {
+  return hay.find(needle) != std::string::npos;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs a shell command; returns its exit status, output in `out` (stdout and stderr).
+int sh(const std::string& cmd, std::string& out) {
+  out.clear();
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (p == nullptr) return -1;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int rc = pclose(p);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
+}
+
+// The cluster's lifetime: started in the constructor, stopped in the destructor (so a failed
+// REQUIRE, which throws, still stops every daemon), SLURM_CONF set in between.
+class SlurmCluster {
+ public:
+  explicit SlurmCluster(const fs::path& dir) : dir_(dir) {
+    fs::create_directories(dir_);
+    std::string out;
+    const int rc = sh("timeout 90 bash " + script() + " start " + dir_.string(), out);
+    INFO(out);
+    REQUIRE(rc == 0);
+    started_ = true;
+    ::setenv("SLURM_CONF", (dir_ / "slurm.conf").c_str(), 1);
+  }
+  ~SlurmCluster() {
+    if (!started_) return;
+    std::string out;
+    sh("timeout 60 bash " + script() + " stop " + dir_.string(), out);
+    ::unsetenv("SLURM_CONF");
+  }
+  SlurmCluster(const SlurmCluster&) = delete;
+  SlurmCluster& operator=(const SlurmCluster&) = delete;
+
+ private:
+  static std::string script() { return ds::test::source_dir() + "/tests/cli/slurm_cluster.sh"; }
+  fs::path dir_;
+  bool started_ = false;
+};
+
+void write_prompts(const fs::path& p) {
+  std::ofstream out(p);
+  out << "Once upon a time\nThe little dog\nTom and Lily went to the park\nThe sun was hot\n";
+}
+
+}  // namespace
+
+TEST_CASE("sweep --slurm: a job array on a real Slurm, cancelled task, resubmission",
+          "[cli][sweep][slurm]") {
+  ds::test::TempDir tmp("driftscope-slurm");
+  SlurmCluster cluster(tmp.path() / "cluster");
+  const fs::path prompts = tmp.path() / "p.txt";
+  write_prompts(prompts);
+  const std::string grid = " --grid 'dtype=fp32,bf16 batch=1,2' -n 12 --prompts " + prompts.string();
+  const std::vector<std::pair<std::string, std::string>> configs = {
+      {"dtype-fp32_batch-1", "--dtype fp32 --batch 1"},
+      {"dtype-fp32_batch-2", "--dtype fp32 --batch 2"},
+      {"dtype-bf16_batch-1", "--dtype bf16 --batch 1"},
+      {"dtype-bf16_batch-2", "--dtype bf16 --batch 2"}};
+  std::map<std::string, std::string> local;
+  for (const auto& [name, flags] : configs) {
+    const fs::path ref = tmp.path() / (name + "-local.h5");
+    REQUIRE(run_cli("run -q " + flags + " -n 12 --prompts " + prompts.string() + " -o " +
+                    ref.string()).exit_code == 0);
+    local[name] = ds::test::trace_digest(ref);
+  }
+
+  // 1. The whole grid as one job array; --wait returns when it has left the queue.
+  const fs::path dir = tmp.path() / "sw";
+  auto r = run_cli("sweep --slurm --wait --poll 1 --partition debug --time 00:05:00" + grid +
+                   " -o " + dir.string());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(has(slurp(dir / "sweep.sbatch"), "#SBATCH --array=0,1,2,3\n"));
+  for (const auto& [name, flags] : configs) {
+    INFO(name);
+    CHECK(ds::test::trace_digest(dir / (name + ".h5")) == local[name]);
+  }
+  json state = json::parse(slurp(dir / "sweep.json"));
+  CHECK(state["slurm_jobs"].size() == 1);
+  for (const auto& c : state["configurations"]) CHECK(c["status"] == "done");
+
+  // 2. A held array with task 2 cancelled before it runs: the other three complete.
+  const fs::path dir2 = tmp.path() / "sw2";
+  ::setenv("SBATCH_HOLD", "1", 1);
+  r = run_cli("sweep --slurm" + grid + " -o " + dir2.string());
+  ::unsetenv("SBATCH_HOLD");
+  REQUIRE(r.exit_code == 0);
+  state = json::parse(slurp(dir2 / "sweep.json"));
+  REQUIRE(state["slurm_jobs"].size() == 1);
+  const std::string job = state["slurm_jobs"][0];
+  std::string out;
+  REQUIRE(sh("scancel " + job + "_2", out) == 0);
+  REQUIRE(sh("scontrol release " + job, out) == 0);
+  r = run_cli("sweep --wait --poll 1 -o " + dir2.string());
+  CHECK(r.exit_code == 1);
+  CHECK(has(r.err, "1 of 4 configurations missing: dtype-bf16_batch-1"));
+  r = run_cli("stats --require-all " + dir2.string());
+  CHECK(r.exit_code == 1);
+  CHECK(has(r.out, "missing (1): dtype-bf16_batch-1"));
+  const auto kept_time = fs::last_write_time(dir2 / "dtype-fp32_batch-1.h5");
+
+  // 3. Resubmitting runs the missing configuration alone.
+  r = run_cli("sweep --slurm --wait --poll 1 -o " + dir2.string());
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(has(slurp(dir2 / "sweep.sbatch"), "#SBATCH --array=2\n"));
+  CHECK(fs::last_write_time(dir2 / "dtype-fp32_batch-1.h5") == kept_time);
+  for (const auto& [name, flags] : configs) {
+    INFO(name);
+    CHECK(ds::test::trace_digest(dir2 / (name + ".h5")) == local[name]);
+  }
+  CHECK(run_cli("stats --require-all " + dir2.string()).exit_code == 0);
+}
