@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "viewer/attribution.h"
 #include "viewer/html.h"
@@ -145,4 +146,22 @@ TEST_CASE("attribution html: bar lengths on the log scale, by hand", "[viewer][h
   const std::string logits = pair_of(h, "logits");
   CHECK(logits.find("class=\"key a local\" x=\"0\" y=\"1\" width=\"150\"") != std::string::npos);
   CHECK(logits.find("class=\"key b total\" x=\"0\" y=\"10\" width=\"300\"") != std::string::npos);
+}
+
+TEST_CASE("attribution html: whole layers only when attention and MLP are not apart",
+          "[viewer][html][attribute]") {
+  AttributionReport r = hand_built();
+  r.split = false;
+  std::vector<BlockError> kept;
+  for (const auto& b : r.blocks) {
+    if (b.kind != "attention" && b.kind != "mlp") kept.push_back(b);
+  }
+  r.blocks = kept;
+  r.ranking = {0};
+  const std::string h = ds::viewer::render_attribution_html(r);
+  CHECK(count(h, "<svg class=\"apair\"") == r.blocks.size());
+  CHECK(count(h, "<section class=\"blocks attention\">") == 0);
+  CHECK(count(h, "<section class=\"blocks mlp\">") == 0);
+  CHECK(count(h, "<section class=\"blocks layer\">") == 1);
+  CHECK(h.find("whole layers (record L*/resid_mid in A") != std::string::npos);
 }
