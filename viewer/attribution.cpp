@@ -40,6 +40,17 @@ int log_bar_cells(double v, double lo, double hi, int cells) {
   return std::clamp(static_cast<int>(std::lround(f * cells)), v > lo ? 1 : 0, cells);
 }
 
+std::pair<double, double> attribution_bar_scale(const diff::AttributionReport& r) {
+  double hi = 0, lo = r.noise_floor / 10;
+  for (const auto& b : r.blocks) {
+    if (b.kind == "logits") continue;
+    if (std::isfinite(b.local)) hi = std::max(hi, b.local);
+    if (std::isfinite(b.total)) hi = std::max(hi, b.total);
+    if (b.local > 0) lo = std::min(lo, b.local / 2);
+  }
+  return {lo, hi};
+}
+
 std::string render_attribution_terminal(const diff::AttributionReport& r, int width) {
   std::string out;
   out += fmt::format("attribute: A = {} ({})   B = {}\n", r.a_path, r.a_dtype, r.b_dtype);
@@ -62,13 +73,7 @@ std::string render_attribution_terminal(const diff::AttributionReport& r, int wi
   }
 
   // local vs total per block in forward order, bars on one log scale for both
-  double hi = 0, lo = r.noise_floor / 10;
-  for (const auto& b : r.blocks) {
-    if (b.kind == "logits") continue;
-    if (std::isfinite(b.local)) hi = std::max(hi, b.local);
-    if (std::isfinite(b.total)) hi = std::max(hi, b.total);
-    if (b.local > 0) lo = std::min(lo, b.local / 2);
-  }
+  const auto [lo, hi] = attribution_bar_scale(r);
   const int cells = std::clamp((width - 44) / 2, 8, 30);
   out += fmt::format("\nlocal ▇ vs total ░ per block (log scale {:.1e} .. {:.1e})\n", lo, hi);
   for (const auto& b : r.blocks) {

@@ -267,16 +267,27 @@ std::string fix(double x, int digits) {
   return fmt::format("{:.{}f}", x, digits);
 }
 
-}  // namespace html
-
-std::string render_html(const Report& r, const HtmlOptions& opt) {
-  std::string h = fmt::format(
+std::string page_open(const std::string& title) {
+  return fmt::format(
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src "
       "'{}'; script-src '{}'\">"
       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-      "<title>driftscope diff: {} vs {}</title><style>{}</style></head><body>\n",
-      kStyleHash, kScriptHash, html_escape(r.a.path), html_escape(r.b.path), kStyle);
+      "<title>{}</title><style>{}</style></head><body>\n",
+      kStyleHash, kScriptHash, html_escape(title), kStyle);
+}
+
+std::string page_close(const std::string& footer) {
+  return fmt::format(
+      "<footer class=\"note\">{}</footer><div id=\"tip\" hidden></div>"
+      "<script>{}</script></body></html>\n",
+      html_escape(footer), kScript);
+}
+
+}  // namespace html
+
+std::string render_html(const Report& r, const HtmlOptions& opt) {
+  std::string h = html::page_open("driftscope diff: " + r.a.path + " vs " + r.b.path);
   h += header(r);
   const auto order = diff::by_first_flip(r);
   h += flips_summary(r);
@@ -302,9 +313,7 @@ std::string render_html(const Report& r, const HtmlOptions& opt) {
         n, order.size());
   }
   h += kernels(r.kernels);
-  h += fmt::format("<footer class=\"note\">driftscope {}</footer><div id=\"tip\" hidden></div>",
-                   html_escape(r.a.tool_version));
-  h += fmt::format("<script>{}</script></body></html>\n", kScript);
+  h += html::page_close("driftscope " + r.a.tool_version);
   return h;
 }
 

@@ -1,4 +1,5 @@
-// Pieces shared by the HTML report's files (viewer/html.cpp, viewer/html_sequence.cpp).
+// Pieces shared by the HTML pages' files (viewer/html.cpp, viewer/html_sequence.cpp,
+// viewer/html_attribution.cpp).
 #pragma once
 
 #include <string>
@@ -11,6 +12,12 @@ namespace ds::viewer::html {
 // Numbers as the report shows them: "1.23e-04" / "0.1235"; NaN and infinities spelled out.
 std::string sci(double x);
 std::string fix(double x, int digits = 4);
+
+// The page shell shared by every HTML page: the doctype, the Content-Security-Policy (the constant
+// stylesheet and script allowed by hash, nothing else), the stylesheet and the title (escaped);
+// page_close adds the footer line (escaped), the tooltip element and the script.
+std::string page_open(const std::string& title);
+std::string page_close(const std::string& footer);
 
 // The <section class="seq"> of one sequence; `open` leaves its details expanded.
 std::string sequence_section(const diff::SequenceReport& s, const HtmlOptions& opt, bool open);

@@ -28,6 +28,7 @@ struct AttributeArgs {
   ModelArgs model;
   RunConfigArgs run;
   std::string json;
+  std::string html;
   int width = 100;
   bool quiet = false;
 };
@@ -119,6 +120,7 @@ int run_attribute(const AttributeArgs& args) {
   const diff::AttributionReport report =
       builder.finish(a_dtype, config_difference(a.config_json(), rc), to_json(rc));
   if (!args.json.empty()) write_json_text(viewer::render_attribution_json(report), args.json);
+  if (!args.html.empty()) write_html_text(viewer::render_attribution_html(report), args.html);
   if (!args.quiet && args.json != "-") {
     const std::string text = viewer::render_attribution_terminal(report, args.width);
     std::fwrite(text.data(), 1, text.size(), stdout);
@@ -148,6 +150,8 @@ CommandRun register_attribute(CLI::App& app) {
                   "default: the bundled stories260K");
   add_run_config_options(*cmd, args->run);
   cmd->add_option("--json", args->json, "write the report as JSON to FILE, or - for stdout");
+  cmd->add_option("--html", args->html,
+                  "write the report as one self-contained HTML page to FILE (docs/html-report.md)");
   cmd->add_option("--width", args->width, "report width in columns")->capture_default_str();
   cmd->add_flag("-q,--quiet", args->quiet, "no terminal report");
   return [args, cmd] {

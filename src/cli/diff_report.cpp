@@ -98,8 +98,12 @@ void write_json_text(const std::string& text, const std::string& path) {
 }
 
 void write_html_report(const diff::Report& report, const std::string& path) {
+  write_html_text(viewer::render_html(report), path);
+}
+
+void write_html_text(const std::string& text, const std::string& path) {
   std::ofstream out(path, std::ios::binary);
-  out << viewer::render_html(report);
+  out << text;
   if (!out.flush()) {
     throw Error(fmt::format("cannot write the HTML report to '{}'", path),
                 "check the directory exists and is writable");

@@ -36,5 +36,7 @@ void write_json_text(const std::string& text, const std::string& path);
 
 // The self-contained HTML report to FILE. Throws ds::Error when FILE cannot be written.
 void write_html_report(const diff::Report& report, const std::string& path);
+// A rendered HTML page to FILE; the same error when FILE cannot be written.
+void write_html_text(const std::string& text, const std::string& path);
 
 }  // namespace ds

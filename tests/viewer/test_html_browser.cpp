@@ -3,6 +3,7 @@
 // colours, and the browser logs no page error. No chromium is a failure (scripts/setup_browser.sh
 // installs it), never a silent skip.
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -141,4 +142,91 @@ TEST_CASE("demo --html: chromium renders the report, one section per sequence, n
   CHECK(background == 0xffffff);
   CHECK(other > static_cast<size_t>(img.width) * img.height / 50);
   CHECK(seen.size() >= 3);
+}
+
+TEST_CASE("attribute --html: chromium renders one bar pair per block of the JSON report",
+          "[viewer][html][browser][attribute]") {
+  const std::string chromium = require_chromium();
+  ds::test::TempDir dir;
+  // Reference A (fp32, every probe, so attention and MLP are apart) on two bundled prompts.
+  const auto prompts = dir.path() / "prompts.txt";
+  {
+    std::ifstream in(DRIFTSCOPE_SOURCE_DIR "/models/stories260K/prompts.txt");
+    std::ofstream p(prompts);
+    std::string line;
+    for (int i = 0; i < 2 && std::getline(in, line); ++i) p << line << "\n";
+  }
+  const std::string a = (dir.path() / "a.h5").string();
+  REQUIRE(ds::test::run_cli("run -q -n 12 --probes all --prompts " + prompts.string() + " -o " + a)
+              .exit_code == 0);
+  const auto html = dir.path() / "attribute.html", json = dir.path() / "attribute.json";
+  // B: A's configuration with L3's MLP output rounded to bf16 (the test-only planted
+  // perturbation of tests/cli/test_cli_attribute.cpp), so the page has an origin to mark.
+  setenv("DRIFTSCOPE_TEST_PERTURB", "L3/mlp_out:bf16", 1);
+  const auto r = ds::test::run_cli("attribute -q " + a + " --json " + json.string() + " --html " +
+                                   html.string());
+  unsetenv("DRIFTSCOPE_TEST_PERTURB");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.empty());
+  REQUIRE(fs::exists(html));
+
+  // What to expect, from the JSON report of the same run.
+  const auto report = nlohmann::json::parse(std::ifstream(json));
+  REQUIRE(report["split"] == true);
+  const auto& blocks = report["blocks"];
+  REQUIRE(blocks.size() > 0);
+  size_t origins = 0;
+  for (const auto& b : blocks) origins += b["origin"].get<bool>();
+  REQUIRE(origins > 0);
+  REQUIRE(origins < blocks.size());
+
+  const auto dom = ds::test::run_chromium(chromium, "--dump-dom", html);
+  REQUIRE(dom.exit_code == 0);
+  INFO(dom.log);
+  CHECK(ds::test::page_errors(dom.log).empty());
+  CHECK(count(dom.out, "<svg class=\"apair\"") == blocks.size());
+  CHECK(count(dom.out, "data-origin=\"1\"") == origins);
+  CHECK(count(dom.out, "<tr class=\"rank") == report["ranking"].size());
+  for (const auto& b : blocks) {
+    const std::string name = b["name"].get<std::string>();
+    INFO("block " << name);
+    const std::string open = "<svg class=\"apair\" data-block=\"" + name + "\" data-origin=\"" +
+                             (b["origin"].get<bool>() ? "1" : "0") + "\"";
+    CHECK(count(dom.out, open) == 1);
+    const std::string kind = b["kind"].get<std::string>();
+    const std::string sec = dom.out.substr(
+        dom.out.find("<section class=\"blocks " + kind + "\">"));
+    CHECK(sec.substr(0, sec.find("</section>")).find(open) != std::string::npos);
+  }
+  // The verdict line as chromium serializes text: & < > escaped, quotes as they are.
+  std::string verdict;
+  for (char c : report["verdict"].get<std::string>()) {
+    verdict += c == '&' ? "&amp;" : c == '<' ? "&lt;" : c == '>' ? "&gt;" : std::string(1, c);
+  }
+  CHECK(dom.out.find("<p class=\"verdict\"><b>verdict:</b> " + verdict + "</p>") !=
+        std::string::npos);
+
+  const auto png = dir.path() / "attribute.png";
+  const auto shot = ds::test::run_chromium(
+      chromium, "--window-size=1280,1600 --screenshot='" + png.string() + "'", html);
+  REQUIRE(shot.exit_code == 0);
+  INFO(shot.log);
+  CHECK(ds::test::page_errors(shot.log).empty());
+  const auto img = ds::test::read_png(png);
+  // Not blank, and both bar colours (.key.a local, .key.b total) are painted.
+  const uint32_t background = img.pixel(0, 0);
+  size_t other = 0, local = 0, total = 0;
+  for (int y = 0; y < img.height; ++y) {
+    for (int x = 0; x < img.width; ++x) {
+      const uint32_t p = img.pixel(x, y);
+      other += p != background;
+      local += p == 0x1f5fa8;
+      total += p == 0xb5461b;
+    }
+  }
+  CHECK(background == 0xffffff);
+  CHECK(other > static_cast<size_t>(img.width) * img.height / 100);
+  CHECK(local > 100);
+  CHECK(total > 100);
 }
