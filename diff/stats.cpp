@@ -376,6 +376,15 @@ StatsReport compute_stats(const std::vector<StatsRun>& runs,
     a.avg_std_top1_prob = top1_pairs == 0 ? kNaN : top1_sum / top1_pairs;
     rep.attribution.push_back(a);
   }
+
+  rep.pairwise_differ.assign(runs.size(), std::vector<double>(runs.size(), 0.0));
+  for (size_t i = 0; i < runs.size(); ++i) {
+    for (size_t j = i + 1; j < runs.size(); ++j) {
+      const std::vector<const StatsRun*> pair = {&runs[i], &runs[j]};
+      rep.pairwise_differ[i][j] = rep.pairwise_differ[j][i] =
+          div_percent(pair, static_cast<int>(prompts));
+    }
+  }
   return rep;
 }
 

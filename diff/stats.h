@@ -88,6 +88,9 @@ struct StatsReport {
   std::string group_by;
   std::vector<GroupStats> groups;    // "all" first, then one per value of group_by
   std::vector<Attribution> attribution;
+  // runs × runs, in the order of `runs`: the % of prompts whose two outputs (generated tokens)
+  // differ; symmetric, 0 on the diagonal. Div_Percent of the pair (i, j).
+  std::vector<std::vector<double>> pairwise_differ;
 };
 
 // `expected`: the answer key, one per prompt (null: none). Throws ds::Error on runs of different

@@ -75,6 +75,13 @@ std::string render_stats_json(const diff::StatsReport& r, int indent) {
                     {"avg_std_top1_prob", num(a.avg_std_top1_prob)}});
   }
   j["attribution"] = attr;
+  J pairwise = J::array();
+  for (const auto& row : r.pairwise_differ) {
+    J jr = J::array();
+    for (double v : row) jr.push_back(num(v));
+    pairwise.push_back(jr);
+  }
+  j["pairwise_differ_percent"] = pairwise;
   return j.dump(indent) + "\n";
 }
 

@@ -1,5 +1,5 @@
 // `driftscope stats`: N-way statistics over the traces of a sweep directory or a list of traces,
-// per group of configurations, as a terminal table and JSON (docs/metrics.md).
+// per group of configurations, as a terminal table, JSON and an HTML page (docs/metrics.md).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -15,6 +15,7 @@
 #include "src/cli/recorded_tokenizer.h"
 #include "src/run/sweep.h"
 #include "trace/reader.h"
+#include "viewer/stats_html.h"
 #include "viewer/stats_json.h"
 #include "viewer/stats_terminal.h"
 
@@ -28,6 +29,7 @@ struct StatsArgs {
   std::string group_by = "auto";
   std::string ks;
   std::string json;
+  std::string html;
   bool require_all = false;
 };
 
@@ -132,6 +134,14 @@ int run_stats(const StatsArgs& a) {
       if (!out) throw Error(fmt::format("cannot write '{}'", a.json));
     }
   }
+  if (!a.html.empty()) {
+    std::ofstream out(a.html, std::ios::binary);
+    out << viewer::render_stats_html(rep);
+    if (!out.flush()) {
+      throw Error(fmt::format("cannot write the HTML report to '{}'", a.html),
+                  "check the directory exists and is writable");
+    }
+  }
   if (a.require_all && !missing.empty()) {
     std::string names;
     for (const auto& m : missing) names += fmt::format("{}{}", names.empty() ? "" : ", ", m);
@@ -167,6 +177,10 @@ CommandRun register_stats(CLI::App& app) {
                   "k values of Pass@k, G-Pass@k and mG-Pass@k, e.g. 1,4 (default: the samples per "
                   "configuration, n)");
   cmd->add_option("--json", args->json, "also write the statistics as JSON to this file ('-': stdout)");
+  cmd->add_option("--html", args->html,
+                  "also write the statistics as one self-contained HTML page to this file: the "
+                  "groups' table, Div_Index histograms, Avg_Std@top1_prob bars, the runs x runs "
+                  "pairwise-divergence matrix and the attribution (docs/html-report.md)");
   cmd->add_flag("--require-all", args->require_all,
                 "exit 1 when a configuration of the sweep has no complete trace");
   return [args] { return run_stats(*args); };

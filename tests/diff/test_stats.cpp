@@ -105,6 +105,24 @@ TEST_CASE("stats of three runs match the hand computation", "[stats]") {
   CHECK_THAT(dtype.avg_std_top1_prob, WithinAbs(0.05 / 3, 1e-12));
 }
 
+TEST_CASE("the pairwise matrix holds each pair's share of differing prompts", "[stats]") {
+  // By hand from three_runs(): prompt 0 differs for C (…4 vs …3), prompt 1 is the same in all,
+  // prompt 2 has three lengths. A–B: prompt 2 only, 1/3; A–C and B–C: prompts 0 and 2, 2/3.
+  const auto runs = three_runs();
+  const StatsReport rep = compute_stats(runs, nullptr, {});
+  REQUIRE(rep.pairwise_differ.size() == 3);
+  const double third = 100.0 / 3, two_thirds = 200.0 / 3;
+  const double expected[3][3] = {{0, third, two_thirds}, {third, 0, two_thirds},
+                                 {two_thirds, two_thirds, 0}};
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE(rep.pairwise_differ[i].size() == 3);
+    for (int j = 0; j < 3; ++j) {
+      INFO(i << "," << j);
+      CHECK_THAT(rep.pairwise_differ[i][j], WithinAbs(expected[i][j], 1e-12));
+    }
+  }
+}
+
 TEST_CASE("samples of one configuration give Pass@k and G-Pass@k over their seeds", "[stats]") {
   // One configuration, 4 seeds, 2 questions: q0 right in 2 of 4 samples, q1 in 4 of 4.
   std::vector<StatsRun> runs;
