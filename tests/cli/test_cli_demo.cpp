@@ -14,6 +14,7 @@
 #include "tests/support/run_cli.h"
 #include "tests/support/temp_dir.h"
 #include "trace/reader.h"
+#include "tests/support/text.h"
 
 TEST_CASE("demo writes both traces and a report of where they part ways", "[cli][demo]") {
   ds::test::TempDir dir;
@@ -55,6 +56,7 @@ TEST_CASE("demo --dry-run shows both configurations and overrides apply", "[cli]
   CHECK(r.out.substr(b).find("max_new=7") != std::string::npos);
 }
 
+using ds::test::has;
 namespace {
 
 // The TOML of run A and run B from `demo --dry-run ...`.
@@ -65,10 +67,6 @@ std::pair<std::string, std::string> dry_run(const std::string& args) {
   const auto b = r.out.find("# run B");
   REQUIRE(b != std::string::npos);
   return {r.out.substr(0, b), r.out.substr(b)};
-}
-
-bool has(const std::string& s, const std::string& needle) {
-  return s.find(needle) != std::string::npos;
 }
 
 }  // namespace

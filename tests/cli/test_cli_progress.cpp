@@ -10,9 +10,11 @@
 #include "tests/support/paths.h"
 #include "tests/support/run_cli.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/text.h"
 
 using ds::test::run_cli;
 
+using ds::test::has;
 namespace {
 
 // Runs driftscope `args` under `script`, which gives it a terminal, and returns what the
@@ -28,10 +30,6 @@ std::string on_terminal(const ds::test::TempDir& dir, const std::string& args) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-bool has(const std::string& s, const std::string& needle) {
-  return s.find(needle) != std::string::npos;
 }
 
 }  // namespace

@@ -14,9 +14,12 @@
 #include "tests/support/paths.h"
 #include "tests/support/run_cli.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/text.h"
 
 namespace fs = std::filesystem;
 
+using ds::test::count;
+using ds::test::slurp;
 namespace {
 
 // `driftscope run` over 400 prompts of 400 tokens (minutes of work) writing `trace`, with its
@@ -42,19 +45,6 @@ pid_t start_long_run(const fs::path& dir, const fs::path& trace, const fs::path&
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return pid;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-size_t count(const std::string& s, const std::string& needle) {
-  size_t n = 0;
-  for (size_t at = s.find(needle); at != std::string::npos; at = s.find(needle, at + 1)) ++n;
-  return n;
 }
 
 }  // namespace

@@ -11,21 +11,15 @@
 #include "tests/support/run_cli.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/trace_digest.h"
+#include "tests/support/text.h"
 
 namespace fs = std::filesystem;
 using ds::test::run_cli;
 using nlohmann::json;
 
+using ds::test::has;
+using ds::test::slurp_json;
 namespace {
-
-bool has(const std::string& hay, const std::string& needle) {
-  return hay.find(needle) != std::string::npos;
-}
-
-json slurp_json(const fs::path& p) {
-  std::ifstream in(p);
-  return json::parse(in);
-}
 
 void write_prompts(const fs::path& p) {
   std::ofstream out(p);

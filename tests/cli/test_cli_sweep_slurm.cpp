@@ -16,23 +16,15 @@
 #include "tests/support/run_cli.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/trace_digest.h"
+#include "tests/support/text.h"
 
 namespace fs = std::filesystem;
 using ds::test::run_cli;
 using nlohmann::json;
 
+using ds::test::has;
+using ds::test::slurp;
 namespace {
-
-bool has(const std::string& hay, const std::string& needle) {
-  return hay.find(needle) != std::string::npos;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // Runs a shell command; returns its exit status, output in `out` (stdout and stderr).
 int sh(const std::string& cmd, std::string& out) {

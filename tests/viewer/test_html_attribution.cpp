@@ -8,26 +8,15 @@
 
 #include "viewer/attribution.h"
 #include "viewer/html.h"
+#include "tests/support/text.h"
 
+using ds::test::count;
+using ds::test::between;
 namespace {
 
 using namespace ds::diff;
 
 const std::string kAttack = "<img src=x onerror=alert(1)>";
-
-size_t count(const std::string& s, const std::string& needle) {
-  size_t n = 0;
-  for (size_t i = s.find(needle); i != std::string::npos; i = s.find(needle, i + 1)) ++n;
-  return n;
-}
-
-std::string between(const std::string& s, const std::string& open, const std::string& close) {
-  const size_t a = s.find(open);
-  REQUIRE(a != std::string::npos);
-  const size_t b = s.find(close, a + open.size());
-  REQUIRE(b != std::string::npos);
-  return s.substr(a + open.size(), b - a - open.size());
-}
 
 BlockError block(std::string name, std::string kind, int layer, double local, double total,
                  bool origin) {

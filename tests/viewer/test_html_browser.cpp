@@ -14,9 +14,12 @@
 #include "tests/support/browser.h"
 #include "tests/support/run_cli.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/text.h"
 
 namespace fs = std::filesystem;
 
+using ds::test::count;
+using ds::test::slurp;
 namespace {
 
 std::string require_chromium() {
@@ -24,17 +27,6 @@ std::string require_chromium() {
   if (c.empty())
     FAIL("chromium not found on PATH: run scripts/setup_browser.sh (Debian package chromium)");
   return c;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-size_t count(const std::string& s, const std::string& needle) {
-  size_t n = 0;
-  for (size_t i = s.find(needle); i != std::string::npos; i = s.find(needle, i + 1)) ++n;
-  return n;
 }
 
 // The DOM of section `id`: from its opening tag to the next section's.

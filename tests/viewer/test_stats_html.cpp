@@ -12,32 +12,14 @@
 #include <string>
 
 #include "viewer/stats_html.h"
+#include "tests/support/text.h"
 
+using ds::test::count;
+using ds::test::between;
+using ds::test::sha256_base64;
 namespace {
 
 using namespace ds::diff;
-
-size_t count(const std::string& s, const std::string& needle) {
-  size_t n = 0;
-  for (size_t i = s.find(needle); i != std::string::npos; i = s.find(needle, i + 1)) ++n;
-  return n;
-}
-
-std::string between(const std::string& s, const std::string& open, const std::string& close) {
-  const size_t a = s.find(open);
-  REQUIRE(a != std::string::npos);
-  const size_t b = s.find(close, a + open.size());
-  REQUIRE(b != std::string::npos);
-  return s.substr(a + open.size(), b - a - open.size());
-}
-
-std::string sha256_base64(const std::string& text) {
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
-  unsigned char b64[4 * ((SHA256_DIGEST_LENGTH + 2) / 3) + 1];
-  EVP_EncodeBlock(b64, digest, SHA256_DIGEST_LENGTH);
-  return reinterpret_cast<char*>(b64);
-}
 
 const std::string kAttack = "<img src=x onerror=alert(1)>";
 const std::string kAttackEscaped = "&lt;img src=x onerror=alert(1)&gt;";

@@ -16,17 +16,13 @@
 #include "tests/support/browser.h"
 #include "tests/support/run_cli.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/text.h"
 
 namespace fs = std::filesystem;
 using ds::test::run_cli;
 
+using ds::test::count;
 namespace {
-
-size_t count(const std::string& s, const std::string& needle) {
-  size_t n = 0;
-  for (size_t i = s.find(needle); i != std::string::npos; i = s.find(needle, i + 1)) ++n;
-  return n;
-}
 
 }  // namespace
 
