@@ -79,9 +79,8 @@ class ForwardRuntime final : public Runtime {
     cos_ = b_.upload_table(rt.cos);
     sin_ = b_.upload_table(rt.sin);
     // KV cache: (slots, n_layers, capacity, kv_dim), stored like activations
-    const size_t cache = static_cast<size_t>(slots) * c_.n_layers * capacity * c_.kv_dim();
-    b_.resize_zeroed(k_cache_, cache);
-    b_.resize_zeroed(v_cache_, cache);
+    b_.resize_zeroed(k_cache_, cache_index(slots_, 0, 0));
+    b_.resize_zeroed(v_cache_, cache_index(slots_, 0, 0));
     for (int l = 0; l < c_.n_layers; ++l) {
       std::array<std::string, kLayerSiteCount> names;
       for (int k = 0; k < kLayerSiteCount; ++k) names[k] = site_name({layer_site_kind(k), l});
@@ -132,9 +131,8 @@ class ForwardRuntime final : public Runtime {
       shadow_taps_.source = source;
       shadow_wanted_.ask(&shadow_taps_, c_.n_layers);  // every site
       // the shadow KV cache: same layout as the real one, allocated only now
-      const size_t cache = static_cast<size_t>(slots_) * c_.n_layers * capacity_ * c_.kv_dim();
-      b_.resize_zeroed(shadow_k_cache_, cache);
-      b_.resize_zeroed(shadow_v_cache_, cache);
+      b_.resize_zeroed(shadow_k_cache_, cache_index(slots_, 0, 0));
+      b_.resize_zeroed(shadow_v_cache_, cache_index(slots_, 0, 0));
     }
   }
 
@@ -154,17 +152,7 @@ class ForwardRuntime final : public Runtime {
       mlp_block(l, n);
       if (shadow_ != nullptr) shadow_layer(l, n);
     }
-    {
-      [[maybe_unused]] auto op = b_.op(final_norm_site_, "rmsnorm");
-      b_.rmsnorm(xb_.ptr(0), x_.ptr(0), final_norm_, n, c_.dim);
-    }
-    if (wanted_.final_norm) b_.tap({SiteKind::final_norm}, xb_.ptr(0), n, c_.dim);
-    {
-      [[maybe_unused]] auto op = b_.op(logits_site_, "lm_head");
-      gemm(logits_.ptr(0), xb_.ptr(0), lm_head_.empty() ? embed_ : lm_head_, nullptr, n,
-           c_.vocab_size, c_.dim);
-    }
-    if (wanted_.logits) b_.tap({SiteKind::logits}, logits_.ptr(0), n, c_.vocab_size);
+    head_block(n);
     if (shadow_ != nullptr && shadow_head_) shadow_head(n);
     b_.end_pass(logits_.ptr(0), n, logits);
   }
@@ -269,6 +257,21 @@ class ForwardRuntime final : public Runtime {
     tap_layer(l, SiteKind::out, x_.ptr(0), n, D);
   }
 
+  // logits <- lm_head(rmsnorm(x))
+  void head_block(int n) {
+    {
+      [[maybe_unused]] auto op = b_.op(final_norm_site_, "rmsnorm");
+      b_.rmsnorm(xb_.ptr(0), x_.ptr(0), final_norm_, n, c_.dim);
+    }
+    if (wanted_.final_norm) b_.tap({SiteKind::final_norm}, xb_.ptr(0), n, c_.dim);
+    {
+      [[maybe_unused]] auto op = b_.op(logits_site_, "lm_head");
+      gemm(logits_.ptr(0), xb_.ptr(0), lm_head_.empty() ? embed_ : lm_head_, nullptr, n,
+           c_.vocab_size, c_.dim);
+    }
+    if (wanted_.logits) b_.tap({SiteKind::logits}, logits_.ptr(0), n, c_.vocab_size);
+  }
+
   // y (M, N) = x (M, K) w^T (+ b), split-K by the configured policy.
   void gemm(Ptr y, Ptr x, const Weight& w, const Weight* bias, int M, int N, int K) {
     const Weight* b = bias != nullptr && !bias->empty() ? bias : nullptr;
@@ -295,7 +298,8 @@ class ForwardRuntime final : public Runtime {
     b_.all_reduce(y, tp_parts_.ptr(0), tp, mn, nx_.allreduce);
   }
 
-  // Index of (slot, layer, position) in the KV cache (slots, n_layers, capacity, kv_dim).
+  // Index of (slot, layer, position) in the KV cache (slots, n_layers, capacity, kv_dim);
+  // (slots, 0, 0) is its size in values.
   size_t cache_index(int slot, int layer, int pos) const {
     return ((static_cast<size_t>(slot) * c_.n_layers + layer) * capacity_ + pos) * c_.kv_dim();
   }
@@ -366,13 +370,7 @@ class ForwardRuntime final : public Runtime {
   void shadow_head(int n) {
     b_.resize(shadow_logits_, static_cast<size_t>(n) * c_.vocab_size);
     std::swap(logits_, shadow_logits_);
-    in_shadow(ShadowKind::head, {SiteKind::out, c_.n_layers - 1}, n, [&] {
-      b_.rmsnorm(xb_.ptr(0), x_.ptr(0), final_norm_, n, c_.dim);
-      if (wanted_.final_norm) b_.tap({SiteKind::final_norm}, xb_.ptr(0), n, c_.dim);
-      gemm(logits_.ptr(0), xb_.ptr(0), lm_head_.empty() ? embed_ : lm_head_, nullptr, n,
-           c_.vocab_size, c_.dim);
-      if (wanted_.logits) b_.tap({SiteKind::logits}, logits_.ptr(0), n, c_.vocab_size);
-    });
+    in_shadow(ShadowKind::head, {SiteKind::out, c_.n_layers - 1}, n, [&] { head_block(n); });
     std::swap(logits_, shadow_logits_);
   }
 

@@ -57,6 +57,7 @@ TEST_CASE("demo --dry-run shows both configurations and overrides apply", "[cli]
 }
 
 using ds::test::has;
+
 namespace {
 
 // The TOML of run A and run B from `demo --dry-run ...`.

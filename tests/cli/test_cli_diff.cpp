@@ -19,12 +19,8 @@ using nlohmann::json;
 
 using ds::test::has;
 using ds::test::slurp_json;
-namespace {
 
-void write_prompts(const fs::path& p) {
-  std::ofstream out(p);
-  out << "Once upon a time\nThe little dog\nTom and Lily went to the park\nThe sun was hot\n";
-}
+namespace {
 
 // Checks the JSON report against the traces themselves and against the terminal report.
 void check_against_traces(const json& j, const fs::path& pa, const fs::path& pb,
@@ -123,7 +119,7 @@ TEST_CASE("diff: real fp32, fp64, bf16 and sampled traces: the report and JSON a
           "[cli][diff]") {
   ds::test::TempDir dir;
   const auto prompts = dir.path() / "prompts.txt";
-  write_prompts(prompts);
+  ds::test::write_story_prompts(prompts);
   const auto f32 = dir.path() / "f32.h5", f64 = dir.path() / "f64.h5", smp = dir.path() / "smp.h5",
              bf16 = dir.path() / "bf16.h5";
   const std::string common = "run --prompts " + prompts.string() + " -n 48 -q --probes all ";

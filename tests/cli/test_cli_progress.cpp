@@ -15,6 +15,7 @@
 using ds::test::run_cli;
 
 using ds::test::has;
+
 namespace {
 
 // Runs driftscope `args` under `script`, which gives it a terminal, and returns what the

@@ -20,6 +20,7 @@ namespace fs = std::filesystem;
 
 using ds::test::count;
 using ds::test::slurp;
+
 namespace {
 
 // `driftscope run` over 400 prompts of 400 tokens (minutes of work) writing `trace`, with its

@@ -18,14 +18,8 @@ using nlohmann::json;
 
 using ds::test::has;
 using ds::test::slurp_json;
-namespace {
 
-void write_prompts(const fs::path& p, int n) {
-  const char* all[] = {"Once upon a time", "The little dog", "Tom and Lily went to the park",
-                       "The sun was hot", "One day, a little bird", "Tim had a big red ball."};
-  std::ofstream out(p);
-  for (int i = 0; i < n; ++i) out << all[i] << "\n";
-}
+namespace {
 
 // Div_Index of each sequence over the traces, straight from their tokens.
 std::vector<int> div_index_of(const std::vector<fs::path>& paths) {
@@ -55,7 +49,7 @@ std::vector<int> div_index_of(const std::vector<fs::path>& paths) {
 TEST_CASE("stats: a sweep directory, grouped by dtype, agrees with its traces", "[cli][stats]") {
   ds::test::TempDir tmp;
   const fs::path prompts = tmp.path() / "p.txt", dir = tmp.path() / "sw";
-  write_prompts(prompts, 6);
+  ds::test::write_story_prompts(prompts, 6);
   REQUIRE(run_cli("sweep -q --grid 'dtype=fp32,bf16 tp=1,2' -n 24 --prompts " + prompts.string() +
                   " -j 2 -o " + dir.string()).exit_code == 0);
   auto r = run_cli("stats " + dir.string() + " --json " + (tmp.path() / "s.json").string());
@@ -115,7 +109,7 @@ TEST_CASE("stats: N copies of one trace agree completely, and answers give TARa 
           "[cli][stats]") {
   ds::test::TempDir tmp;
   const fs::path prompts = tmp.path() / "p.txt", a = tmp.path() / "a.h5";
-  write_prompts(prompts, 4);
+  ds::test::write_story_prompts(prompts, 4);
   REQUIRE(run_cli("run -q -n 16 --dtype bf16 --prompts " + prompts.string() + " -o " + a.string())
               .exit_code == 0);
   fs::copy_file(a, tmp.path() / "b.h5");
@@ -150,7 +144,7 @@ TEST_CASE("stats: sweep --samples gives seeded runs that stats counts as samples
           "[cli][stats][sweep]") {
   ds::test::TempDir tmp;
   const fs::path prompts = tmp.path() / "p.txt", dir = tmp.path() / "sw";
-  write_prompts(prompts, 4);
+  ds::test::write_story_prompts(prompts, 4);
   REQUIRE(run_cli("sweep -q --grid 'dtype=fp32' --samples 3 --seed 5 --temperature 1.0 -n 8 "
                   "--prompts " + prompts.string() + " -o " + dir.string()).exit_code == 0);
   for (int seed : {5, 6, 7}) {
@@ -180,8 +174,8 @@ TEST_CASE("stats: the odd trace, a regex without a group and a bad answer key ar
           "[cli][stats]") {
   ds::test::TempDir tmp;
   const fs::path p4 = tmp.path() / "p4.txt", p3 = tmp.path() / "p3.txt";
-  write_prompts(p4, 4);
-  write_prompts(p3, 3);
+  ds::test::write_story_prompts(p4, 4);
+  ds::test::write_story_prompts(p3, 3);
   const fs::path a = tmp.path() / "a.h5", b = tmp.path() / "b.h5", other = tmp.path() / "other.h5",
                  fewer = tmp.path() / "fewer.h5";
   REQUIRE(run_cli("run -q -n 4 --prompts " + p4.string() + " -o " + a.string()).exit_code == 0);

@@ -19,12 +19,8 @@ using nlohmann::json;
 
 using ds::test::has;
 using ds::test::slurp_json;
-namespace {
 
-void write_prompts(const fs::path& p) {
-  std::ofstream out(p);
-  out << "Once upon a time\nThe little dog\nTom and Lily went to the park\nThe sun was hot\n";
-}
+namespace {
 
 }  // namespace
 
@@ -32,7 +28,7 @@ TEST_CASE("sweep: a grid runs one trace per configuration, identical to run, and
           "[cli][sweep]") {
   ds::test::TempDir tmp;
   const fs::path prompts = tmp.path() / "p.txt", dir = tmp.path() / "sw";
-  write_prompts(prompts);
+  ds::test::write_story_prompts(prompts);
   const std::string sweep = "sweep --grid 'dtype=fp32,bf16 batch=1,2' -n 12 --prompts " +
                             prompts.string() + " -j 2 -o " + dir.string();
   auto r = run_cli(sweep);
@@ -96,7 +92,7 @@ TEST_CASE("sweep: a grid runs one trace per configuration, identical to run, and
 TEST_CASE("sweep: a configuration that fails is named missing, exit 1", "[cli][sweep]") {
   ds::test::TempDir tmp;
   const fs::path prompts = tmp.path() / "p.txt", dir = tmp.path() / "sw";
-  write_prompts(prompts);
+  ds::test::write_story_prompts(prompts);
   // stories260K has 8 heads and 4 key/value heads: tp=3 divides neither, its run fails.
   auto r = run_cli("sweep -q --grid 'tp=1,3' -n 4 --prompts " + prompts.string() + " -o " +
                    dir.string());
@@ -115,7 +111,7 @@ TEST_CASE("sweep: a configuration that fails is named missing, exit 1", "[cli][s
 TEST_CASE("sweep: bad grids and options are refused with a hint", "[cli][sweep]") {
   ds::test::TempDir tmp;
   const fs::path prompts = tmp.path() / "p.txt";
-  write_prompts(prompts);
+  ds::test::write_story_prompts(prompts);
   const std::string tail = " --prompts " + prompts.string() + " -o " + (tmp.path() / "d").string();
   ds::test::check_input_error(run_cli("sweep --grid 'colour=red'" + tail),
                               "unknown run-config field 'colour'");

@@ -24,6 +24,7 @@ using nlohmann::json;
 
 using ds::test::has;
 using ds::test::slurp;
+
 namespace {
 
 // Runs a shell command; returns its exit status, output in `out` (stdout and stderr).
@@ -66,11 +67,6 @@ class SlurmCluster {
   bool started_ = false;
 };
 
-void write_prompts(const fs::path& p) {
-  std::ofstream out(p);
-  out << "Once upon a time\nThe little dog\nTom and Lily went to the park\nThe sun was hot\n";
-}
-
 }  // namespace
 
 TEST_CASE("sweep --slurm: a job array on a real Slurm, cancelled task, resubmission",
@@ -78,7 +74,7 @@ TEST_CASE("sweep --slurm: a job array on a real Slurm, cancelled task, resubmiss
   ds::test::TempDir tmp("driftscope-slurm");
   SlurmCluster cluster(tmp.path() / "cluster");
   const fs::path prompts = tmp.path() / "p.txt";
-  write_prompts(prompts);
+  ds::test::write_story_prompts(prompts);
   const std::string grid = " --grid 'dtype=fp32,bf16 batch=1,2' -n 12 --prompts " + prompts.string();
   const std::vector<std::pair<std::string, std::string>> configs = {
       {"dtype-fp32_batch-1", "--dtype fp32 --batch 1"},

@@ -11,16 +11,10 @@
 #include <stdexcept>
 
 #include "tests/support/temp_dir.h"
+#include "tests/support/text.h"
 
 namespace ds::test {
 namespace {
-
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 uint32_t be32(const std::string& s, size_t i) {
   return static_cast<uint32_t>(static_cast<uint8_t>(s[i])) << 24 |

@@ -7,22 +7,11 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "tests/support/paths.h"
+#include "tests/support/text.h"
 
 namespace ds::test {
-namespace {
-
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-}  // namespace
 
 CliResult run_cli(const std::string& args) {
   static int counter = 0;

@@ -45,6 +45,17 @@ inline nlohmann::json slurp_json(const std::filesystem::path& p) {
   return nlohmann::json::parse(in);
 }
 
+// The first n (at most 6) of a fixed list of short story prompts, one per line: a prompts file
+// for CLI tests of the bundled model.
+inline void write_story_prompts(const std::filesystem::path& p, int n = 4) {
+  const char* all[] = {"Once upon a time", "The little dog", "Tom and Lily went to the park",
+                       "The sun was hot", "One day, a little bird", "Tim had a big red ball."};
+  REQUIRE(n >= 0);
+  REQUIRE(n <= 6);
+  std::ofstream out(p);
+  for (int i = 0; i < n; ++i) out << all[i] << "\n";
+}
+
 // base64 of the SHA-256 of text, as a CSP 'sha256-...' source names it.
 inline std::string sha256_base64(const std::string& text) {
   unsigned char digest[SHA256_DIGEST_LENGTH];

@@ -12,6 +12,7 @@
 
 using ds::test::count;
 using ds::test::between;
+
 namespace {
 
 using namespace ds::diff;

@@ -20,6 +20,7 @@ namespace fs = std::filesystem;
 
 using ds::test::count;
 using ds::test::slurp;
+
 namespace {
 
 std::string require_chromium() {

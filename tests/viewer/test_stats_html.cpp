@@ -17,6 +17,7 @@
 using ds::test::count;
 using ds::test::between;
 using ds::test::sha256_base64;
+
 namespace {
 
 using namespace ds::diff;

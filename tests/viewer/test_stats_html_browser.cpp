@@ -22,6 +22,7 @@ namespace fs = std::filesystem;
 using ds::test::run_cli;
 
 using ds::test::count;
+
 namespace {
 
 }  // namespace
