@@ -1,11 +1,18 @@
 // CPU reference implementation of kernels/ops.h: plain loops in the documented reduction order,
-// with reduced-precision storage and accumulation emulated on float.
+// with reduced-precision storage and accumulation emulated on float. The loops are split across
+// threads only where results are independent (output features, (row, head) pairs of attention,
+// rows), never inside a reduction, and the fp32 GEMM has a vectorised twin (gemm_lanes.h) that
+// keeps each output's order; cpu_exec.h selects them, CpuKernels::reference runs these loops as
+// written on one thread.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "common/float_formats.h"
+#include "kernels/cpu/cpu_exec.h"
+#include "kernels/cpu/gemm_lanes.h"
 #include "kernels/ops.h"
 
 namespace ds::ops {
@@ -44,14 +51,21 @@ void round_to(T* x, size_t n, Storage r) {
   for (size_t i = 0; i < n; ++i) x[i] = rnd(x[i], r);
 }
 
+namespace {
+
+// Items per thread so that each gets at least ~32k multiply-adds (smaller jobs run inline).
+size_t grain_for(size_t work_per_item) {
+  return std::max<size_t>(1, (size_t{1} << 15) / std::max<size_t>(1, work_per_item));
+}
+
+// Output features [n_begin, n_end) of matmul, in the documented order (the reference loops).
 template <typename T>
-void matmul(T* y, const T* x, int ldx, const T* w, int ldw, const T* b, int M, int N, int K,
-            const GemmNumerics& g) {
-  const int splits = std::clamp(g.split_k, 1, std::max(1, K));
+void matmul_rows(T* y, const T* x, int ldx, const T* w, int ldw, const T* b, int M, int N, int K,
+                 const GemmNumerics& g, int splits, int n_begin, int n_end) {
   const int base = K / splits, extra = K % splits;
   for (int m = 0; m < M; ++m) {
     const T* xm = x + static_cast<size_t>(m) * ldx;
-    for (int n = 0; n < N; ++n) {
+    for (int n = n_begin; n < n_end; ++n) {
       const T* wn = w + static_cast<size_t>(n) * ldw;
       int k0 = 0;
       T acc = 0;
@@ -65,6 +79,34 @@ void matmul(T* y, const T* x, int ldx, const T* w, int ldw, const T* b, int M, i
       y[static_cast<size_t>(m) * N + n] = rnd(acc, g.out);
     }
   }
+}
+
+}  // namespace
+
+template <typename T>
+void matmul(T* y, const T* x, int ldx, const T* w, int ldw, const T* b, int M, int N, int K,
+            const GemmNumerics& g) {
+  const int splits = std::clamp(g.split_k, 1, std::max(1, K));
+  const size_t row_work = static_cast<size_t>(M) * std::max(1, K);
+  if constexpr (std::is_same_v<T, float>) {
+    if (!g.accum_f16 && cpu_kernels() == CpuKernels::simd && gemm_lanes_available()) {
+      // items: blocks of 8 output features, then one item for the N mod 8 left over
+      const int blocks = N / 8;
+      const size_t items = static_cast<size_t>(blocks) + (N % 8 != 0 ? 1 : 0);
+      parallel_for(items, grain_for(8 * row_work), [&](size_t i0, size_t i1) {
+        const int n0 = static_cast<int>(i0) * 8,
+                  n1 = static_cast<int>(std::min<size_t>(i1, blocks)) * 8;
+        if (n0 < n1) matmul_f32_lanes(y, x, ldx, w, ldw, b, M, N, K, splits, g.out, n0, n1);
+        if (i1 > static_cast<size_t>(blocks))
+          matmul_rows(y, x, ldx, w, ldw, b, M, N, K, g, splits, blocks * 8, N);
+      });
+      return;
+    }
+  }
+  parallel_for(static_cast<size_t>(N), grain_for(row_work), [&](size_t n0, size_t n1) {
+    matmul_rows(y, x, ldx, w, ldw, b, M, N, K, g, splits, static_cast<int>(n0),
+                static_cast<int>(n1));
+  });
 }
 
 template <typename T>
@@ -85,7 +127,8 @@ void all_reduce(T* y, T* parts, int tp, size_t n, AllReduce order, Storage out) 
       const T* c = parts + (2 * s + 1) * n;
       for (size_t i = 0; i < n; ++i) dst[i] = rnd(a[i] + c[i], out);
     }
-    if (width % 2 == 1) std::memmove(parts + (width / 2) * n, parts + (width - 1) * n, sizeof(T) * n);
+    if (width % 2 == 1)
+      std::memmove(parts + (width / 2) * n, parts + (width - 1) * n, sizeof(T) * n);
   }
   std::memcpy(y, parts, sizeof(T) * n);
 }
@@ -100,14 +143,17 @@ void embedding(T* out, const T* table, const int32_t* ids, int n, int dim) {
 
 template <typename T>
 void rmsnorm(T* y, const T* x, const T* w, int rows, int dim, double eps, Storage out) {
-  for (int r = 0; r < rows; ++r) {
-    const T* xr = x + static_cast<size_t>(r) * dim;
-    T* yr = y + static_cast<size_t>(r) * dim;
-    T ss = 0;
-    for (int i = 0; i < dim; ++i) ss += xr[i] * xr[i];
-    const T inv = T(1) / std::sqrt(ss / T(dim) + T(eps));
-    for (int i = 0; i < dim; ++i) yr[i] = rnd((xr[i] * inv) * w[i], out);
-  }
+  parallel_for(static_cast<size_t>(rows), grain_for(4 * static_cast<size_t>(dim)),
+               [&](size_t r0, size_t r1) {
+                 for (int r = static_cast<int>(r0); r < static_cast<int>(r1); ++r) {
+                   const T* xr = x + static_cast<size_t>(r) * dim;
+                   T* yr = y + static_cast<size_t>(r) * dim;
+                   T ss = 0;
+                   for (int i = 0; i < dim; ++i) ss += xr[i] * xr[i];
+                   const T inv = T(1) / std::sqrt(ss / T(dim) + T(eps));
+                   for (int i = 0; i < dim; ++i) yr[i] = rnd((xr[i] * inv) * w[i], out);
+                 }
+               });
 }
 
 template <typename T>
@@ -129,86 +175,118 @@ void rope(T* x, int rows, int n_heads, int head_dim, const int* positions, const
   }
 }
 
+namespace {
+
+// Query row r, head h of attention (see ops.h): scratch holds the scores (indexed by key
+// position), part the split-KV partials.
 template <typename T>
-void attention(T* out, const T* q, const T* k_cache, const T* v_cache, int rows,
-               const int* positions, int n_heads, int n_kv_heads, int head_dim, int window,
-               T scale, const AttnNumerics& a, T* scratch) {
+void attention_head(T* out, const T* q, const T* k_cache, const T* v_cache, const int* positions,
+                    int n_heads, int n_kv_heads, int head_dim, int window, T scale,
+                    const AttnNumerics& a, int r, int h, T* scratch, std::vector<T>& part) {
   const int group = n_heads / n_kv_heads;
   const size_t q_stride = static_cast<size_t>(n_heads) * head_dim;
   const size_t kv_stride = static_cast<size_t>(n_kv_heads) * head_dim;
-  std::vector<T> part;  // split-KV partials: per chunk m, l, o[head_dim]
-  for (int r = 0; r < rows; ++r) {
-    const int p = positions[r];
-    const int t0 = window > 0 && p - window + 1 > 0 ? p - window + 1 : 0;
-    const int n_keys = p - t0 + 1;
-    const int splits = std::clamp(a.splits, 1, n_keys);
-    for (int h = 0; h < n_heads; ++h) {
-      const T* qh = q + r * q_stride + static_cast<size_t>(h) * head_dim;
-      const size_t kv_off = static_cast<size_t>(h / group) * head_dim;
-      T* oh = out + r * q_stride + static_cast<size_t>(h) * head_dim;
-      for (int t = t0; t <= p; ++t) {
-        scratch[t] = dot(qh, k_cache + t * kv_stride + kv_off, 0, head_dim, a.accum_f16) * scale;
-      }
-      if (splits == 1) {
-        T max_score = -INFINITY;
-        for (int t = t0; t <= p; ++t) max_score = std::max(max_score, scratch[t]);
-        T sum = 0;
-        for (int t = t0; t <= p; ++t) {
-          scratch[t] = std::exp(scratch[t] - max_score);
-          sum += scratch[t];
-        }
-        for (int t = t0; t <= p; ++t) scratch[t] = rnd(scratch[t] / sum, a.p_round);
-        for (int d = 0; d < head_dim; ++d) oh[d] = 0;
-        for (int t = t0; t <= p; ++t) {
-          const T* vt = v_cache + t * kv_stride + kv_off;
-          for (int d = 0; d < head_dim; ++d) oh[d] = acc_add(oh[d], scratch[t] * vt[d], a.accum_f16);
-        }
-        round_to(oh, head_dim, a.out);
-        continue;
-      }
-      // split-KV: per chunk max, sum of exp and unnormalised output, then the standard merge
-      const int stride = head_dim + 2;
-      part.assign(static_cast<size_t>(splits) * stride, T(0));
-      const int base = n_keys / splits, extra = n_keys % splits;
-      int c0 = t0;
-      for (int c = 0; c < splits; ++c) {
-        const int c1 = c0 + base + (c < extra ? 1 : 0);
-        T* pc = &part[static_cast<size_t>(c) * stride];
-        T m = -INFINITY;
-        for (int t = c0; t < c1; ++t) m = std::max(m, scratch[t]);
-        T l = 0;
-        for (int t = c0; t < c1; ++t) {
-          const T e = std::exp(scratch[t] - m);
-          l += e;
-          const T ep = rnd(e, a.p_round);
-          const T* vt = v_cache + t * kv_stride + kv_off;
-          for (int d = 0; d < head_dim; ++d) pc[2 + d] = acc_add(pc[2 + d], ep * vt[d], a.accum_f16);
-        }
-        pc[0] = m;
-        pc[1] = l;
-        c0 = c1;
-      }
-      T m = -INFINITY;
-      for (int c = 0; c < splits; ++c) m = std::max(m, part[static_cast<size_t>(c) * stride]);
-      T l = 0;
-      for (int d = 0; d < head_dim; ++d) oh[d] = 0;
-      for (int c = 0; c < splits; ++c) {
-        const T* pc = &part[static_cast<size_t>(c) * stride];
-        const T f = std::exp(pc[0] - m);
-        l += pc[1] * f;
-        for (int d = 0; d < head_dim; ++d) oh[d] += pc[2 + d] * f;
-      }
-      for (int d = 0; d < head_dim; ++d) oh[d] = rnd(oh[d] / l, a.out);
-    }
+  const int p = positions[r];
+  const int t0 = window > 0 && p - window + 1 > 0 ? p - window + 1 : 0;
+  const int n_keys = p - t0 + 1;
+  const int splits = std::clamp(a.splits, 1, n_keys);
+  const T* qh = q + r * q_stride + static_cast<size_t>(h) * head_dim;
+  const size_t kv_off = static_cast<size_t>(h / group) * head_dim;
+  T* oh = out + r * q_stride + static_cast<size_t>(h) * head_dim;
+  for (int t = t0; t <= p; ++t) {
+    scratch[t] = dot(qh, k_cache + t * kv_stride + kv_off, 0, head_dim, a.accum_f16) * scale;
   }
+  if (splits == 1) {
+    T max_score = -INFINITY;
+    for (int t = t0; t <= p; ++t) max_score = std::max(max_score, scratch[t]);
+    T sum = 0;
+    for (int t = t0; t <= p; ++t) {
+      scratch[t] = std::exp(scratch[t] - max_score);
+      sum += scratch[t];
+    }
+    for (int t = t0; t <= p; ++t) scratch[t] = rnd(scratch[t] / sum, a.p_round);
+    for (int d = 0; d < head_dim; ++d) oh[d] = 0;
+    for (int t = t0; t <= p; ++t) {
+      const T* vt = v_cache + t * kv_stride + kv_off;
+      for (int d = 0; d < head_dim; ++d) oh[d] = acc_add(oh[d], scratch[t] * vt[d], a.accum_f16);
+    }
+    round_to(oh, head_dim, a.out);
+    return;
+  }
+  // split-KV: per chunk max, sum of exp and unnormalised output, then the standard merge
+  const int stride = head_dim + 2;
+  part.assign(static_cast<size_t>(splits) * stride, T(0));
+  const int base = n_keys / splits, extra = n_keys % splits;
+  int c0 = t0;
+  for (int c = 0; c < splits; ++c) {
+    const int c1 = c0 + base + (c < extra ? 1 : 0);
+    T* pc = &part[static_cast<size_t>(c) * stride];
+    T m = -INFINITY;
+    for (int t = c0; t < c1; ++t) m = std::max(m, scratch[t]);
+    T l = 0;
+    for (int t = c0; t < c1; ++t) {
+      const T e = std::exp(scratch[t] - m);
+      l += e;
+      const T ep = rnd(e, a.p_round);
+      const T* vt = v_cache + t * kv_stride + kv_off;
+      for (int d = 0; d < head_dim; ++d) pc[2 + d] = acc_add(pc[2 + d], ep * vt[d], a.accum_f16);
+    }
+    pc[0] = m;
+    pc[1] = l;
+    c0 = c1;
+  }
+  T m = -INFINITY;
+  for (int c = 0; c < splits; ++c) m = std::max(m, part[static_cast<size_t>(c) * stride]);
+  T l = 0;
+  for (int d = 0; d < head_dim; ++d) oh[d] = 0;
+  for (int c = 0; c < splits; ++c) {
+    const T* pc = &part[static_cast<size_t>(c) * stride];
+    const T f = std::exp(pc[0] - m);
+    l += pc[1] * f;
+    for (int d = 0; d < head_dim; ++d) oh[d] += pc[2 + d] * f;
+  }
+  for (int d = 0; d < head_dim; ++d) oh[d] = rnd(oh[d] / l, a.out);
+}
+
+}  // namespace
+
+template <typename T>
+void attention(T* out, const T* q, const T* k_cache, const T* v_cache, int rows,
+               const int* positions, int n_heads, int n_kv_heads, int head_dim, int window, T scale,
+               const AttnNumerics& a, T* scratch) {
+  if (cpu_kernels() == CpuKernels::reference) {
+    std::vector<T> part;  // split-KV partials: per chunk m, l, o[head_dim]
+    for (int r = 0; r < rows; ++r) {
+      for (int h = 0; h < n_heads; ++h) {
+        attention_head(out, q, k_cache, v_cache, positions, n_heads, n_kv_heads, head_dim, window,
+                       scale, a, r, h, scratch, part);
+      }
+    }
+    return;
+  }
+  // (row, head) pairs split across threads, each with its own scores and partials
+  const int max_pos = rows > 0 ? *std::max_element(positions, positions + rows) : 0;
+  const size_t work = static_cast<size_t>(max_pos + 1) * head_dim * 2;
+  parallel_for(static_cast<size_t>(rows) * n_heads, grain_for(work), [&](size_t i0, size_t i1) {
+    thread_local std::vector<T> scores, part;
+    if (scores.size() < static_cast<size_t>(max_pos) + 1)
+      scores.resize(static_cast<size_t>(max_pos) + 1);
+    for (size_t i = i0; i < i1; ++i) {
+      attention_head(out, q, k_cache, v_cache, positions, n_heads, n_kv_heads, head_dim, window,
+                     scale, a, static_cast<int>(i / n_heads), static_cast<int>(i % n_heads),
+                     scores.data(), part);
+    }
+  });
 }
 
 template <typename T>
 void swiglu(T* out, const T* gate, const T* up, size_t n, Storage r) {
-  for (size_t i = 0; i < n; ++i) {
-    const T g = gate[i];
-    out[i] = rnd((g / (T(1) + std::exp(-g))) * up[i], r);
-  }
+  parallel_for(n, grain_for(16), [&](size_t i0, size_t i1) {
+    for (size_t i = i0; i < i1; ++i) {
+      const T g = gate[i];
+      out[i] = rnd((g / (T(1) + std::exp(-g))) * up[i], r);
+    }
+  });
 }
 
 template <typename T>
@@ -228,17 +306,17 @@ int heuristic_attn_splits(int kv_len, int sequences, int n_heads) {
   return std::min({16, by_sms, by_len});
 }
 
-#define DS_INSTANTIATE(T)                                                                       \
-  template void round_to<T>(T*, size_t, Storage);                                                 \
-  template void matmul<T>(T*, const T*, int, const T*, int, const T*, int, int, int,            \
-                          const GemmNumerics&);                                                 \
-  template void all_reduce<T>(T*, T*, int, size_t, AllReduce, Storage);                          \
-  template void embedding<T>(T*, const T*, const int32_t*, int, int);                           \
-  template void rmsnorm<T>(T*, const T*, const T*, int, int, double, Storage);                    \
-  template void rope<T>(T*, int, int, int, const int*, const T*, const T*, Storage);              \
-  template void attention<T>(T*, const T*, const T*, const T*, int, const int*, int, int, int,  \
-                             int, T, const AttnNumerics&, T*);                                  \
-  template void swiglu<T>(T*, const T*, const T*, size_t, Storage);                               \
+#define DS_INSTANTIATE(T)                                                                      \
+  template void round_to<T>(T*, size_t, Storage);                                              \
+  template void matmul<T>(T*, const T*, int, const T*, int, const T*, int, int, int,           \
+                          const GemmNumerics&);                                                \
+  template void all_reduce<T>(T*, T*, int, size_t, AllReduce, Storage);                        \
+  template void embedding<T>(T*, const T*, const int32_t*, int, int);                          \
+  template void rmsnorm<T>(T*, const T*, const T*, int, int, double, Storage);                 \
+  template void rope<T>(T*, int, int, int, const int*, const T*, const T*, Storage);           \
+  template void attention<T>(T*, const T*, const T*, const T*, int, const int*, int, int, int, \
+                             int, T, const AttnNumerics&, T*);                                 \
+  template void swiglu<T>(T*, const T*, const T*, size_t, Storage);                            \
   template void add<T>(T*, const T*, const T*, size_t, Storage);
 
 DS_INSTANTIATE(float)

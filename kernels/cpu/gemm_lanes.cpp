@@ -1,0 +1,162 @@
+// AVX2 kernel of gemm_lanes.h, compiled for any x86-64 (target attribute + run-time check) and a
+// stub elsewhere. Separate multiplies and adds (never FMA): each lane i of an accumulator holds
+// the partial sum of output feature n + i and receives x[k] * w[n + i][k] for k in order.
+#include "kernels/cpu/gemm_lanes.h"
+
+#include <algorithm>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace ds::ops {
+
+#if defined(__x86_64__)
+
+namespace {
+
+#define DS_AVX2 __attribute__((target("avx2"), always_inline)) inline
+
+// r[j] <- (r[0][j], ..., r[7][j]): column j of the 8x8 tile (the standard unpack/shuffle/permute).
+DS_AVX2 void transpose8(__m256 r[8]) {
+  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  r[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+  r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+  r[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+  r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+  r[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+  r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+  r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+  r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+// acc <- acc + x * col, rounded after the multiply and after the add (no FMA).
+DS_AVX2 __m256 mul_add(__m256 acc, float x, __m256 col) {
+  return _mm256_add_ps(acc, _mm256_mul_ps(_mm256_set1_ps(x), col));
+}
+
+// total[m][b] for MR rows of x and NB blocks of 8 weight rows: per split-K part, sum over the
+// part's k in order (eight at a time from a transposed tile, the rest one at a time), then the
+// part added to the running total (the first part is the total).
+template <int MR, int NB>
+__attribute__((target("avx2"))) void tile(const float* x, int ldx, const float* w, int ldw, int K,
+                                          int splits, __m256 total[MR][NB]) {
+  const int base = K / splits, extra = K % splits;
+  for (int m = 0; m < MR; ++m)
+    for (int b = 0; b < NB; ++b) total[m][b] = _mm256_setzero_ps();
+  int k0 = 0;
+  for (int c = 0; c < splits; ++c) {
+    const int k1 = k0 + base + (c < extra ? 1 : 0);
+    __m256 acc[MR][NB];
+    for (int m = 0; m < MR; ++m)
+      for (int b = 0; b < NB; ++b) acc[m][b] = _mm256_setzero_ps();
+    int k = k0;
+    for (; k + 8 <= k1; k += 8) {
+      for (int b = 0; b < NB; ++b) {
+        const float* wb = w + static_cast<size_t>(8 * b) * ldw + k;
+        __m256 r[8];
+        for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(wb + static_cast<size_t>(i) * ldw);
+        transpose8(r);
+        for (int m = 0; m < MR; ++m) {
+          const float* xm = x + static_cast<size_t>(m) * ldx + k;
+          for (int j = 0; j < 8; ++j) acc[m][b] = mul_add(acc[m][b], xm[j], r[j]);
+        }
+      }
+    }
+    for (; k < k1; ++k) {
+      for (int b = 0; b < NB; ++b) {
+        const float* wb = w + static_cast<size_t>(8 * b) * ldw + k;
+        const __m256 col = _mm256_setr_ps(
+            wb[0], wb[ldw], wb[2 * static_cast<size_t>(ldw)], wb[3 * static_cast<size_t>(ldw)],
+            wb[4 * static_cast<size_t>(ldw)], wb[5 * static_cast<size_t>(ldw)],
+            wb[6 * static_cast<size_t>(ldw)], wb[7 * static_cast<size_t>(ldw)]);
+        for (int m = 0; m < MR; ++m)
+          acc[m][b] = mul_add(acc[m][b], x[static_cast<size_t>(m) * ldx + k], col);
+      }
+    }
+    for (int m = 0; m < MR; ++m)
+      for (int b = 0; b < NB; ++b)
+        total[m][b] = c == 0 ? acc[m][b] : _mm256_add_ps(total[m][b], acc[m][b]);
+    k0 = k1;
+  }
+}
+
+// Bias added last, then the storage rounding, as in the scalar matmul.
+template <int MR, int NB>
+__attribute__((target("avx2"))) void store(float* y, int N, const float* bias, Storage out,
+                                           __m256 total[MR][NB]) {
+  for (int m = 0; m < MR; ++m) {
+    for (int b = 0; b < NB; ++b) {
+      __m256 v = total[m][b];
+      if (bias != nullptr) v = _mm256_add_ps(v, _mm256_loadu_ps(bias + 8 * b));
+      float* yb = y + static_cast<size_t>(m) * N + 8 * b;
+      _mm256_storeu_ps(yb, v);
+      if (out != Storage::native) {
+        for (int i = 0; i < 8; ++i) yb[i] = ds::round_to(yb[i], out);
+      }
+    }
+  }
+}
+
+template <int MR, int NB>
+__attribute__((target("avx2"))) void run_tile(float* y, const float* x, int ldx, const float* w,
+                                              int ldw, const float* b, int N, int K, int splits,
+                                              Storage out, int n) {
+  __m256 total[MR][NB];
+  tile<MR, NB>(x, ldx, w + static_cast<size_t>(n) * ldw, ldw, K, splits, total);
+  store<MR, NB>(y + n, N, b != nullptr ? b + n : nullptr, out, total);
+}
+
+// Rows [m0, m1) of x against weight rows [n0, n1) (a multiple of 8 rows): four rows of x share
+// each transposed tile; a single row works on four blocks at once (four independent add chains).
+void rows_blocks(float* y, const float* x, int ldx, const float* w, int ldw, const float* b, int N,
+                 int K, int splits, Storage out, int m0, int m1, int n0, int n1) {
+  int m = m0;
+  for (; m + 4 <= m1; m += 4) {
+    float* ym = y + static_cast<size_t>(m) * N;
+    const float* xm = x + static_cast<size_t>(m) * ldx;
+    for (int n = n0; n < n1; n += 8) run_tile<4, 1>(ym, xm, ldx, w, ldw, b, N, K, splits, out, n);
+  }
+  for (; m < m1; ++m) {
+    float* ym = y + static_cast<size_t>(m) * N;
+    const float* xm = x + static_cast<size_t>(m) * ldx;
+    int n = n0;
+    for (; n + 32 <= n1; n += 32) run_tile<1, 4>(ym, xm, ldx, w, ldw, b, N, K, splits, out, n);
+    for (; n < n1; n += 8) run_tile<1, 1>(ym, xm, ldx, w, ldw, b, N, K, splits, out, n);
+  }
+}
+
+}  // namespace
+
+bool gemm_lanes_available() {
+  static const bool ok = __builtin_cpu_supports("avx2");
+  return ok;
+}
+
+void matmul_f32_lanes(float* y, const float* x, int ldx, const float* w, int ldw, const float* b,
+                      int M, int N, int K, int splits, Storage out, int n_begin, int n_end) {
+  constexpr int kRowTile = 32;  // rows of x kept hot while a range of weight rows streams past
+  for (int m0 = 0; m0 < M; m0 += kRowTile) {
+    rows_blocks(y, x, ldx, w, ldw, b, N, K, splits, out, m0, std::min(M, m0 + kRowTile), n_begin,
+                n_end);
+  }
+}
+
+#else  // not x86-64: the scalar loops serve (ops_cpu.cpp never calls the stub)
+
+bool gemm_lanes_available() {
+  return false;
+}
+void matmul_f32_lanes(float*, const float*, int, const float*, int, const float*, int, int, int,
+                      int, Storage, int, int) {}
+
+#endif
+
+}  // namespace ds::ops

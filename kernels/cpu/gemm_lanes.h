@@ -1,0 +1,20 @@
+// The fast float GEMM of the CPU reference: eight output features per AVX2 register, each lane
+// summing its own dot product in exactly the order of the scalar loop (docs/numerics.md,
+// "Vectorised and threaded execution"), so the results are those of ops_cpu.cpp's matmul bit
+// for bit. Row-major (N, K) weights are used where they lie (no packing): eight rows are loaded
+// eight k at a time and transposed in registers.
+#pragma once
+
+#include "common/float_formats.h"
+
+namespace ds::ops {
+
+// true when this CPU runs the AVX2 kernel (checked once, at run time).
+bool gemm_lanes_available();
+
+// Output features [n_begin, n_end) of y = x w^T (+ b) in float, K cut into `splits` parts as in
+// ops::matmul (fp32 accumulation only), the result rounded to `out`. Needs gemm_lanes_available().
+void matmul_f32_lanes(float* y, const float* x, int ldx, const float* w, int ldw, const float* b,
+                      int M, int N, int K, int splits, Storage out, int n_begin, int n_end);
+
+}  // namespace ds::ops
