@@ -4,6 +4,8 @@
 // a wake-up each.
 #include <immintrin.h>
 
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -117,6 +119,9 @@ void set_cpu_threads(int n) {
 int cpu_threads() {
   const int n = g_threads.load();
   if (n > 0) return n;
+  // the CPUs this process may run on (taskset, a Slurm or container cpuset), else every core
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
   const unsigned hw = std::thread::hardware_concurrency();
   return hw > 0 ? static_cast<int>(hw) : 1;
 }

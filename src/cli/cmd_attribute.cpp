@@ -72,7 +72,8 @@ h5::Elem storage_elem(const std::string& dtype) {
 
 int run_attribute(const AttributeArgs& args) {
   const RunConfig& rc = args.run.config;
-  check_attribution_device(rc);  // before validate, which would look for the CUDA module
+  check_attribution_device(rc);
+  apply_threads(args.run);  // before validate, which would look for the CUDA module
   validate(rc);
   if (print_dry_run(args.run)) return 0;
   const auto a = trace::TraceReader::open(args.a);

@@ -113,6 +113,7 @@ void check_outputs(const std::vector<fs::path>& outputs, bool force) {
 
 int run_demo(const CLI::App& cmd, DemoArgs& a) {
   const auto [ca, cb] = run_configs(cmd, a);
+  apply_threads(a.run);
   if (a.run.dry_run) {
     fmt::print("# run A\n{}\n# run B\n{}", to_toml(ca), to_toml(cb));
     return 0;

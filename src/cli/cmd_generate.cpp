@@ -47,6 +47,7 @@ class TextStreamer {
 int run_generate(const GenerateArgs& a) {
   const RunConfig& rc = a.run.config;
   validate(rc);
+  apply_threads(a.run);
   if (print_dry_run(a.run)) return 0;
   // A text prompt needs a tokenizer; with --prompt-ids and none found, the output is ids too.
   LoadedModel lm = load_model_and_prompt(a.model, /*need_tokenizer=*/false);

@@ -37,6 +37,7 @@ struct RunArgs {
 int run_run(const RunArgs& a) {
   const RunConfig& rc = a.run.config;
   validate(rc);
+  apply_threads(a.run);
   if (print_dry_run(a.run)) return 0;
   if (a.output.empty()) {
     throw Error("run needs an output file", "pass -o trace.h5");

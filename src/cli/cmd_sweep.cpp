@@ -97,6 +97,7 @@ std::string names_of(const SweepState& s, const std::vector<size_t>& idx) {
 int run_sweep(const SweepArgs& a) {
   if (a.output.empty()) throw Error("sweep needs an output directory", "pass -o DIR");
   if (a.jobs < 1) throw Error(fmt::format("-j {} must be >= 1", a.jobs), "-j takes N >= 1");
+  apply_threads(a.run);
   if (a.samples < 0) throw Error(fmt::format("--samples {} must be >= 1", a.samples));
   if (!a.slurm && (!a.slurm_opt.partition.empty() || a.slurm_opt.gpus_per_task != 0 ||
                    !a.slurm_opt.time.empty())) {

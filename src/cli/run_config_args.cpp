@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "common/error.h"
+#include "kernels/cpu/cpu_exec.h"
 
 namespace ds {
 
@@ -67,6 +68,20 @@ void add_run_config_options(CLI::App& cmd, RunConfigArgs& a) {
       ->capture_default_str()->group(g);
   cmd.add_option("--tf32", c.tf32, "GPU only: TF32 tensor cores for fp32 cuBLAS GEMMs: off, on")->capture_default_str()->group(g);
   cmd.add_flag("--dry-run", a.dry_run, "print the resolved configuration and exit");
+  // Not a field of RunConfig: threads change the speed of the CPU backend, never its numbers.
+  cmd.add_option("--threads", a.threads,
+                 "threads of the CPU backend (default: every core this process may use); any N "
+                 "gives the same bits")
+      ->type_name("N");
+}
+
+void apply_threads(const RunConfigArgs& a) {
+  if (!a.threads) return;
+  if (*a.threads < 1) {
+    throw Error(fmt::format("--threads {} must be >= 1", *a.threads),
+                "--threads takes N >= 1; without it the CPU backend uses every core");
+  }
+  ops::set_cpu_threads(*a.threads);
 }
 
 void apply_config_file(CLI::App& cmd, const RunConfigArgs& a) {
@@ -87,7 +102,7 @@ void apply_config_file(CLI::App& cmd, const RunConfigArgs& a) {
     std::string name = item.name;
     for (char& ch : name) ch = ch == '_' ? '-' : ch;
     CLI::Option* op = cmd.get_option_no_throw("--" + name);
-    if (op == nullptr || name == "config" || name == "dry-run") {
+    if (op == nullptr || name == "config" || name == "dry-run" || name == "threads") {
       throw Error(fmt::format("{}: unknown key '{}'", a.config_file, item.fullname()),
                   "keys are run-config fields: dtype, accum, batch, gemm_policy, split_k, tp, ...");
     }
@@ -104,7 +119,7 @@ void apply_config_file(CLI::App& cmd, const RunConfigArgs& a) {
 RunConfig with_given_flags(const CLI::App& cmd, RunConfig base,
                            const std::function<bool(const std::string&)>& pick) {
   CLI::App scratch;
-  RunConfigArgs r{base, {}, false};
+  RunConfigArgs r{base, {}, false, {}};
   add_run_config_options(scratch, r);
   for (CLI::Option* op : scratch.get_options()) {
     if (op->get_lnames().empty() || op->get_expected_min() == 0) continue;  // --help, --dry-run
@@ -120,7 +135,7 @@ RunConfig with_given_flags(const CLI::App& cmd, RunConfig base,
 RunConfig with_config_file(RunConfig base, const std::string& file) {
   if (file.empty()) return base;
   CLI::App scratch;
-  RunConfigArgs r{base, file, false};
+  RunConfigArgs r{base, file, false, {}};
   add_run_config_options(scratch, r);
   apply_config_file(scratch, r);
   return r.config;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "src/run/run_config.h"
@@ -17,9 +18,14 @@ struct RunConfigArgs {
   RunConfig config;
   std::string config_file;
   bool dry_run = false;
+  std::optional<int> threads;  // --threads: CPU backend threads (not part of the configuration)
 };
 
 void add_run_config_options(CLI::App& cmd, RunConfigArgs& args);
+
+// Sets the CPU backend's threads from --threads when given; throws ds::Error for N < 1. Every
+// command that runs the model calls it first.
+void apply_threads(const RunConfigArgs& args);
 
 // Applies --config FILE (TOML; keys are the field names, with '_' or '-') to the options of
 // `cmd` that were not given on the command line: flags win over the file. Throws ds::Error

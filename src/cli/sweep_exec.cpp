@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -14,6 +15,7 @@
 #include <map>
 
 #include "common/error.h"
+#include "kernels/cpu/cpu_exec.h"
 
 namespace ds {
 namespace {
@@ -78,7 +80,10 @@ void run_local(const std::filesystem::path& dir, SweepState& s, const std::vecto
   while (next < todo.size() || !running.empty()) {
     while (next < todo.size() && static_cast<int>(running.size()) < jobs) {
       const SweepEntry& e = s.entries[todo[next]];
-      const pid_t pid = spawn(run_argv(dir, s, e), dir / "logs" / (e.name + ".log"));
+      // the CPU threads (--threads, else every core) shared among the runs going at once
+      std::vector<std::string> argv = run_argv(dir, s, e);
+      argv.insert(argv.end(), {"--threads", std::to_string(std::max(1, ops::cpu_threads() / jobs))});
+      const pid_t pid = spawn(argv, dir / "logs" / (e.name + ".log"));
       running[pid] = {todo[next], std::chrono::steady_clock::now()};
       ++next;
     }

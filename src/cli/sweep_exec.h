@@ -15,7 +15,8 @@ namespace ds {
 std::vector<std::string> run_argv(const std::filesystem::path& dir, const SweepState& s,
                                   const SweepEntry& e);
 
-// Runs the entries at `todo` (indices into s.entries), `jobs` at a time, each with its stdout and
+// Runs the entries at `todo` (indices into s.entries), `jobs` at a time (each with --threads the
+// CPU threads / jobs), each with its stdout and
 // stderr in DIR/logs/<name>.log; sets each one's status to done or missing. Prints one line per
 // finished configuration on stderr unless `quiet`.
 void run_local(const std::filesystem::path& dir, SweepState& s, const std::vector<size_t>& todo,
