@@ -1,5 +1,7 @@
 // Loader for Hugging Face model directories: config.json + model.safetensors (or sharded index).
 // Every tensor's name, dtype and shape is checked against the config before use.
+#include <bit>
+#include <cstdint>
 #include <fstream>
 #include <set>
 
@@ -21,7 +23,8 @@ class TensorLoader {
  public:
   explicit TensorLoader(const SafetensorsCheckpoint& ck) : ck_(ck) {}
 
-  std::vector<float> load(const std::string& name, std::vector<int64_t> shape) {
+  // F32 tensors stored 4-byte aligned are mapped in place; the rest are converted to owned values.
+  WeightTensor load(const std::string& name, std::vector<int64_t> shape) {
     const TensorInfo& t = ck_.get(name);
     if (t.shape != shape) {
       throw Error(fmt::format("tensor '{}' has shape [{}], the config implies [{}]", name,
@@ -33,6 +36,13 @@ class TensorLoader {
     }
     dtypes_.insert(dtype_name(t.dtype));
     used_.insert(name);
+    if constexpr (std::endian::native == std::endian::little) {
+      const auto addr = reinterpret_cast<std::uintptr_t>(t.data.data());
+      if (t.dtype == TensorDtype::F32 && addr % alignof(float) == 0) {
+        return WeightTensor::view(ck_.mapping_of(t), reinterpret_cast<const float*>(t.data.data()),
+                                  static_cast<size_t>(t.numel()));
+      }
+    }
     return SafetensorsCheckpoint::to_f32(t);
   }
 

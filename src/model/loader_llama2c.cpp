@@ -4,6 +4,7 @@
 // RoPE: llama2.c rotates interleaved pairs (2i, 2i+1); the runtime uses the Hugging Face
 // half-split layout (i, i + head_dim/2), so q/k rows are permuted here, once, at load.
 #include <cstring>
+#include <memory>
 
 #include <fmt/format.h>
 
@@ -19,7 +20,7 @@ namespace {
 
 // Row r = h*hd + 2i + j (interleaved) moves to h*hd + j*hd/2 + i (half-split), as in the
 // Hugging Face conversion script's permute().
-std::vector<float> interleaved_to_half_split(const std::vector<float>& w, int n_heads, int head_dim,
+std::vector<float> interleaved_to_half_split(const WeightTensor& w, int n_heads, int head_dim,
                                              int cols) {
   std::vector<float> out(w.size());
   const int half = head_dim / 2;
@@ -28,7 +29,7 @@ std::vector<float> interleaved_to_half_split(const std::vector<float>& w, int n_
       for (int j = 0; j < 2; ++j) {
         const size_t src = static_cast<size_t>(h * head_dim + 2 * i + j) * cols;
         const size_t dst = static_cast<size_t>(h * head_dim + j * half + i) * cols;
-        std::memcpy(&out[dst], &w[src], sizeof(float) * cols);
+        std::memcpy(&out[dst], w.data() + src, sizeof(float) * cols);
       }
     }
   }
@@ -87,33 +88,32 @@ Model load_llama2c_model(const fs::path& bin) {
 
   check_load_memory(c, src);
 
-  const std::byte* p = bytes.data() + 7 * 4;
+  // The float32 values are used where they lie in the mapping (the file's 28-byte header keeps
+  // them 4-byte aligned); only wq and wk are copied, to permute their rows.
+  auto mapping = std::make_shared<const MappedFile>(std::move(file));
+  const float* p = reinterpret_cast<const float*>(mapping->bytes().data() + 7 * 4);
   auto take = [&](size_t n) {
-    std::vector<float> v(n);
-    std::memcpy(v.data(), p, n * 4);
-    p += n * 4;
-    return v;
+    const float* at = p;
+    p += n;
+    return WeightTensor::view(mapping, at, n);
   };
-  // llama2.c stores each kind for all layers together: take them, then split per layer.
-  auto split = [&](std::vector<float> all, size_t per_layer, auto member) {
-    for (size_t l = 0; l < L; ++l) {
-      (m.weights.layers[l].*member)
-          .assign(all.begin() + l * per_layer, all.begin() + (l + 1) * per_layer);
-    }
+  // llama2.c stores each kind for all layers together: one view per layer.
+  auto split = [&](size_t per_layer, auto member) {
+    for (size_t l = 0; l < L; ++l) (m.weights.layers[l].*member) = take(per_layer);
   };
   m.weights.layers.resize(L);
   m.weights.embed = take(V * D);
-  split(take(L * D), D, &LayerWeights::attn_norm);
-  split(take(L * Q * D), Q * D, &LayerWeights::wq);
-  split(take(L * KV * D), KV * D, &LayerWeights::wk);
-  split(take(L * KV * D), KV * D, &LayerWeights::wv);
-  split(take(L * D * Q), D * Q, &LayerWeights::wo);
-  split(take(L * D), D, &LayerWeights::mlp_norm);
-  split(take(L * F * D), F * D, &LayerWeights::w_gate);  // w1
-  split(take(L * D * F), D * F, &LayerWeights::w_down);  // w2
-  split(take(L * F * D), F * D, &LayerWeights::w_up);    // w3
+  split(D, &LayerWeights::attn_norm);
+  split(Q * D, &LayerWeights::wq);
+  split(KV * D, &LayerWeights::wk);
+  split(KV * D, &LayerWeights::wv);
+  split(D * Q, &LayerWeights::wo);
+  split(D, &LayerWeights::mlp_norm);
+  split(F * D, &LayerWeights::w_gate);  // w1
+  split(D * F, &LayerWeights::w_down);  // w2
+  split(F * D, &LayerWeights::w_up);    // w3
   m.weights.final_norm = take(D);
-  p += S * HS * 4;  // skip freq_cis_real and freq_cis_imag (S * HS/2 floats each)
+  p += S * HS;  // skip freq_cis_real and freq_cis_imag (S * HS/2 floats each)
   if (!c.tied_embeddings) m.weights.lm_head = take(V * D);
 
   for (auto& lw : m.weights.layers) {

@@ -8,25 +8,27 @@
 #include <vector>
 
 #include "src/model/config.h"
+#include "src/model/weight_tensor.h"
 
 namespace ds {
 
 // Weights of one decoder layer; matrices are row-major [out_features, in_features] as in
-// Hugging Face (y = x W^T). q/k rows are in the half-split RoPE layout.
+// Hugging Face (y = x W^T). q/k rows are in the half-split RoPE layout. Float32 values stored as
+// such in the file are mapped, not copied (weight_tensor.h).
 struct LayerWeights {
-  std::vector<float> attn_norm;             // (dim)
-  std::vector<float> wq, wk, wv;            // (q_dim, dim), (kv_dim, dim), (kv_dim, dim)
-  std::vector<float> bq, bk, bv;            // (q_dim), (kv_dim), (kv_dim); empty without qkv_bias
-  std::vector<float> wo;                    // (dim, q_dim)
-  std::vector<float> mlp_norm;              // (dim)
-  std::vector<float> w_gate, w_up, w_down;  // (hidden_dim, dim), (hidden_dim, dim), (dim, hidden_dim)
+  WeightTensor attn_norm;             // (dim)
+  WeightTensor wq, wk, wv;            // (q_dim, dim), (kv_dim, dim), (kv_dim, dim)
+  WeightTensor bq, bk, bv;            // (q_dim), (kv_dim), (kv_dim); empty without qkv_bias
+  WeightTensor wo;                    // (dim, q_dim)
+  WeightTensor mlp_norm;              // (dim)
+  WeightTensor w_gate, w_up, w_down;  // (hidden_dim, dim), (hidden_dim, dim), (dim, hidden_dim)
 };
 
 struct ModelWeights {
-  std::vector<float> embed;       // (vocab, dim)
+  WeightTensor embed;       // (vocab, dim)
   std::vector<LayerWeights> layers;
-  std::vector<float> final_norm;  // (dim)
-  std::vector<float> lm_head;     // (vocab, dim); empty when tied to embed
+  WeightTensor final_norm;  // (dim)
+  WeightTensor lm_head;     // (vocab, dim); empty when tied to embed
 };
 
 enum class ModelFormat { HuggingFace, Llama2c };
@@ -39,7 +41,7 @@ struct Model {
   std::vector<std::filesystem::path> weight_files; // the files the weights came from
   std::string weight_dtype;                        // "F32", "BF16", "F16" or "mixed"
 
-  const std::vector<float>& classifier() const {
+  const WeightTensor& classifier() const {
     return weights.lm_head.empty() ? weights.embed : weights.lm_head;
   }
 };

@@ -66,7 +66,7 @@ TensorDtype parse_dtype(const std::string& s, const std::string& where) {
 }  // namespace
 
 void SafetensorsCheckpoint::add_file(const fs::path& file) {
-  auto map = std::make_unique<MappedFile>(file);
+  auto map = std::make_shared<const MappedFile>(file);
   auto bytes = map->bytes();
   if (bytes.size() < 8) corrupt(file, fmt::format("{} bytes, too short for a header", bytes.size()));
   uint64_t n = 0;
@@ -169,6 +169,14 @@ const TensorInfo& SafetensorsCheckpoint::get(const std::string& name) const {
                 "the config.json and the weights do not match, or the file is incomplete");
   }
   return it->second;
+}
+
+std::shared_ptr<const MappedFile> SafetensorsCheckpoint::mapping_of(const TensorInfo& t) const {
+  for (const auto& m : maps_) {
+    const auto b = m->bytes();
+    if (t.data.data() >= b.data() && t.data.data() + t.data.size() <= b.data() + b.size()) return m;
+  }
+  return nullptr;
 }
 
 std::vector<float> SafetensorsCheckpoint::to_f32(const TensorInfo& t) {

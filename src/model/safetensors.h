@@ -44,10 +44,13 @@ class SafetensorsCheckpoint {
 
   // Converts a tensor to float32 (exact for F32/BF16/F16; F64 is rounded to nearest).
   static std::vector<float> to_f32(const TensorInfo& t);
+  // The mapping that holds a tensor of this checkpoint (sharing it keeps the bytes valid after
+  // this object is gone).
+  std::shared_ptr<const MappedFile> mapping_of(const TensorInfo& t) const;
 
  private:
   void add_file(const std::filesystem::path& file);
-  std::vector<std::unique_ptr<MappedFile>> maps_;
+  std::vector<std::shared_ptr<const MappedFile>> maps_;
   std::vector<std::filesystem::path> files_;
   std::map<std::string, TensorInfo> tensors_;
 };

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
+#include <type_traits>
 
 #include "common/error.h"
 #include "kernels/ops.h"
@@ -74,10 +76,14 @@ class CpuBackend {
     std::vector<T> v;
     T* ptr(size_t offset) { return v.data() + offset; }
   };
+  // A weight used in place: the model's float32 values (mapped from the file, or the loader's
+  // own copy) when they are what this precision computes from, else this backend's rounded copy.
   struct Weight {
-    std::vector<T> v;
-    const T* ptr(size_t offset = 0) const { return v.data() + offset; }
-    bool empty() const { return v.empty(); }
+    std::shared_ptr<const void> owner;  // keeps the values valid
+    const T* values = nullptr;
+    size_t n = 0;
+    const T* ptr(size_t offset = 0) const { return values + offset; }
+    bool empty() const { return n == 0; }
   };
 
   CpuBackend(const Numerics& nx, const ModelConfig& c)
@@ -88,8 +94,15 @@ class CpuBackend {
         vocab_(c.vocab_size) {}
 
   // Weights are stored rounded to the precision's weight format; rope tables are not rounded.
-  Weight upload(const std::vector<float>& host) const { return {narrow(host, weights_)}; }
-  Weight upload_table(const std::vector<double>& host) const { return {narrow(host, Storage::native)}; }
+  Weight upload(const WeightTensor& host) const {
+    if constexpr (std::is_same_v<T, float>) {
+      if (weights_ == Storage::native) return {host.owner(), host.data(), host.size()};
+    }
+    return narrow(host.begin(), host.end(), weights_);
+  }
+  Weight upload_table(const std::vector<double>& host) const {
+    return narrow(host.begin(), host.end(), Storage::native);
+  }
   void resize(Buf& b, size_t n) const { b.v.resize(n); }
   void resize_zeroed(Buf& b, size_t n) const { b.v.assign(n, T(0)); }
   void ready() const {}
@@ -142,11 +155,11 @@ class CpuBackend {
   }
 
  private:
-  template <typename U>
-  static std::vector<T> narrow(const std::vector<U>& host, Storage s) {
-    std::vector<T> out(host.begin(), host.end());
-    ops::round_to(out.data(), out.size(), s);
-    return out;
+  template <typename It>
+  static Weight narrow(It begin, It end, Storage s) {
+    auto out = std::make_shared<std::vector<T>>(begin, end);
+    ops::round_to(out->data(), out->size(), s);
+    return {out, out->data(), out->size()};
   }
 
   Numerics nx_;
@@ -165,11 +178,15 @@ std::unique_ptr<Runtime> make_cpu_runtime(const Model& model, const Numerics& nu
   const int elem = numerics.dtype == DType::fp64 ? 8 : 4;  // weights, activations and KV as T
   const uint64_t kv = kv_bytes_per_token(model.config, elem) * static_cast<uint64_t>(capacity) *
                       static_cast<uint64_t>(std::max(1, slots));
-  check_memory(fmt::format("the CPU runtime ({} of weights at {} bytes a value, and a KV cache of "
-                           "{} positions x {} sequences: {})",
-                           format_bytes(weight_bytes_f32(model.config) / 4 * elem), elem, capacity,
-                           slots, format_bytes(kv)),
-               weight_bytes_f32(model.config) / 4 * elem + kv,
+  // fp32 uses the model's float32 weights in place; every other precision keeps its own copy
+  const bool in_place = numerics.dtype == DType::fp32;
+  const uint64_t weights = in_place ? 0 : weight_bytes_f32(model.config) / 4 * elem;
+  const std::string weight_part =
+      in_place ? std::string("the model's float32 weights used in place")
+               : fmt::format("{} of weights at {} bytes a value", format_bytes(weights), elem);
+  check_memory(fmt::format("the CPU runtime ({}, and a KV cache of {} positions x {} sequences: {})",
+                           weight_part, capacity, slots, format_bytes(kv)),
+               weights + kv,
                "a shorter --max-new or a smaller --batch shrinks the KV cache; or use a machine "
                "with more memory");
   if (numerics.dtype == DType::fp64) {

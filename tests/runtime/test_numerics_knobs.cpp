@@ -217,8 +217,10 @@ namespace {
 // The same model as a bf16 checkpoint (how real checkpoints are distributed): every weight
 // rounded to bf16 once.
 ds::Model as_bf16_checkpoint(ds::Model m) {
-  auto r = [](std::vector<float>& v) {
+  auto r = [](ds::WeightTensor& t) {
+    std::vector<float> v = t.to_vector();
     for (float& x : v) x = ds::round_to_bf16(x);
+    t = std::move(v);
   };
   r(m.weights.embed);
   r(m.weights.final_norm);

@@ -57,10 +57,11 @@ class CudaBackend {
   CudaBackend(const CudaBackend&) = delete;
   CudaBackend& operator=(const CudaBackend&) = delete;
 
-  Weight upload(const std::vector<float>& host) const { return upload_as(host, w_t_); }
+  Weight upload(const WeightTensor& host) const { return upload_as(host.data(), host.size(), w_t_); }
   // rope tables: fp32, as the CPU reference's float tables
   Weight upload_table(const std::vector<double>& host) const {
-    return upload_as(std::vector<float>(host.begin(), host.end()), Storage::native);
+    const std::vector<float> f(host.begin(), host.end());
+    return upload_as(f.data(), f.size(), Storage::native);
   }
   void resize(Buf& b, size_t n) const {
     b.elem = storage_bytes(a_t_);
@@ -228,12 +229,12 @@ class CudaBackend {
   }
 
  private:
-  static Weight upload_as(const std::vector<float>& host, Storage t) {
+  static Weight upload_as(const float* host, size_t n, Storage t) {
     Weight w;
     w.t = t;
-    if (host.empty()) return w;
-    w.mem.ensure(host.size() * storage_bytes(t));
-    cuda::upload(w.mem.get(), host.data(), host.size(), t);
+    if (n == 0) return w;
+    w.mem.ensure(n * storage_bytes(t));
+    cuda::upload(w.mem.get(), host, n, t);
     return w;
   }
 

@@ -1,0 +1,73 @@
+// Float32 weights are used where they lie in the checkpoint file (issue 20): views into the
+// mapping, checked against the file's bytes read independently; copies only where the layout
+// changes (llama2.c wq/wk, permuted to the half-split RoPE layout) or the dtype does (BF16).
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "src/model/model.h"
+#include "tests/support/paths.h"
+#include "tests/support/synthetic_checkpoint.h"
+#include "tests/support/temp_dir.h"
+
+namespace {
+
+std::vector<char> file_bytes(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+TEST_CASE("llama2.c fp32 weights are mapped, wq and wk copied to permute their rows",
+          "[model][mapping]") {
+  const ds::Model m = ds::load_model(ds::test::stories_bin());
+  const auto bytes = file_bytes(ds::test::stories_bin());
+  const auto& c = m.config;
+  // embed starts right after the 28-byte header; wv of layer 0 after embed, the attention norms,
+  // every wq and every wk (llama2.c stores each kind for all layers together)
+  const size_t D = c.dim, L = c.n_layers, V = c.vocab_size, Q = c.q_dim(), KV = c.kv_dim();
+  const size_t wv0 = 28 + 4 * (V * D + L * D + L * Q * D + L * KV * D);
+  CHECK(m.weights.embed.mapped());
+  CHECK(m.weights.layers[0].wv.mapped());
+  CHECK(m.weights.layers[1].w_down.mapped());
+  CHECK(m.weights.final_norm.mapped());
+  CHECK_FALSE(m.weights.layers[0].wq.mapped());
+  CHECK_FALSE(m.weights.layers[0].wk.mapped());
+  REQUIRE(bytes.size() > wv0 + 4 * KV * D);
+  CHECK(std::memcmp(m.weights.embed.data(), bytes.data() + 28, 4 * V * D) == 0);
+  CHECK(std::memcmp(m.weights.layers[0].wv.data(), bytes.data() + wv0, 4 * KV * D) == 0);
+}
+
+TEST_CASE("safetensors F32 weights are mapped; BF16 ones converted to owned float32",
+          "[model][mapping]") {
+  ds::test::TempDir dir;
+  ds::test::SyntheticSpec spec;
+  spec.tied = false;
+  const auto ref32 = ds::test::write_synthetic_checkpoint(dir.path() / "f32", spec);
+  spec.dtype = ds::test::StorageDtype::BF16;
+  const auto ref16 = ds::test::write_synthetic_checkpoint(dir.path() / "bf16", spec);
+  const ds::Model a = ds::load_model(dir.path() / "f32");
+  const ds::Model b = ds::load_model(dir.path() / "bf16");
+  CHECK(a.weights.embed.mapped());
+  CHECK(a.weights.layers[1].w_gate.mapped());
+  CHECK(a.weights.lm_head.mapped());
+  CHECK(a.weights.layers[1].w_gate == ref32.weights.layers[1].gate_proj);
+  CHECK_FALSE(b.weights.embed.mapped());
+  CHECK_FALSE(b.weights.layers[1].w_gate.mapped());
+  CHECK(b.weights.layers[1].w_gate == ref16.weights.layers[1].gate_proj);
+}
+
+TEST_CASE("mapped weights outlive the model they were loaded into", "[model][mapping]") {
+  ds::WeightTensor wv;
+  {
+    const ds::Model m = ds::load_model(ds::test::stories_bin());
+    wv = m.weights.layers[0].wv;
+  }
+  REQUIRE(wv.mapped());
+  // read after the model (and its loader's mapping handle) is gone: the same values as a new load
+  const ds::Model again = ds::load_model(ds::test::stories_bin());
+  CHECK(std::memcmp(wv.data(), again.weights.layers[0].wv.data(), 4 * wv.size()) == 0);
+}
