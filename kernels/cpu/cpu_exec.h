@@ -24,9 +24,10 @@ enum class CpuKernels {
 void set_cpu_kernels(CpuKernels k);
 CpuKernels cpu_kernels();
 
-// Runs fn(begin, end) over [0, n) cut into at most cpu_threads() contiguous ranges, at least
-// `grain` items each, the calling thread taking the first; returns when all have finished.
-// Never nested: a call from inside fn runs inline.
+// Runs fn(begin, end) over [0, n) cut into contiguous chunks (up to 4 per thread, at least `grain`
+// items each) that the calling thread and the pool's threads take in turn; returns when all have
+// finished. fn must give the same result whichever thread runs a chunk. Never nested: a call from
+// inside fn runs inline, as does everything with one thread or CpuKernels::reference.
 void parallel_for(size_t n, size_t grain, const std::function<void(size_t, size_t)>& fn);
 
 }  // namespace ds::ops
