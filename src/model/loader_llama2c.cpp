@@ -91,6 +91,7 @@ Model load_llama2c_model(const fs::path& bin) {
   // The float32 values are used where they lie in the mapping (the file's 28-byte header keeps
   // them 4-byte aligned); only wq and wk are copied, to permute their rows.
   auto mapping = std::make_shared<const MappedFile>(std::move(file));
+  mapping->populate();
   const float* p = reinterpret_cast<const float*>(mapping->bytes().data() + 7 * 4);
   auto take = [&](size_t n) {
     const float* at = p;

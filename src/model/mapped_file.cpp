@@ -40,6 +40,15 @@ MappedFile::MappedFile(const std::filesystem::path& path) : path_(path) {
   ::close(fd);
 }
 
+void MappedFile::populate() const {
+  if (data_ == nullptr) return;
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22  // Linux 5.14
+#endif
+  void* p = const_cast<std::byte*>(data_);
+  if (::madvise(p, size_, MADV_POPULATE_READ) != 0) ::madvise(p, size_, MADV_WILLNEED);
+}
+
 MappedFile::MappedFile(MappedFile&& other) noexcept
     : path_(std::move(other.path_)),
       data_(std::exchange(other.data_, nullptr)),

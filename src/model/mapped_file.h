@@ -19,6 +19,9 @@ class MappedFile {
   MappedFile& operator=(MappedFile&&) = delete;
 
   std::span<const std::byte> bytes() const { return {data_, size_}; }
+  // Maps every page now (MADV_POPULATE_READ; read-ahead where the kernel lacks it) instead of one
+  // page fault at a time on first use: for files about to be read whole, such as weights.
+  void populate() const;
   size_t size() const { return size_; }
   const std::filesystem::path& path() const { return path_; }
 
