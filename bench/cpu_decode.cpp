@@ -217,8 +217,13 @@ int main(int argc, char** argv) {
                                                      : fmt::format("   ({:.1f}x the reference loops)", tps / ref_tps));
   }
   ds::ops::set_cpu_kernels(ds::ops::CpuKernels::simd);
+  fmt::print("\nprefill 512 tokens, fp32:");
+  for (int threads : {1, all}) {
+    ds::ops::set_cpu_threads(threads);
+    fmt::print("  {} thread(s) {:.1f} GFLOP/s;", threads, prefill_gflops(m, 512));
+  }
+  fmt::print("\n");
   ds::ops::set_cpu_threads(all);
-  fmt::print("\nprefill 512 tokens, fp32, {} threads: {:.1f} GFLOP/s\n", all, prefill_gflops(m, 512));
 
   const double budget_mib = 1.2 * bytes / 1048576.0 + 64;
   std::vector<std::pair<std::string, std::string>> exes = {{"this build", DRIFTSCOPE_EXE}};

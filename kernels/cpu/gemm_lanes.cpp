@@ -4,6 +4,7 @@
 #include "kernels/cpu/gemm_lanes.h"
 
 #include <algorithm>
+#include <vector>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -16,6 +17,9 @@ namespace ds::ops {
 namespace {
 
 #define DS_AVX2 __attribute__((target("avx2"), always_inline)) inline
+
+// From this many rows of x on, blocks are packed once and reused by every row (prefill).
+constexpr int kPackRows = 8;
 
 // r[j] <- (r[0][j], ..., r[7][j]): column j of the 8x8 tile (the standard unpack/shuffle/permute).
 DS_AVX2 void transpose8(__m256 r[8]) {
@@ -114,6 +118,67 @@ __attribute__((target("avx2"))) void run_tile(float* y, const float* x, int ldx,
   store<MR, NB>(y + n, N, b != nullptr ? b + n : nullptr, out, total);
 }
 
+// Eight weight rows transposed into `pk` (K, 8): pk[8k + i] = w[i][k], so one load gives the
+// column the lanes need at k. Packed once per block and reused by every row of x.
+__attribute__((target("avx2"))) void pack_block(float* pk, const float* w, int ldw, int K) {
+  int k = 0;
+  for (; k + 8 <= K; k += 8) {
+    __m256 r[8];
+    for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(w + static_cast<size_t>(i) * ldw + k);
+    transpose8(r);
+    for (int j = 0; j < 8; ++j) _mm256_storeu_ps(pk + 8 * static_cast<size_t>(k + j), r[j]);
+  }
+  for (; k < K; ++k) {
+    for (int i = 0; i < 8; ++i) pk[8 * static_cast<size_t>(k) + i] = w[static_cast<size_t>(i) * ldw + k];
+  }
+}
+
+// As tile(), from packed blocks: per k one load per block, shared by the MR rows of x.
+template <int MR, int NB>
+__attribute__((target("avx2"))) void tile_packed(const float* x, int ldx, const float* const pk[NB],
+                                                 int K, int splits, __m256 total[MR][NB]) {
+  const int base = K / splits, extra = K % splits;
+  for (int m = 0; m < MR; ++m)
+    for (int b = 0; b < NB; ++b) total[m][b] = _mm256_setzero_ps();
+  int k0 = 0;
+  for (int c = 0; c < splits; ++c) {
+    const int k1 = k0 + base + (c < extra ? 1 : 0);
+    __m256 acc[MR][NB];
+    for (int m = 0; m < MR; ++m)
+      for (int b = 0; b < NB; ++b) acc[m][b] = _mm256_setzero_ps();
+    for (int k = k0; k < k1; ++k) {
+      __m256 col[NB];
+      for (int b = 0; b < NB; ++b) col[b] = _mm256_loadu_ps(pk[b] + 8 * static_cast<size_t>(k));
+      for (int m = 0; m < MR; ++m) {
+        const float xv = x[static_cast<size_t>(m) * ldx + k];
+        for (int b = 0; b < NB; ++b) acc[m][b] = mul_add(acc[m][b], xv, col[b]);
+      }
+    }
+    for (int m = 0; m < MR; ++m)
+      for (int b = 0; b < NB; ++b) total[m][b] = c == 0 ? acc[m][b] : _mm256_add_ps(total[m][b], acc[m][b]);
+    k0 = k1;
+  }
+}
+
+// Every row of x against NB packed blocks starting at output feature n.
+template <int NB>
+__attribute__((target("avx2"))) void rows_packed(float* y, const float* x, int ldx,
+                                                 const float* const pk[NB], const float* b, int M,
+                                                 int N, int K, int splits, Storage out, int n) {
+  const float* bias = b != nullptr ? b + n : nullptr;
+  int m = 0;
+  for (; m + 4 <= M; m += 4) {
+    __m256 total[4][NB];
+    tile_packed<4, NB>(x + static_cast<size_t>(m) * ldx, ldx, pk, K, splits, total);
+    store<4, NB>(y + static_cast<size_t>(m) * N + n, N, bias, out, total);
+  }
+  for (; m < M; ++m) {
+    __m256 total[1][NB];
+    tile_packed<1, NB>(x + static_cast<size_t>(m) * ldx, ldx, pk, K, splits, total);
+    store<1, NB>(y + static_cast<size_t>(m) * N + n, N, bias, out, total);
+  }
+}
+
 // Rows [m0, m1) of x against weight rows [n0, n1) (a multiple of 8 rows): four rows of x share
 // each transposed tile; a single row works on four blocks at once (four independent add chains).
 void rows_blocks(float* y, const float* x, int ldx, const float* w, int ldw, const float* b, int N,
@@ -142,6 +207,23 @@ bool gemm_lanes_available() {
 
 void matmul_f32_lanes(float* y, const float* x, int ldx, const float* w, int ldw, const float* b,
                       int M, int N, int K, int splits, Storage out, int n_begin, int n_end) {
+  if (M >= kPackRows) {
+    // many rows of x (prefill): pack two blocks at a time once, stream every row over them
+    thread_local std::vector<float> packed;
+    packed.resize(16 * static_cast<size_t>(std::max(1, K)));
+    const float* const pk[2] = {packed.data(), packed.data() + 8 * static_cast<size_t>(K)};
+    int n = n_begin;
+    for (; n + 16 <= n_end; n += 16) {
+      pack_block(packed.data(), w + static_cast<size_t>(n) * ldw, ldw, K);
+      pack_block(packed.data() + 8 * static_cast<size_t>(K), w + static_cast<size_t>(n + 8) * ldw, ldw, K);
+      rows_packed<2>(y, x, ldx, pk, b, M, N, K, splits, out, n);
+    }
+    for (; n < n_end; n += 8) {
+      pack_block(packed.data(), w + static_cast<size_t>(n) * ldw, ldw, K);
+      rows_packed<1>(y, x, ldx, pk, b, M, N, K, splits, out, n);
+    }
+    return;
+  }
   constexpr int kRowTile = 32;  // rows of x kept hot while a range of weight rows streams past
   for (int m0 = 0; m0 < M; m0 += kRowTile) {
     rows_blocks(y, x, ldx, w, ldw, b, N, K, splits, out, m0, std::min(M, m0 + kRowTile), n_begin,

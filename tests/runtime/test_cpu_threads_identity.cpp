@@ -1,6 +1,7 @@
 // The vectorised, threaded CPU backend gives the bits of the scalar one-thread loops (issue 20):
-// logits and every hidden site of a prefill (13 rows, so the GEMM takes its 4-row tiles and a
-// remainder) and four decode steps, on the bundled llama2.c model, a `synth` Hugging Face
+// logits and every hidden site of a prefill of 13 rows (the GEMM's packed path: 4-row tiles and a
+// remainder), a chunk of 5 rows (the in-register transposed path with a 4-row tile) and three
+// decode steps (one row), on the bundled llama2.c model, a `synth` Hugging Face
 // checkpoint and a qwen2 checkpoint with biases whose sizes are not multiples of 8, in every
 // precision, with split-K, tp (ring and tree) and split-KV set, and with fp16 accumulation. The
 // reference is CpuKernels::reference: the loops of ops_cpu.cpp as written, on one thread (whose
@@ -28,7 +29,7 @@ struct Outputs {
   std::map<std::string, std::vector<float>> hidden;  // site -> rows
 };
 
-// One prefill of 13 tokens, then 4 single-token decode steps, with every site tapped.
+// A prefill of 13 tokens, a chunk of 5, then 3 single-token decode steps, every site tapped.
 Outputs run_passes(const ds::Model& m, const ds::Numerics& nx) {
   auto rt = ds::make_cpu_runtime(m, nx, 32);
   ds::test::CaptureHook hook;
@@ -40,9 +41,13 @@ Outputs run_passes(const ds::Model& m, const ds::Numerics& nx) {
   std::vector<double> logits;
   rt->forward(prompt, 0, logits);
   o.logits = logits;
-  for (int s = 0; s < 4; ++s) {
+  std::vector<int32_t> chunk;
+  for (int i = 0; i < 5; ++i) chunk.push_back((i * 29 + 3) % V);
+  rt->forward(chunk, 13, logits);
+  o.logits.insert(o.logits.end(), logits.begin(), logits.end());
+  for (int s = 0; s < 3; ++s) {
     const int32_t tok = (s * 53 + 11) % V;
-    rt->forward(std::span<const int32_t>(&tok, 1), 13 + s, logits);
+    rt->forward(std::span<const int32_t>(&tok, 1), 18 + s, logits);
     o.logits.insert(o.logits.end(), logits.begin(), logits.end());
   }
   o.hidden = std::move(hook.by_site);
