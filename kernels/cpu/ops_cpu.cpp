@@ -182,7 +182,8 @@ namespace {
 template <typename T>
 void attention_head(T* out, const T* q, const T* k_cache, const T* v_cache, const int* positions,
                     int n_heads, int n_kv_heads, int head_dim, int window, T scale,
-                    const AttnNumerics& a, int r, int h, T* scratch, std::vector<T>& part) {
+                    const AttnNumerics& a, int r, int h, T* scratch, std::vector<T>& part,
+                    bool lanes) {
   const int group = n_heads / n_kv_heads;
   const size_t q_stride = static_cast<size_t>(n_heads) * head_dim;
   const size_t kv_stride = static_cast<size_t>(n_kv_heads) * head_dim;
@@ -193,7 +194,19 @@ void attention_head(T* out, const T* q, const T* k_cache, const T* v_cache, cons
   const T* qh = q + r * q_stride + static_cast<size_t>(h) * head_dim;
   const size_t kv_off = static_cast<size_t>(h / group) * head_dim;
   T* oh = out + r * q_stride + static_cast<size_t>(h) * head_dim;
-  for (int t = t0; t <= p; ++t) {
+  // the scores: one key per SIMD lane when fast (each lane's dot product over d in order, as below)
+  int t_scalar = t0;
+  if constexpr (std::is_same_v<T, float>) {
+    if (lanes && !a.accum_f16 && n_keys >= 8) {
+      const int vec = n_keys / 8 * 8;
+      matmul_f32_lanes(scratch + t0, qh, head_dim, k_cache + t0 * kv_stride + kv_off,
+                       static_cast<int>(kv_stride), nullptr, 1, n_keys, head_dim, 1,
+                       Storage::native, 0, vec);
+      for (int t = t0; t < t0 + vec; ++t) scratch[t] = scratch[t] * scale;
+      t_scalar = t0 + vec;
+    }
+  }
+  for (int t = t_scalar; t <= p; ++t) {
     scratch[t] = dot(qh, k_cache + t * kv_stride + kv_off, 0, head_dim, a.accum_f16) * scale;
   }
   if (splits == 1) {
@@ -208,7 +221,11 @@ void attention_head(T* out, const T* q, const T* k_cache, const T* v_cache, cons
     for (int d = 0; d < head_dim; ++d) oh[d] = 0;
     for (int t = t0; t <= p; ++t) {
       const T* vt = v_cache + t * kv_stride + kv_off;
-      for (int d = 0; d < head_dim; ++d) oh[d] = acc_add(oh[d], scratch[t] * vt[d], a.accum_f16);
+      if (a.accum_f16) {
+        for (int d = 0; d < head_dim; ++d) oh[d] = acc_add(oh[d], scratch[t] * vt[d], true);
+      } else {  // independent per d: the compiler vectorises it with the same roundings
+        for (int d = 0; d < head_dim; ++d) oh[d] = oh[d] + scratch[t] * vt[d];
+      }
     }
     round_to(oh, head_dim, a.out);
     return;
@@ -229,7 +246,11 @@ void attention_head(T* out, const T* q, const T* k_cache, const T* v_cache, cons
       l += e;
       const T ep = rnd(e, a.p_round);
       const T* vt = v_cache + t * kv_stride + kv_off;
-      for (int d = 0; d < head_dim; ++d) pc[2 + d] = acc_add(pc[2 + d], ep * vt[d], a.accum_f16);
+      if (a.accum_f16) {
+        for (int d = 0; d < head_dim; ++d) pc[2 + d] = acc_add(pc[2 + d], ep * vt[d], true);
+      } else {
+        for (int d = 0; d < head_dim; ++d) pc[2 + d] = pc[2 + d] + ep * vt[d];
+      }
     }
     pc[0] = m;
     pc[1] = l;
@@ -259,12 +280,13 @@ void attention(T* out, const T* q, const T* k_cache, const T* v_cache, int rows,
     for (int r = 0; r < rows; ++r) {
       for (int h = 0; h < n_heads; ++h) {
         attention_head(out, q, k_cache, v_cache, positions, n_heads, n_kv_heads, head_dim, window,
-                       scale, a, r, h, scratch, part);
+                       scale, a, r, h, scratch, part, false);
       }
     }
     return;
   }
   // (row, head) pairs split across threads, each with its own scores and partials
+  const bool lanes = cpu_kernels() == CpuKernels::simd && gemm_lanes_available();
   const int max_pos = rows > 0 ? *std::max_element(positions, positions + rows) : 0;
   const size_t work = static_cast<size_t>(max_pos + 1) * head_dim * 2;
   parallel_for(static_cast<size_t>(rows) * n_heads, grain_for(work), [&](size_t i0, size_t i1) {
@@ -274,7 +296,7 @@ void attention(T* out, const T* q, const T* k_cache, const T* v_cache, int rows,
     for (size_t i = i0; i < i1; ++i) {
       attention_head(out, q, k_cache, v_cache, positions, n_heads, n_kv_heads, head_dim, window,
                      scale, a, static_cast<int>(i / n_heads), static_cast<int>(i % n_heads),
-                     scores.data(), part);
+                     scores.data(), part, lanes);
     }
   });
 }
