@@ -348,7 +348,7 @@ void TraceWriter::handle(StepRecord& m) {
   SeqState& s = *it->second;
   if (fail_after_steps_ >= 0 && steps_written_ >= fail_after_steps_) {
     flush(s);  // what came before the failing step reaches the disk, as it would have
-    if (file_->kernels.is_open()) file_->kernels.flush(file_->swmr.id());
+    flush_kernels();
     throw Error("No space left on device (injected by DRIFTSCOPE_TRACE_FAIL_AFTER_STEPS)");
   }
   // The step's layout: new sites or the first logits need datasets, so a structure window.
@@ -486,15 +486,19 @@ void TraceWriter::handle(End& m) {
 
 void TraceWriter::handle(Kernels& m) {
   file_->kernels.add(std::move(m.records));
-  if (file_->kernels.buffered() >= kFlushKernelRows) {
-    if (!file_->kernels.is_open()) {
-      with_structure([&](hid_t f) {
-        file_->kernels.create(f);
-        file_->kernels.close();
-      });
-    }
-    file_->kernels.flush(file_->swmr.id());
+  if (file_->kernels.buffered() >= kFlushKernelRows) flush_kernels();
+}
+
+// Appends the buffered kernel records, creating /kernels (in a structure window) with the first.
+void TraceWriter::flush_kernels() {
+  if (file_->kernels.buffered() == 0) return;
+  if (!file_->kernels.is_open()) {
+    with_structure([&](hid_t f) {
+      file_->kernels.create(f);
+      file_->kernels.close();
+    });
   }
+  file_->kernels.flush(file_->swmr.id());
 }
 
 // Cuts every dataset of the sequence back to the last fully written step.
@@ -521,13 +525,7 @@ void TraceWriter::rollback(SeqState& s) {
 // raised to them and reaches the file too. A reader of a file cut at any moment trusts
 // gen_len: the rows it counts were on disk before it was written.
 void TraceWriter::flush_point() {
-  if (file_->kernels.buffered() > 0 && !file_->kernels.is_open()) {
-    with_structure([&](hid_t f) {
-      file_->kernels.create(f);
-      file_->kernels.close();
-    });
-  }
-  if (file_->kernels.is_open()) file_->kernels.flush(file_->swmr.id());
+  flush_kernels();
   DS_H5(H5Fflush(file_->swmr.id(), H5F_SCOPE_GLOBAL));
   bool marked = false;
   for (auto& [i, s] : seqs_) {

@@ -119,6 +119,7 @@ class TraceWriter {
   void rollback(SeqState& s);
   void maybe_flush(bool force);
   void flush_point();
+  void flush_kernels();
   void commit(SeqState& s);
   void with_structure(const std::function<void(int64_t file)>& create);  // hid_t
   void close_all();
