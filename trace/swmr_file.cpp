@@ -8,6 +8,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "common/error.h"
@@ -56,14 +57,11 @@ SwmrFile::SwmrFile(const fs::path& path) : path_(path) {
   const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
   reserve_fd_ = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
   if (reserve_fd_ >= 0) {
-    bool held = false;
-    for (long long bytes : kReserveBytes) {
-      if (::posix_fallocate(reserve_fd_, 0, bytes) == 0) {
-        held = true;
-        break;
-      }
-    }
-    if (!held) release_reserve();
+    // A sixteenth of the free space, between 256 KiB and 16 MiB: on a small disk the reserve
+    // must not take the room the steps need.
+    const long long free = free_bytes();
+    const long long bytes = std::clamp(free / 16, kReserveMinBytes, kReserveMaxBytes);
+    if (free < 0 || ::posix_fallocate(reserve_fd_, 0, bytes) != 0) release_reserve();
   }
 }
 

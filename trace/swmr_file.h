@@ -48,7 +48,7 @@ class SwmrFile {
   int reserve_fd_ = -1;
 };
 
-// Disk space set aside by SwmrFile (tried in this order until fallocate succeeds).
-inline constexpr long long kReserveBytes[] = {16ll << 20, 4ll << 20, 1ll << 20};
+// Disk space set aside by SwmrFile: a sixteenth of the free space, within these bounds.
+inline constexpr long long kReserveMinBytes = 256ll << 10, kReserveMaxBytes = 16ll << 20;
 
 }  // namespace ds::trace

@@ -348,7 +348,7 @@ void TraceWriter::handle(StepRecord& m) {
   SeqState& s = *it->second;
   if (fail_after_steps_ >= 0 && steps_written_ >= fail_after_steps_) {
     flush(s);  // what came before the failing step reaches the disk, as it would have
-    flush_kernels();
+    flush_point();
     throw Error("No space left on device (injected by DRIFTSCOPE_TRACE_FAIL_AFTER_STEPS)");
   }
   // The step's layout: new sites or the first logits need datasets, so a structure window.
@@ -579,8 +579,10 @@ bool TraceWriter::finish(bool complete, const std::string& stop_reason) {
   return !failed();
 }
 
-// The end of the file: after a failure, what was written before it is committed if it can
-// still reach the disk (the reserve given back first). Then one last plain-mode window writes
+// The end of the file: after a failure nothing more is committed (HDF5 may have dropped the
+// chunk whose write failed, so rows written since the last flush point are not trusted) and the
+// open datasets are cut back to their committed rows (best effort). Then one last plain-mode
+// window, with the reserve given back, writes
 // the string attributes (stop reasons, complete, error), creates the groups of sequences that
 // never got a step, and cuts every dataset to its committed rows; a clean close clears the SWMR
 // flags. If even that cannot be done, the file stays as the last flush point left it.
@@ -588,14 +590,13 @@ void TraceWriter::finish_file(bool complete, const std::string& stop_reason, boo
   file_->swmr.release_reserve();
   if (!ok) {
     file_->kernels.discard();  // after a write failure nothing more is written
-    try {
-      DS_H5(H5Fflush(file_->swmr.id(), H5F_SCOPE_GLOBAL));
-      for (auto& [i, s] : seqs_) {
-        if (s->created && !s->ended && s->rows != s->committed_rows) commit(*s);
-      }
-      DS_H5(H5Fflush(file_->swmr.id(), H5F_SCOPE_GLOBAL));
-    } catch (const std::exception&) {
+    for (auto& [i, s] : seqs_) {
+      if (!s->created || s->ended) continue;
+      s->rows = s->committed_rows;
+      s->n_tokens = s->committed_tokens;
+      rollback(*s);
     }
+    H5Fflush(file_->swmr.id(), H5F_SCOPE_GLOBAL);  // errors ignored: the commit marks stand
   }
   constexpr long long kWindowBytes = 256 << 10;  // the last window writes some KiB of metadata
   const long long free = file_->swmr.free_bytes();

@@ -157,18 +157,18 @@ TEST_CASE("run killed with SIGKILL at 20 random moments: the file opens, committ
 
 namespace {
 
-// Runs `sh -c script` with a fresh tmpfs of `size` mounted on `mnt`, in a private mount
+// Runs the shell script `script` (a file) with a fresh tmpfs of `size` mounted on `mnt`, in a private mount
 // namespace: an unprivileged user namespace first, else (as root) a plain mount namespace.
 // Returns false, with the reason, when neither can be had.
-bool run_on_tmpfs(const std::string& size, const fs::path& mnt, const std::string& script,
+bool run_on_tmpfs(const std::string& size, const fs::path& mnt, const fs::path& script,
                   std::string& why_not) {
   const std::string inner =
-      fmt::format("mount -t tmpfs -o size={} tmpfs '{}' && {}", size, mnt.string(), script);
+      fmt::format("mount -t tmpfs -o size={} tmpfs '{}' && sh '{}'", size, mnt.string(), script.string());
   for (const char* unshare : {"unshare --user --map-root-user --mount", "unshare --mount"}) {
     const std::string probe = fmt::format("{} sh -c 'mount -t tmpfs -o size=64k tmpfs \"{}\"' "
                                           ">/dev/null 2>&1", unshare, mnt.string());
     if (std::system(probe.c_str()) != 0) continue;
-    const std::string cmd = fmt::format("{} sh -c \"{}\"", unshare, inner);
+    const std::string cmd = fmt::format("{} sh -c \"{}\"", unshare, inner);  // no $ in inner
     const int rc = std::system(cmd.c_str());
     if (rc != 0) {
       why_not = fmt::format("'{}' failed ({})", cmd, rc);
@@ -208,9 +208,10 @@ TEST_CASE("run on a full disk: exit 2 with one line, no crash, the file opens wi
     const fs::path rc = dir.path() / fmt::format("rc_{}.txt", size);
     std::string cmd;
     for (const auto& a : run_args(prompts, mnt / "t.h5")) cmd += "'" + a + "' ";
-    const std::string script =
-        fmt::format("{} 2>'{}'; echo $? >'{}'; cp '{}' '{}' 2>/dev/null; true", cmd, err.string(),
-                    rc.string(), (mnt / "t.h5").string(), out.string());
+    const fs::path script = dir.path() / "script.sh";
+    std::ofstream(script) << fmt::format("{} 2>'{}'\necho $? >'{}'\ncp '{}' '{}' 2>/dev/null\ntrue\n",
+                                         cmd, err.string(), rc.string(),
+                                         (mnt / "t.h5").string(), out.string());
     std::string why_not;
     if (!run_on_tmpfs(size, mnt, script, why_not)) {
       WARN("skipped: " << why_not);
