@@ -51,6 +51,15 @@ TraceReader TraceReader::open(const fs::path& path) {
     // the documented way to open it (docs/trace-format.md "Crash consistency").
     fid = H5Fopen(path.c_str(), H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
   }
+  if (fid < 0 && !locked_by_a_writer(path)) {
+    // Killed inside one of the writer's short plain-mode windows: the flags say "open for
+    // write". Read-only, ignoring them (what `h5clear -s` does, without writing the file).
+    h5::Id fapl(DS_H5_ID(H5Pcreate(H5P_FILE_ACCESS)));
+    hbool_t ignore_flags = 1;  // HDF5's property behind h5clear (H5F_ACS_CLEAR_STATUS_FLAGS_NAME)
+    if (H5Pset(fapl.get(), "clear_status_flags", &ignore_flags) >= 0) {
+      fid = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get());
+    }
+  }
   if (fid < 0) {
     if (locked_by_a_writer(path)) {
       throw Error(fmt::format("trace '{}' is in use: a run is still writing it", path.string()),
