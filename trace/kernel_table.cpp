@@ -44,16 +44,7 @@ void KernelTableWriter::flush(hid_t file) {
   if (buf_.empty()) return;
   const int64_t n = static_cast<int64_t>(buf_.size());
   try {
-    if (!pass_) {
-      pass_ = h5::create_growing(file, column_path("pass"), h5::Elem::I32, 0, kChunkRows);
-      site_ = h5::create_growing_strings(file, column_path("site"), kChunkRows);
-      op_ = h5::create_growing_strings(file, column_path("op"), kChunkRows);
-      name_ = h5::create_growing_strings(file, column_path("name"), kChunkRows);
-      grid_ = h5::create_growing(file, column_path("grid"), h5::Elem::I32, 3, kChunkRows);
-      block_ = h5::create_growing(file, column_path("block"), h5::Elem::I32, 3, kChunkRows);
-      duration_ =
-          h5::create_growing(file, column_path("duration_ns"), h5::Elem::I64, 0, kChunkRows);
-    }
+    if (!pass_) create(file);
     std::vector<int32_t> pass, grid, block;
     std::vector<int64_t> duration;
     std::vector<std::string> site, op, name;
@@ -87,6 +78,35 @@ void KernelTableWriter::flush(hid_t file) {
   }
   rows_ += n;
 }
+
+void KernelTableWriter::create(hid_t file) {
+  pass_ = h5::create_growing(file, column_path("pass"), h5::Elem::I32, 0, kChunkRows);
+  site_ = h5::create_growing_strings(file, column_path("site"), kChunkRows);
+  op_ = h5::create_growing_strings(file, column_path("op"), kChunkRows);
+  name_ = h5::create_growing_strings(file, column_path("name"), kChunkRows);
+  grid_ = h5::create_growing(file, column_path("grid"), h5::Elem::I32, 3, kChunkRows);
+  block_ = h5::create_growing(file, column_path("block"), h5::Elem::I32, 3, kChunkRows);
+  duration_ = h5::create_growing(file, column_path("duration_ns"), h5::Elem::I64, 0, kChunkRows);
+}
+
+void KernelTableWriter::open(hid_t file) {
+  auto open_column = [&](const char* c) {
+    return h5::Id(DS_H5_ID(H5Dopen2(file, column_path(c).c_str(), H5P_DEFAULT)));
+  };
+  pass_ = open_column("pass");
+  site_ = open_column("site");
+  op_ = open_column("op");
+  name_ = open_column("name");
+  grid_ = open_column("grid");
+  block_ = open_column("block");
+  duration_ = open_column("duration_ns");
+}
+
+void KernelTableWriter::close() {
+  for (h5::Id* d : {&pass_, &site_, &op_, &name_, &grid_, &block_, &duration_}) d->reset();
+}
+
+bool KernelTableWriter::exists_in(hid_t file) const { return has_kernel_table(file); }
 
 void KernelTableWriter::rollback() {
   for (const h5::Id* d : {&pass_, &site_, &op_, &name_, &grid_, &block_, &duration_}) {

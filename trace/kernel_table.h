@@ -26,6 +26,13 @@ class KernelTableWriter {
   void flush(hid_t file);
   // Drops the buffered rows (after a write failure nothing more is written).
   void discard() { buf_.clear(); }
+  // The columns: created (empty) in a file without them, or opened; closed (so that the file can
+  // be closed and reopened: the trace writer's SWMR mode creates nothing, see swmr_file.h).
+  void create(hid_t file);
+  void open(hid_t file);
+  void close();
+  bool is_open() const { return static_cast<bool>(pass_); }
+  bool exists_in(hid_t file) const;
 
  private:
   void rollback();

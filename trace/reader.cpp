@@ -44,7 +44,22 @@ TraceReader TraceReader::open(const fs::path& path) {
     throw Error(fmt::format("'{}' is not an HDF5 file", path.string()),
                 "a driftscope trace is the .h5 file written by `driftscope run`");
   }
-  const hid_t fid = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  hid_t fid = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (fid < 0 && !locked_by_a_writer(path)) {
+    // A run killed (or stopped by a full disk) while its file was in SWMR write mode leaves
+    // the file-consistency flags set, and HDF5 then refuses a plain open; SWMR read mode is
+    // the documented way to open it (docs/trace-format.md "Crash consistency").
+    fid = H5Fopen(path.c_str(), H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
+  }
+  if (fid < 0 && !locked_by_a_writer(path)) {
+    // Killed inside one of the writer's short plain-mode windows: the flags say "open for
+    // write". Read-only, ignoring them (what `h5clear -s` does, without writing the file).
+    h5::Id fapl(DS_H5_ID(H5Pcreate(H5P_FILE_ACCESS)));
+    hbool_t ignore_flags = 1;  // HDF5's property behind h5clear (H5F_ACS_CLEAR_STATUS_FLAGS_NAME)
+    if (H5Pset(fapl.get(), "clear_status_flags", &ignore_flags) >= 0) {
+      fid = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get());
+    }
+  }
   if (fid < 0) {
     if (locked_by_a_writer(path)) {
       throw Error(fmt::format("trace '{}' is in use: a run is still writing it", path.string()),
@@ -52,7 +67,8 @@ TraceReader TraceReader::open(const fs::path& path) {
                   "readable, complete=0)");
     }
     throw Error(fmt::format("cannot open '{}' (damaged HDF5 file?)", path.string()),
-                "a run killed with SIGKILL may leave an unreadable file; Ctrl-C and SIGTERM do not");
+                "the file is damaged, or was cut short by something other than a killed run (a "
+                "driftscope run killed at any moment leaves a file that opens)");
   }
   TraceReader r;
   r.path_ = path;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 
 #include "common/error.h"
@@ -12,6 +13,7 @@
 #include "trace/h5.h"
 #include "trace/kernel_table.h"
 #include "trace/schema.h"
+#include "trace/swmr_file.h"
 #include "trace/topk.h"
 
 namespace fs = std::filesystem;
@@ -35,34 +37,53 @@ const char* hidden_dtype_name(Storage d) {
 }
 
 struct WriterFile {
-  h5::Id file;
-  KernelTableWriter kernels;  // /kernels, created on the first non-empty flush
+  explicit WriterFile(const fs::path& path) : swmr(path) {}
+  SwmrFile swmr;
+  KernelTableWriter kernels;  // /kernels, created with its first rows
   std::chrono::steady_clock::time_point last_flush = std::chrono::steady_clock::now();
 };
 
-// Per-sequence datasets, how many rows / tokens are on disk (consistent across datasets), and
-// the steps received but not yet written: rows are written in batches (see flush_rows), so a
-// decode step does not cost one HDF5 write per dataset.
+// Per sequence: its layout, its open datasets (while it runs), how many rows / tokens are
+// written (consistent across datasets) and how many are committed (on disk before the last
+// flush point, and recorded in gen_len), and the steps received but not yet written: rows are
+// written in batches (see flush), so a decode step does not cost one HDF5 write per dataset.
 struct TraceWriter::SeqState {
+  int index = 0;
+  std::vector<int32_t> prompt;
+  bool created = false;  // its group and datasets exist in the file
+  bool ended = false;    // End seen: its datasets are closed
+  std::string stop_reason = "running";
+  // layout: hidden sites in the first step's order with their widths; K = 0: no logits yet
+  std::vector<std::pair<std::string, int>> site_order;
+  int K = 0, V = 0;
+  // open while the sequence runs
   h5::Id group;
   std::map<std::string, h5::Id> hidden;  // site -> dataset
   h5::Id tokens, topk_ids, topk_logits, lse, full;
-  int64_t rows = 0;
-  int64_t n_tokens = 0;
-  int prompt_len = 0;
+  int64_t rows = 0, n_tokens = 0;
+  int64_t committed_rows = 0, committed_tokens = 0;
   // buffered, not yet written
-  std::vector<std::pair<std::string, int>> site_order;  // site, width (first step's order)
   std::map<std::string, std::vector<float>> hidden_buf;
   std::vector<int32_t> ids_buf, tokens_buf;
   std::vector<float> vals_buf, lse_buf, full_buf;
   int64_t buffered_rows = 0;
-  int K = 0, V = 0;
+  size_t buffered_bytes = 0;
+
+  std::string path() const { return "seq/" + std::to_string(index); }
+  void close_ids() {
+    group.reset();
+    for (auto& [site, d] : hidden) d.reset();
+    hidden.clear();
+    for (h5::Id* d : {&tokens, &topk_ids, &topk_logits, &lse, &full}) d->reset();
+  }
 };
 
 namespace {
 
-// Rows buffered per sequence before they are written (also written every 0.5 s and at the end).
+// Rows buffered per sequence before they are written (also written every 0.5 s and at the end),
+// and bytes: a step of a large model with full logits is megabytes.
 constexpr int64_t kFlushRows = 64;
+constexpr size_t kFlushBytes = 4u << 20;
 // Kernel records buffered before they are written (also every 0.5 s and at the end): a few
 // forward passes of a large model.
 constexpr size_t kFlushKernelRows = 4096;
@@ -84,7 +105,49 @@ h5::Elem hidden_elem(Storage d) {
 
 }  // namespace
 
+namespace {
+
+// HDF5 calls H5Eset_auto's function on every failing API call; this one keeps the error stack
+// (per thread: the library is thread-safe) so a failure can show it under --verbose instead of
+// HDF5 printing it to the user's terminal.
+thread_local std::string tl_hdf5_stack;
+
+herr_t keep_hdf5_stack(hid_t stack, void*) {
+  char* buf = nullptr;
+  size_t len = 0;
+  if (FILE* f = open_memstream(&buf, &len)) {
+    H5Eprint2(stack, f);
+    std::fclose(f);
+    tl_hdf5_stack.assign(buf, len);
+    std::free(buf);
+  }
+  return 0;
+}
+
+void keep_hdf5_errors_in_this_thread() {
+  H5Eset_auto2(H5E_DEFAULT, keep_hdf5_stack, nullptr);
+  tl_hdf5_stack.clear();
+}
+
+// HDF5 closes every open file when the process exits (atexit). After a write failure that
+// close writes to a full disk again and can crash after main returned (issue 17); the writer
+// closes its file itself, so the library's exit handler is not needed. Effective only before the
+// library's first use, hence at static initialisation of every program that links the writer.
+const bool kNoHdf5Atexit = [] {
+  H5dont_atexit();
+  return true;
+}();
+
+size_t message_bytes(const StepRecord& m) {
+  size_t b = sizeof(m) + m.logits.size() * sizeof(double) + m.new_tokens.size() * 4;
+  for (const auto& h : m.hidden) b += sizeof(h) + h.site.size() + h.values.size() * sizeof(float);
+  return b;
+}
+
+}  // namespace
+
 TraceWriter::TraceWriter(WriterOptions options, RunInfo info) : opt_(std::move(options)) {
+  (void)kNoHdf5Atexit;
   h5::silence_errors();
   if (opt_.topk < 1) throw Error(fmt::format("topk {} must be >= 1", opt_.topk), "--trace-topk takes N >= 1");
   if (fs::exists(opt_.path) && !opt_.force) {
@@ -95,26 +158,29 @@ TraceWriter::TraceWriter(WriterOptions options, RunInfo info) : opt_(std::move(o
     throw Error(fmt::format("folder '{}' does not exist", opt_.path.parent_path().string()));
   }
   if (const char* f = std::getenv("DRIFTSCOPE_TRACE_FAIL_AFTER_STEPS")) fail_after_steps_ = std::atoi(f);
-  file_ = std::make_unique<WriterFile>();
-  const hid_t fid = H5Fcreate(opt_.path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  if (fid < 0) {
-    throw Error(fmt::format("cannot create trace '{}'", opt_.path.string()),
+  keep_hdf5_errors_in_this_thread();
+  file_ = std::make_unique<WriterFile>(opt_.path);
+  try {
+    const hid_t root = file_->swmr.id();
+    h5::write_attr(root, "format", std::string(kFormatName));
+    h5::write_attr(root, "format_version", int64_t{kFormatVersion});
+    h5::write_attr(root, "tool_version", info.tool_version);
+    h5::write_attr(root, "complete", int64_t{0});
+    h5::write_attr(root, "stop_reason", std::string("running"));
+    {
+      h5::Id meta = h5::create_group(root, "meta");
+      h5::write_attr(meta.get(), "config_json", info.config_json);
+      h5::write_attr(meta.get(), "model_json", info.model_json);
+      h5::write_attr(meta.get(), "env_json", info.env_json);
+      h5::write_attr(meta.get(), "command_line", info.command_line);
+      h5::Id seq = h5::create_group(root, "seq");
+    }
+    file_->swmr.start_swmr();
+  } catch (const Error& e) {
+    file_.reset();
+    throw Error(fmt::format("cannot write trace '{}': {}", opt_.path.string(), e.what()),
                 "check that the folder is writable and the disk not full");
   }
-  file_->file = h5::Id(fid);
-  const hid_t root = file_->file.get();
-  h5::write_attr(root, "format", std::string(kFormatName));
-  h5::write_attr(root, "format_version", int64_t{kFormatVersion});
-  h5::write_attr(root, "tool_version", info.tool_version);
-  h5::write_attr(root, "complete", int64_t{0});
-  h5::write_attr(root, "stop_reason", std::string("running"));
-  h5::Id meta = h5::create_group(root, "meta");
-  h5::write_attr(meta.get(), "config_json", info.config_json);
-  h5::write_attr(meta.get(), "model_json", info.model_json);
-  h5::write_attr(meta.get(), "env_json", info.env_json);
-  h5::write_attr(meta.get(), "command_line", info.command_line);
-  h5::Id seq = h5::create_group(root, "seq");
-  DS_H5(H5Fflush(root, H5F_SCOPE_GLOBAL));
   thread_ = std::thread([this] { run(); });
 }
 
@@ -128,13 +194,21 @@ TraceWriter::~TraceWriter() {
 }
 
 void TraceWriter::push(Message m) {
+  size_t bytes = 64;
+  if (const auto* step = std::get_if<StepRecord>(&m)) bytes = message_bytes(*step);
+  if (const auto* k = std::get_if<Kernels>(&m)) bytes += k->records.size() * sizeof(KernelRecord);
   std::unique_lock lock(mu_);
-  not_full_.wait(lock, [&] { return queue_.size() < opt_.queue_steps || failed_; });
+  // Back-pressure in bytes and in messages; a message larger than the whole budget passes alone.
+  not_full_.wait(lock, [&] {
+    return failed_ || queue_.empty() ||
+           (queue_.size() < opt_.queue_steps && queued_bytes_ + bytes <= opt_.queue_bytes);
+  });
   if (failed_ && !std::holds_alternative<Stop>(m)) {
     throw Error(fmt::format("writing trace '{}' failed: {}", opt_.path.string(), error_),
                 "the trace keeps every step written before the failure (complete=0)");
   }
-  queue_.push_back(std::move(m));
+  queued_bytes_ += bytes;
+  queue_.emplace_back(std::move(m), bytes);
   not_empty_.notify_one();
 }
 
@@ -159,13 +233,36 @@ std::string TraceWriter::error() const {
   return error_;
 }
 
+std::string TraceWriter::error_detail() const {
+  std::lock_guard lock(mu_);
+  return error_detail_;
+}
+
+void TraceWriter::fail(const std::exception& e) {
+  std::lock_guard lock(mu_);
+  if (!failed_) {
+    failed_ = true;
+    // The operating system's reason (e.g. "No space left on device") when HDF5 names one: the
+    // user's one line; the failed call and HDF5's whole stack are the detail (--verbose).
+    const std::string key = "error message = '";
+    const size_t at = tl_hdf5_stack.rfind(key);
+    const size_t end = at == std::string::npos ? at : tl_hdf5_stack.find('\'', at + key.size());
+    error_ = end != std::string::npos ? tl_hdf5_stack.substr(at + key.size(), end - at - key.size())
+                                      : std::string(e.what());
+    error_detail_ = std::string(e.what()) + "\n" + tl_hdf5_stack;
+  }
+  not_full_.notify_all();
+}
+
 void TraceWriter::run() {
+  keep_hdf5_errors_in_this_thread();
   while (true) {
     Message m;
     {
       std::unique_lock lock(mu_);
       not_empty_.wait(lock, [&] { return !queue_.empty(); });
-      m = std::move(queue_.front());
+      m = std::move(queue_.front().first);
+      queued_bytes_ -= queue_.front().second;
       queue_.pop_front();
       not_full_.notify_one();
     }
@@ -177,27 +274,72 @@ void TraceWriter::run() {
       }, m);
       maybe_flush(false);
     } catch (const std::exception& e) {
-      std::lock_guard lock(mu_);
-      failed_ = true;
-      error_ = e.what();
-      not_full_.notify_all();
+      fail(e);
     }
   }
 }
 
+namespace {
+
+// The group of a sequence, its attributes and its tokens dataset holding the prompt.
+void create_sequence(hid_t file, int index, const std::vector<int32_t>& prompt) {
+  h5::Id seq_group = h5::open_group(file, "seq");
+  h5::Id g = h5::create_group(seq_group.get(), std::to_string(index));
+  h5::Id tokens = h5::create_growing(g.get(), "tokens", h5::Elem::I32, 0, 4096);
+  h5::write_rows(tokens.get(), h5::Elem::I32, 0, static_cast<int64_t>(prompt.size()), 0,
+                 prompt.data());
+  h5::write_attr(g.get(), "prompt_len", static_cast<int64_t>(prompt.size()));
+  h5::write_attr(g.get(), "gen_len", int64_t{0});
+  h5::write_attr(g.get(), "stop_reason", std::string("running"));
+}
+
+h5::Id open_dataset(hid_t file, const std::string& path) {
+  return h5::Id(DS_H5_ID(H5Dopen2(file, path.c_str(), H5P_DEFAULT)));
+}
+
+}  // namespace
+
+// SWMR write mode creates nothing: the writer leaves it (closing every open object, reopening
+// the file in plain mode) for the few moments it creates groups, datasets or string attributes.
+void TraceWriter::with_structure(const std::function<void(int64_t)>& create) {
+  close_all();
+  file_->swmr.leave_swmr();
+  create(file_->swmr.id());
+  file_->swmr.start_swmr();
+  open_all();
+}
+
+void TraceWriter::close_all() {
+  for (auto& [i, s] : seqs_) s->close_ids();
+  file_->kernels.close();
+}
+
+void TraceWriter::open_all() {
+  const hid_t f = file_->swmr.id();
+  for (auto& [i, sp] : seqs_) {
+    SeqState& s = *sp;
+    if (!s.created || s.ended) continue;
+    s.group = h5::open_group(f, s.path());
+    s.tokens = open_dataset(f, s.path() + "/tokens");
+    for (const auto& [site, width] : s.site_order) {
+      s.hidden[site] = open_dataset(f, s.path() + "/hidden/" + site);
+    }
+    if (s.K > 0) {
+      s.topk_ids = open_dataset(f, s.path() + "/logits/topk_ids");
+      s.topk_logits = open_dataset(f, s.path() + "/logits/topk_logits");
+      s.lse = open_dataset(f, s.path() + "/logits/lse");
+      if (opt_.full_logits) s.full = open_dataset(f, s.path() + "/logits/full");
+    }
+  }
+  if (file_->kernels.exists_in(f)) file_->kernels.open(f);
+}
+
 void TraceWriter::handle(Begin& m) {
   auto s = std::make_unique<SeqState>();
-  h5::Id seq_group = h5::open_group(file_->file.get(), "seq");
-  s->group = h5::create_group(seq_group.get(), std::to_string(m.seq));
-  s->prompt_len = static_cast<int>(m.prompt.size());
-  s->tokens = h5::create_growing(s->group.get(), "tokens", h5::Elem::I32, 0, 4096);
-  h5::write_rows(s->tokens.get(), h5::Elem::I32, 0, static_cast<int64_t>(m.prompt.size()), 0,
-                 m.prompt.data());
-  s->n_tokens = static_cast<int64_t>(m.prompt.size());
-  h5::write_attr(s->group.get(), "prompt_len", int64_t{s->prompt_len});
-  h5::write_attr(s->group.get(), "gen_len", int64_t{0});
-  h5::write_attr(s->group.get(), "stop_reason", std::string("running"));
-  seqs_[m.seq] = std::move(s);
+  s->index = m.seq;
+  s->prompt = std::move(m.prompt);
+  s->n_tokens = s->committed_tokens = static_cast<int64_t>(s->prompt.size());
+  seqs_[m.seq] = std::move(s);  // created in the file with its first step (or at the end)
 }
 
 void TraceWriter::handle(StepRecord& m) {
@@ -206,18 +348,64 @@ void TraceWriter::handle(StepRecord& m) {
   SeqState& s = *it->second;
   if (fail_after_steps_ >= 0 && steps_written_ >= fail_after_steps_) {
     flush(s);  // what came before the failing step reaches the disk, as it would have
-    file_->kernels.flush(file_->file.get());
+    flush_point();
     throw Error("No space left on device (injected by DRIFTSCOPE_TRACE_FAIL_AFTER_STEPS)");
+  }
+  // The step's layout: new sites or the first logits need datasets, so a structure window.
+  bool new_layout = !s.created;
+  for (const auto& h : m.hidden) {
+    const bool known = std::any_of(s.site_order.begin(), s.site_order.end(),
+                                   [&](const auto& x) { return x.first == h.site; });
+    if (!known) {
+      s.site_order.emplace_back(h.site, h.width);
+      new_layout = true;
+    }
+  }
+  if (!m.logits.empty() && s.K == 0) {
+    s.V = m.vocab;
+    s.K = std::min(opt_.topk, s.V);
+    new_layout = true;
+  }
+  if (new_layout) {
+    with_structure([&](hid_t f) {
+      const h5::Elem he = hidden_elem(opt_.hidden_dtype);
+      // The other sequences begun with this one (a batch) get the same layout in the same
+      // window; a later step with other sites opens another.
+      for (auto& [i, tp] : seqs_) {
+        SeqState& t = *tp;
+        if (t.ended || (t.created && &t != &s)) continue;
+        if (&t != &s && t.site_order.empty() && t.K == 0) {
+          t.site_order = s.site_order;
+          t.K = s.K;
+          t.V = s.V;
+        }
+        if (!t.created) create_sequence(f, t.index, t.prompt);
+        t.created = true;
+        for (const auto& [site, width] : t.site_order) {
+          const std::string p = t.path() + "/hidden/" + site;
+          if (!h5::exists(f, p)) {
+            h5::create_growing(f, p, he, width, chunk_rows_for(width, h5::elem_size(he)));
+          }
+        }
+        if (t.K > 0 && !h5::exists(f, t.path() + "/logits/topk_ids")) {
+          const std::string p = t.path() + "/logits/";
+          h5::create_growing(f, p + "topk_ids", h5::Elem::I32, t.K, chunk_rows_for(t.K, 4));
+          h5::create_growing(f, p + "topk_logits", h5::Elem::F32, t.K, chunk_rows_for(t.K, 4));
+          h5::create_growing(f, p + "lse", h5::Elem::F32, 0, 4096);
+          if (opt_.full_logits) {
+            h5::create_growing(f, p + "full", h5::Elem::F32, t.V, chunk_rows_for(t.V, 4));
+          }
+        }
+      }
+    });
   }
   const int64_t n = m.n_rows;
   for (auto& h : m.hidden) {
-    auto [buf, added] = s.hidden_buf.try_emplace(h.site);
-    if (added) s.site_order.emplace_back(h.site, h.width);
-    buf->second.insert(buf->second.end(), h.values.begin(), h.values.end());
+    auto& buf = s.hidden_buf[h.site];
+    buf.insert(buf.end(), h.values.begin(), h.values.end());
+    s.buffered_bytes += h.values.size() * sizeof(float);
   }
   if (!m.logits.empty()) {
-    s.V = m.vocab;
-    s.K = std::min(opt_.topk, s.V);
     for (int64_t r = 0; r < n; ++r) {
       std::span<const double> row(m.logits.data() + r * s.V, static_cast<size_t>(s.V));
       TopK t = top_k(row, s.K);
@@ -225,16 +413,20 @@ void TraceWriter::handle(StepRecord& m) {
       for (double v : t.logits) s.vals_buf.push_back(static_cast<float>(v));
       s.lse_buf.push_back(static_cast<float>(log_sum_exp(row)));
     }
-    if (opt_.full_logits) s.full_buf.insert(s.full_buf.end(), m.logits.begin(), m.logits.end());
+    s.buffered_bytes += static_cast<size_t>(n) * (8 * s.K + 4);
+    if (opt_.full_logits) {
+      s.full_buf.insert(s.full_buf.end(), m.logits.begin(), m.logits.end());
+      s.buffered_bytes += m.logits.size() * sizeof(float);
+    }
   }
   s.tokens_buf.insert(s.tokens_buf.end(), m.new_tokens.begin(), m.new_tokens.end());
   s.buffered_rows += n;
   ++steps_written_;
-  if (s.buffered_rows >= kFlushRows) flush(s);
+  if (s.buffered_rows >= kFlushRows || s.buffered_bytes >= kFlushBytes) flush(s);
 }
 
-// Writes the buffered rows of a sequence to every dataset (creating them on first use). On
-// failure the datasets are cut back to the rows written before, and the error propagates.
+// Writes the buffered rows of a sequence to every dataset. On failure the datasets are cut back
+// to the rows written before (best effort), and the error propagates.
 void TraceWriter::flush(SeqState& s) {
   if (s.buffered_rows == 0 && s.tokens_buf.empty()) return;
   try {
@@ -242,12 +434,12 @@ void TraceWriter::flush(SeqState& s) {
     const h5::Elem he = hidden_elem(opt_.hidden_dtype);
     std::vector<uint16_t> bits;
     for (const auto& [site, width] : s.site_order) {
-      auto& d = s.hidden[site];
-      if (!d) {
-        d = h5::create_growing(s.group.get(), "hidden/" + site, he, width,
-                               chunk_rows_for(width, h5::elem_size(he)));
-      }
       const std::vector<float>& v = s.hidden_buf[site];
+      if (static_cast<int64_t>(v.size()) != n * width) {
+        throw Error(fmt::format("trace writer: site {} has {} values for {} rows of width {}",
+                                site, v.size(), n, width));
+      }
+      const h5::Id& d = s.hidden.at(site);
       if (he == h5::Elem::F32) {
         h5::write_rows(d.get(), he, at, n, width, v.data());
       } else {
@@ -257,17 +449,6 @@ void TraceWriter::flush(SeqState& s) {
       }
     }
     if (!s.lse_buf.empty()) {
-      if (!s.topk_ids) {
-        s.topk_ids = h5::create_growing(s.group.get(), "logits/topk_ids", h5::Elem::I32, s.K,
-                                        chunk_rows_for(s.K, 4));
-        s.topk_logits = h5::create_growing(s.group.get(), "logits/topk_logits", h5::Elem::F32,
-                                           s.K, chunk_rows_for(s.K, 4));
-        s.lse = h5::create_growing(s.group.get(), "logits/lse", h5::Elem::F32, 0, 4096);
-        if (opt_.full_logits) {
-          s.full = h5::create_growing(s.group.get(), "logits/full", h5::Elem::F32, s.V,
-                                      chunk_rows_for(s.V, 4));
-        }
-      }
       h5::write_rows(s.topk_ids.get(), h5::Elem::I32, at, n, s.K, s.ids_buf.data());
       h5::write_rows(s.topk_logits.get(), h5::Elem::F32, at, n, s.K, s.vals_buf.data());
       h5::write_rows(s.lse.get(), h5::Elem::F32, at, n, 0, s.lse_buf.data());
@@ -277,30 +458,47 @@ void TraceWriter::flush(SeqState& s) {
                    static_cast<int64_t>(s.tokens_buf.size()), 0, s.tokens_buf.data());
     s.rows += n;
     s.n_tokens += static_cast<int64_t>(s.tokens_buf.size());
-    h5::write_attr(s.group.get(), "gen_len", s.n_tokens - s.prompt_len);
   } catch (...) {
     rollback(s);
     throw;
   }
-  for (auto& [site, v] : s.hidden_buf) v.clear();
+  for (auto& [site, v] : s.hidden_buf) {
+    v.clear();
+    v.shrink_to_fit();  // a finished batch's buffers are not kept for the rest of the run
+  }
+  for (auto* v : {&s.vals_buf, &s.lse_buf, &s.full_buf}) v->clear();
   s.ids_buf.clear();
-  s.vals_buf.clear();
-  s.lse_buf.clear();
-  s.full_buf.clear();
   s.tokens_buf.clear();
   s.buffered_rows = 0;
+  s.buffered_bytes = 0;
 }
 
 void TraceWriter::handle(End& m) {
   auto it = seqs_.find(m.seq);
   if (it == seqs_.end()) return;
-  flush(*it->second);
-  h5::write_attr(it->second->group.get(), "stop_reason", m.stop_reason);
+  SeqState& s = *it->second;
+  s.stop_reason = m.stop_reason;  // written at the end: SWMR mode creates no string attribute
+  flush(s);
+  flush_point();  // the finished sequence is committed whole, then its datasets are closed
+  s.close_ids();
+  s.ended = true;
 }
 
 void TraceWriter::handle(Kernels& m) {
   file_->kernels.add(std::move(m.records));
-  if (file_->kernels.buffered() >= kFlushKernelRows) file_->kernels.flush(file_->file.get());
+  if (file_->kernels.buffered() >= kFlushKernelRows) flush_kernels();
+}
+
+// Appends the buffered kernel records, creating /kernels (in a structure window) with the first.
+void TraceWriter::flush_kernels() {
+  if (file_->kernels.buffered() == 0) return;
+  if (!file_->kernels.is_open()) {
+    with_structure([&](hid_t f) {
+      file_->kernels.create(f);
+      file_->kernels.close();
+    });
+  }
+  file_->kernels.flush(file_->swmr.id());
 }
 
 // Cuts every dataset of the sequence back to the last fully written step.
@@ -323,13 +521,36 @@ void TraceWriter::rollback(SeqState& s) {
   cut(s.tokens, s.n_tokens);
 }
 
+// A flush point: the rows written so far reach the file, then each sequence's gen_len is
+// raised to them and reaches the file too. A reader of a file cut at any moment trusts
+// gen_len: the rows it counts were on disk before it was written.
+void TraceWriter::flush_point() {
+  flush_kernels();
+  DS_H5(H5Fflush(file_->swmr.id(), H5F_SCOPE_GLOBAL));
+  bool marked = false;
+  for (auto& [i, s] : seqs_) {
+    if (s->created && !s->ended && s->n_tokens != s->committed_tokens) {
+      commit(*s);
+      marked = true;
+    }
+  }
+  if (marked) DS_H5(H5Fflush(file_->swmr.id(), H5F_SCOPE_GLOBAL));
+  file_->last_flush = std::chrono::steady_clock::now();
+}
+
+void TraceWriter::commit(SeqState& s) {
+  h5::write_attr(s.group.get(), "gen_len", s.n_tokens - static_cast<int64_t>(s.prompt.size()));
+  s.committed_rows = s.rows;
+  s.committed_tokens = s.n_tokens;
+}
+
 void TraceWriter::maybe_flush(bool force) {
   const auto now = std::chrono::steady_clock::now();
   if (force || now - file_->last_flush > std::chrono::milliseconds(500)) {
-    for (auto& [i, s] : seqs_) flush(*s);
-    file_->kernels.flush(file_->file.get());
-    DS_H5(H5Fflush(file_->file.get(), H5F_SCOPE_GLOBAL));
-    file_->last_flush = now;
+    for (auto& [i, s] : seqs_) {
+      if (s->created && !s->ended) flush(*s);
+    }
+    flush_point();
   }
 }
 
@@ -338,45 +559,80 @@ bool TraceWriter::finish(bool complete, const std::string& stop_reason) {
   finished_ = true;
   {
     std::unique_lock lock(mu_);
-    queue_.push_back(Stop{});  // never blocks: Stop may exceed the bound
+    queue_.emplace_back(Stop{}, 0);  // never blocks: Stop may exceed the bound
     not_empty_.notify_one();
   }
   thread_.join();
+  keep_hdf5_errors_in_this_thread();
   bool ok = !failed();
-  try {
-    if (ok) {
-      for (auto& [i, s] : seqs_) flush(*s);  // steps still buffered when the run stopped
-      file_->kernels.flush(file_->file.get());
-    }
-  } catch (const std::exception& e) {
-    std::lock_guard lock(mu_);
-    failed_ = true;
-    error_ = e.what();
-    ok = false;
-  }
-  if (!ok) file_->kernels.discard();  // after a write failure nothing more is written
-  try {
-    const hid_t root = file_->file.get();
-    for (auto& [i, s] : seqs_) {
-      if (h5::read_attr_string(s->group.get(), "stop_reason") == "running") {
-        h5::write_attr(s->group.get(), "stop_reason", std::string("interrupted"));
-      }
-    }
-    h5::write_attr(root, "complete", int64_t{complete && ok ? 1 : 0});
-    h5::write_attr(root, "stop_reason", ok ? stop_reason : std::string("interrupted"));
-    if (!ok) h5::write_attr(root, "error", error());
-    seqs_.clear();
-    maybe_flush(true);
-  } catch (const std::exception& e) {
-    std::lock_guard lock(mu_);
-    if (!failed_) {
-      failed_ = true;
-      error_ = e.what();
+  if (ok) {
+    try {
+      maybe_flush(true);  // steps still buffered when the run stopped
+    } catch (const std::exception& e) {
+      fail(e);
+      ok = false;
     }
   }
+  finish_file(complete, stop_reason, ok);
   seqs_.clear();
   file_.reset();
   return !failed();
+}
+
+// The end of the file: after a failure nothing more is committed (HDF5 may have dropped the
+// chunk whose write failed, so rows written since the last flush point are not trusted) and the
+// open datasets are cut back to their committed rows (best effort). Then one last plain-mode
+// window, with the reserve given back, writes
+// the string attributes (stop reasons, complete, error), creates the groups of sequences that
+// never got a step, and cuts every dataset to its committed rows; a clean close clears the SWMR
+// flags. If even that cannot be done, the file stays as the last flush point left it.
+void TraceWriter::finish_file(bool complete, const std::string& stop_reason, bool ok) {
+  file_->swmr.release_reserve();
+  if (!ok) {
+    file_->kernels.discard();  // after a write failure nothing more is written
+    for (auto& [i, s] : seqs_) {
+      if (!s->created || s->ended) continue;
+      s->rows = s->committed_rows;
+      s->n_tokens = s->committed_tokens;
+      rollback(*s);
+    }
+    H5Fflush(file_->swmr.id(), H5F_SCOPE_GLOBAL);  // errors ignored: the commit marks stand
+  }
+  constexpr long long kWindowBytes = 256 << 10;  // the last window writes some KiB of metadata
+  const long long free = file_->swmr.free_bytes();
+  if (!ok && free >= 0 && free < kWindowBytes) return;  // the file stays at its last flush point
+  try {
+    close_all();
+    file_->swmr.leave_swmr();
+    const hid_t f = file_->swmr.id();
+    for (auto& [i, sp] : seqs_) {
+      SeqState& s = *sp;
+      if (!s.created) create_sequence(f, s.index, s.prompt);
+      h5::Id g = h5::open_group(f, s.path());
+      auto cut = [&](const std::string& rel, int64_t rows) {
+        if (!h5::exists(g.get(), rel)) return;
+        h5::Id d = open_dataset(g.get(), rel);
+        std::vector<int64_t> shape = h5::dataset_shape(d.get());
+        if (shape.empty() || shape[0] == rows) return;
+        hsize_t dims[2] = {static_cast<hsize_t>(rows), shape.size() > 1 ? static_cast<hsize_t>(shape[1]) : 0};
+        DS_H5(H5Dset_extent(d.get(), dims));
+      };
+      for (const auto& [site, width] : s.site_order) cut("hidden/" + site, s.committed_rows);
+      for (const char* l : {"logits/topk_ids", "logits/topk_logits", "logits/lse", "logits/full"}) {
+        cut(l, s.committed_rows);
+      }
+      cut("tokens", s.committed_tokens);
+      h5::write_attr(g.get(), "gen_len", s.committed_tokens - static_cast<int64_t>(s.prompt.size()));
+      h5::write_attr(g.get(), "stop_reason", s.ended && ok ? s.stop_reason : std::string("interrupted"));
+    }
+    const hid_t root = f;
+    h5::write_attr(root, "complete", int64_t{complete && ok ? 1 : 0});
+    h5::write_attr(root, "stop_reason", ok ? stop_reason : std::string("interrupted"));
+    if (!ok) h5::write_attr(root, "error", error());
+    file_->swmr.close();
+  } catch (const std::exception& e) {
+    fail(e);
+  }
 }
 
 }  // namespace ds::trace

@@ -1,15 +1,17 @@
 // Trace writer (format v1, docs/trace-format.md): a background thread that appends each forward
 // step's tapped hidden states, logits summary and tokens to chunked, compressed HDF5 datasets
-// (in batches of up to 64 rows per sequence, and at least every 0.5 s), and the kernel records
-// of a CUDA run to the optional /kernels table, so that compute never waits on the disk beyond a
-// bounded queue. An interrupted run or a write error leaves a readable file with complete=0
-// holding every step written so far.
+// (in batches of up to 64 rows or 4 MiB per sequence, and at least every 0.5 s), and the kernel
+// records of a CUDA run to the optional /kernels table, so that compute never waits on the disk
+// beyond a queue bounded in bytes. The file is in HDF5 SWMR write mode (trace/swmr_file.h): a
+// kill, a full disk or an interrupt at any moment leaves a file that opens, holding every step
+// before the last flush point (each sequence's gen_len says how many).
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -33,7 +35,9 @@ struct WriterOptions {
   int topk = 20;
   bool full_logits = false;
   bool force = false;        // overwrite an existing file
-  size_t queue_steps = 64;   // steps buffered before append() blocks
+  size_t queue_steps = 64;   // steps queued before append() blocks
+  size_t queue_bytes = 64u << 20;  // bytes of queued steps before append() blocks (one step
+                                   // larger than this still passes, alone)
 };
 
 // The /meta attributes and the tool version (root attribute).
@@ -84,6 +88,8 @@ class TraceWriter {
 
   bool failed() const;
   std::string error() const;
+  // HDF5's error stack at the failure, for --verbose (empty when the failure was not HDF5's).
+  std::string error_detail() const;
   const WriterOptions& options() const { return opt_; }
 
  private:
@@ -108,9 +114,17 @@ class TraceWriter {
   void handle(End& m);
   void handle(Kernels& m);
   void push(Message m);
+  void fail(const std::exception& e);
   void flush(SeqState& s);
   void rollback(SeqState& s);
   void maybe_flush(bool force);
+  void flush_point();
+  void flush_kernels();
+  void commit(SeqState& s);
+  void with_structure(const std::function<void(int64_t file)>& create);  // hid_t
+  void close_all();
+  void open_all();
+  void finish_file(bool complete, const std::string& stop_reason, bool ok);
 
   WriterOptions opt_;
   std::unique_ptr<struct WriterFile> file_;
@@ -120,9 +134,10 @@ class TraceWriter {
 
   mutable std::mutex mu_;
   std::condition_variable not_empty_, not_full_;
-  std::deque<Message> queue_;
+  std::deque<std::pair<Message, size_t>> queue_;  // message, its bytes
+  size_t queued_bytes_ = 0;
   bool failed_ = false;
-  std::string error_;
+  std::string error_, error_detail_;
   bool finished_ = false;
   std::thread thread_;
 };

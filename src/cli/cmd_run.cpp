@@ -32,6 +32,7 @@ struct RunArgs {
   std::string output;
   bool force = false;
   bool quiet = false;
+  bool verbose = false;
 };
 
 int run_run(const RunArgs& a) {
@@ -83,8 +84,17 @@ int run_run(const RunArgs& a) {
   writer.topk = a.topk;
   writer.full_logits = a.full_logits;
   writer.force = a.force;
-  const TracedRunResult res =
-      run_traced_command("run", rc, a.probes, writer, lm, prompts, a.force_tokens, a.kernels);
+  std::string write_error_detail;
+  TracedRunResult res;
+  try {
+    res = run_traced_command("run", rc, a.probes, writer, lm, prompts, a.force_tokens, a.kernels,
+                             &write_error_detail);
+  } catch (const Error&) {
+    if (a.verbose && !write_error_detail.empty()) {
+      fmt::print(stderr, "driftscope: trace write failure in detail:\n{}\n", write_error_detail);
+    }
+    throw;
+  }
   if (!a.quiet) {
     int tokens = 0;
     for (const auto& s : res.sequences) tokens += static_cast<int>(s.tokens.size()) - s.prompt_len;
@@ -133,6 +143,8 @@ CommandRun register_run(CLI::App& app) {
   cmd->add_option("-o,--output", args->output, "trace file to write (.h5); required");
   cmd->add_flag("--force", args->force, "overwrite an existing trace file");
   cmd->add_flag("-q,--quiet", args->quiet, "no summary line on stderr");
+  cmd->add_flag("--verbose", args->verbose,
+                "on a trace write failure, also print the failed HDF5 call and HDF5's error stack");
   return [args, cmd] {
     apply_config_file(*cmd, args->run);
     return run_run(*args);

@@ -12,7 +12,8 @@ namespace ds {
 TracedRunResult run_traced_command(const std::string& label, const RunConfig& config,
                                    const std::string& probes, const trace::WriterOptions& writer,
                                    const LoadedModel& lm, const std::vector<Prompt>& prompts,
-                                   const std::string& force_tokens, const std::string& kernels) {
+                                   const std::string& force_tokens, const std::string& kernels,
+                                   std::string* write_error_detail) {
   TracedRunOptions opt;
   opt.config = config;
   opt.sites = resolve_probes(probes, lm.model.config.n_layers);
@@ -25,6 +26,7 @@ TracedRunResult run_traced_command(const std::string& label, const RunConfig& co
   opt.info.command_line = invocation();
   opt.eos_id = stop_token_id(config, lm.format_stop_id());
   opt.should_stop = interrupt_requested;
+  opt.write_error_detail = write_error_detail;
   Progress progress(label);
   opt.progress = [&](int seq, int n, int generated) {
     progress.update(seq, n, generated, config.max_new);

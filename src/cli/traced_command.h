@@ -17,6 +17,7 @@ TracedRunResult run_traced_command(const std::string& label, const RunConfig& co
                                    const std::string& probes, const trace::WriterOptions& writer,
                                    const LoadedModel& lm, const std::vector<Prompt>& prompts,
                                    const std::string& force_tokens = {},
-                                   const std::string& kernels = "auto");
+                                   const std::string& kernels = "auto",
+                                   std::string* write_error_detail = nullptr);
 
 }  // namespace ds

@@ -114,6 +114,7 @@ TracedRunResult run_traced(const Model& model, const std::vector<Prompt>& prompt
   }
   result.complete = !stopped && result.sequences.size() == prompts.size();
   if (!writer.finish(result.complete, result.complete ? "finished" : "interrupted")) {
+    if (opt.write_error_detail != nullptr) *opt.write_error_detail = writer.error_detail();
     throw Error("writing trace '" + opt.writer.path.string() + "' failed: " + writer.error(),
                 "the trace keeps every step written before the failure (complete=0)");
   }

@@ -25,6 +25,9 @@ struct TracedRunOptions {
   std::string kernels = "auto";
   std::function<bool()> should_stop;                        // e.g. SIGINT seen
   std::function<void(int seq, int n_seqs, int generated)> progress;  // after every token
+  // Set, on a write failure, to the failed HDF5 call and HDF5's error stack (for --verbose;
+  // the thrown error holds only the reason, e.g. "No space left on device").
+  std::string* write_error_detail = nullptr;
 };
 
 struct TracedRunResult {

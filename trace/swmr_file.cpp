@@ -1,0 +1,104 @@
+// SwmrFile: SWMR write mode, plain-mode windows, the writer's lock and its disk-space reserve.
+#include "trace/swmr_file.h"
+
+#include <fmt/format.h>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "common/error.h"
+
+namespace fs = std::filesystem;
+
+namespace ds::trace {
+
+namespace {
+
+// The chunk cache of every dataset: room for two chunks of about 256 KiB (chunk_rows_for), the
+// one being filled and the one before; fully written chunks are evicted first (w0 = 1). HDF5's
+// default (1 MiB per open dataset) multiplied by every open dataset was the writer's memory.
+constexpr size_t kChunkCacheBytes = 512 * 1024;
+
+}  // namespace
+
+SwmrFile::SwmrFile(const fs::path& path) : path_(path) {
+  fapl_ = h5::Id(DS_H5_ID(H5Pcreate(H5P_FILE_ACCESS)));
+  // SWMR needs the v110 file format; v110 as the upper bound too, so that a newer HDF5 does not
+  // write a format that the HDF5 1.10 under h5py cannot read.
+  DS_H5(H5Pset_libver_bounds(fapl_.get(), H5F_LIBVER_V110, H5F_LIBVER_V110));
+  DS_H5(H5Pset_cache(fapl_.get(), 0, 521, kChunkCacheBytes, 1.0));
+#if H5_VERSION_GE(1, 10, 7)
+  // HDF5 drops its own lock in SWMR write mode; the writer holds one for the whole run instead
+  // (readers then say "a run is still writing it", as before).
+  DS_H5(H5Pset_file_locking(fapl_.get(), false, true));
+  const bool own_lock = true;
+#else
+  const bool own_lock = false;
+#endif
+  const hid_t fid = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl_.get());
+  if (fid < 0) {
+    throw Error(fmt::format("cannot create trace '{}'", path.string()),
+                "check that the folder is writable and the disk not full");
+  }
+  fid_ = fid;
+  if (own_lock) {
+    lock_fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (lock_fd_ >= 0 && ::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+      ::close(lock_fd_);
+      lock_fd_ = -1;
+    }
+  }
+  // An unnamed file beside the trace holding disk space: freed by the kernel even after SIGKILL.
+  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  reserve_fd_ = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (reserve_fd_ >= 0) {
+    // A sixteenth of the free space, between 256 KiB and 16 MiB: on a small disk the reserve
+    // must not take the room the steps need.
+    const long long free = free_bytes();
+    const long long bytes = std::clamp(free / 16, kReserveMinBytes, kReserveMaxBytes);
+    if (free < 0 || ::posix_fallocate(reserve_fd_, 0, bytes) != 0) release_reserve();
+  }
+}
+
+SwmrFile::~SwmrFile() {
+  if (fid_ >= 0) H5Fclose(fid_);  // errors ignored (HDF5's printing is off)
+  release_reserve();
+  if (lock_fd_ >= 0) ::close(lock_fd_);
+}
+
+void SwmrFile::reopen(bool swmr) {
+  close();
+  const unsigned flags = H5F_ACC_RDWR | (swmr ? H5F_ACC_SWMR_WRITE : 0u);
+  fid_ = DS_H5_ID(H5Fopen(path_.c_str(), flags, fapl_.get()));
+  swmr_ = swmr;
+}
+
+void SwmrFile::close() {
+  if (fid_ < 0) return;
+  const ssize_t left = H5Fget_obj_count(fid_, H5F_OBJ_ALL & ~H5F_OBJ_FILE);
+  if (left > 0) {
+    throw Error(fmt::format("trace writer: {} objects still open when closing the file", left));
+  }
+  const hid_t id = std::exchange(fid_, H5I_INVALID_HID);
+  swmr_ = false;
+  DS_H5(H5Fclose(id));
+}
+
+void SwmrFile::release_reserve() {
+  if (reserve_fd_ >= 0) ::close(reserve_fd_);
+  reserve_fd_ = -1;
+}
+
+long long SwmrFile::free_bytes() const {
+  struct statvfs st {};
+  const fs::path dir = path_.has_parent_path() ? path_.parent_path() : fs::path(".");
+  if (::statvfs(dir.c_str(), &st) != 0) return -1;
+  return static_cast<long long>(st.f_bavail) * static_cast<long long>(st.f_frsize);
+}
+
+}  // namespace ds::trace
