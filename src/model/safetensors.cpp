@@ -174,6 +174,7 @@ const TensorInfo& SafetensorsCheckpoint::get(const std::string& name) const {
 std::vector<float> SafetensorsCheckpoint::to_f32(const TensorInfo& t) {
   const size_t n = static_cast<size_t>(t.numel());
   std::vector<float> out(n);
+  if (n == 0) return out;  // a tensor with a 0 dimension: no data, and memcpy must not see null
   const std::byte* p = t.data.data();
   switch (t.dtype) {
     case TensorDtype::F32:
