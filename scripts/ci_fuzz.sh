@@ -18,16 +18,35 @@ fi
 work=$(mktemp -d /tmp/driftscope-fuzz.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-fuzz_one() {  # TARGET: one libFuzzer run; its log in $work/TARGET.log
-  local t=$1 dict=()
+# A timeout whose stack, below libFuzzer's alarm handler, starts inside libhdf5: HDF5 looping on a
+# damaged file (tests/fuzz/known_hangs/README.md), not driftscope code. Such a hang is reported and
+# its input kept, and the target goes on for the rest of its time; anything else fails the run.
+hang_in_hdf5() {  # LOG
+  grep -q "ERROR: libFuzzer: timeout" "$1" &&
+    grep -E "^ +#[0-9]+ " "$1" | grep -v -E "libFuzzer|fuzzer::|sanitizer|libc\.so" | head -1 | grep -q libhdf5
+}
+
+fuzz_one() {  # TARGET: libFuzzer runs for $seconds in all; logs $work/TARGET.N.log
+  local t=$1 dict=() start run=0 left
   case $t in
     safetensors | hf_config | tokenizer_json | prompts) dict=(-dict=tests/fuzz/dict/json.dict) ;;
     run_config_toml) dict=(-dict=tests/fuzz/dict/toml.dict) ;;
   esac
-  mkdir -p "$work/$t.new" "$work/$t.crash"
-  "$bin/fuzz_$t" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=4096 -print_final_stats=1 \
-    -artifact_prefix="$work/$t.crash/" "${dict[@]}" "$work/$t.new" "tests/fuzz/corpus/$t" \
-    >"$work/$t.log" 2>&1
+  mkdir -p "$work/$t.new" "$work/$t.crash" "$work/$t.hang"
+  start=$(date +%s)
+  while left=$((seconds - ($(date +%s) - start))); [ "$left" -gt 0 ]; do
+    run=$((run + 1))
+    if "$bin/fuzz_$t" -max_total_time="$left" -timeout=25 -rss_limit_mb=4096 -print_final_stats=1 \
+      -artifact_prefix="$work/$t.crash/" "${dict[@]}" "$work/$t.new" "tests/fuzz/corpus/$t" \
+      >"$work/$t.$run.log" 2>&1; then
+      break
+    elif hang_in_hdf5 "$work/$t.$run.log"; then
+      mv "$work/$t.crash"/timeout-* "$work/$t.hang/" 2>/dev/null || true
+    else
+      return 1
+    fi
+  done
+  echo $(($(date +%s) - start)) >"$work/$t.seconds"
 }
 
 pids=() failed=()
@@ -42,18 +61,27 @@ for t in "${targets[@]}"; do
 done
 for p in "${pids[@]}"; do wait "${p%%:*}" || failed+=("${p#*:}"); done
 
-printf '%-20s %12s %14s %8s\n' target "execs/s" executions corpus
+printf '%-20s %8s %12s %14s %8s %6s\n' target seconds "execs/s" executions corpus hangs
 for t in "${targets[@]}"; do
-  stat() { sed -n "s/^stat::$1: *//p" "$work/$t.log" | tail -1; }
-  printf '%-20s %12s %14s %8s\n' "$t" "$(stat average_exec_per_sec)" "$(stat number_of_executed_units)" \
-    "$(ls "$work/$t.new" | wc -l)+$(ls "tests/fuzz/corpus/$t" | wc -l)"
+  execs=$(cat "$work/$t".*.log | sed -n 's/^stat::number_of_executed_units: *//p' | awk '{n += $1} END {print n + 0}')
+  secs=$(cat "$work/$t.seconds" 2>/dev/null || echo "$seconds")
+  printf '%-20s %8s %12s %14s %8s %6s\n' "$t" "$secs" "$((execs / (secs > 0 ? secs : 1)))" "$execs" \
+    "$(ls "$work/$t.new" | wc -l)+$(ls "tests/fuzz/corpus/$t" | wc -l)" "$(ls "$work/$t.hang" | wc -l)"
+done
+for t in "${targets[@]}"; do
+  for h in "$work/$t.hang"/*; do
+    [ -f "$h" ] || continue
+    echo "ci_fuzz: fuzz_$t: a hang inside HDF5 (known, not a failure; tests/fuzz/known_hangs/README.md); base64:"
+    base64 -w 0 "$h"
+    echo
+  done
 done
 
 status=0
 for t in "${failed[@]}"; do
   status=1
   echo "ci_fuzz: fuzz_$t FAILED; the end of its log:"
-  tail -60 "$work/$t.log"
+  tail -60 "$(ls -t "$work/$t".*.log | head -1)"
   for a in "$work/$t.crash"/*; do
     [ -f "$a" ] || continue
     dest="tests/fuzz/corpus/$t/regression-$(basename "$a")"
