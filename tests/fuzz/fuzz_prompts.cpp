@@ -1,6 +1,8 @@
 // Fuzz target: a prompts file (plain lines or JSONL {"text"} / {"ids"}) read with the bundled
 // llama2.c and tokenizer.json tokenizers and without one, then the add_bos policies applied.
 #include <memory>
+#include <optional>
+#include <string_view>
 
 #include "src/run/prompts.h"
 #include "src/tokenizer/load.h"
@@ -10,7 +12,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const auto llama2c = ds::load_tokenizer(ds::fuzz::source_file("models/stories260K/tok512.bin"), 512);
   static const auto hf = ds::load_tokenizer(ds::fuzz::source_file("models/stories260K-hf"));
   const auto path = ds::fuzz::write_input({data, size}, "prompts.txt");
-  for (const ds::Tokenizer* tok : {static_cast<const ds::Tokenizer*>(nullptr), llama2c.get(), hf.get()}) {
+  const ds::Tokenizer* const tokenizers[] = {nullptr, llama2c.get(), hf.get()};
+  for (const ds::Tokenizer* tok : tokenizers) {
     for (bool special_in_text : {true, false}) {
       ds::fuzz::guarded([&] {
         auto prompts = ds::read_prompts_file(path, tok, special_in_text);
