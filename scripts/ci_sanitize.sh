@@ -10,11 +10,12 @@ scripts/setup_fuzz.sh
 source scripts/sanitizer_env.sh
 start=$(date +%s)
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Release -DDRIFTSCOPE_CUDA=OFF \
-  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DDRIFTSCOPE_GPU_TESTS=OFF \
   -DCMAKE_C_FLAGS=-gline-tables-only -DCMAKE_CXX_FLAGS=-gline-tables-only \
   -DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld -DCMAKE_SHARED_LINKER_FLAGS=-fuse-ld=lld \
   -DDRIFTSCOPE_SANITIZE=ON -DDRIFTSCOPE_FUZZ=ON >/dev/null
-cmake --build build-asan -j"$(nproc)"
+# only what the test suite and the fuzz runs need (not bench/)
+cmake --build build-asan -j"$(nproc)" --target driftscope driftscope_tests fuzz_all
 built=$(date +%s)
 ctest --test-dir build-asan --output-on-failure -j"$(nproc)"
 echo "ci_sanitize: build $((built - start)) s, tests $(($(date +%s) - built)) s"
