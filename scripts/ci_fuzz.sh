@@ -27,7 +27,9 @@ hang_in_hdf5() {  # LOG
 }
 
 fuzz_one() {  # TARGET: libFuzzer runs for $seconds in all; logs $work/TARGET.N.log
-  local t=$1 dict=() start run=0 left
+  local t=$1 dict=() start run=0 left timeout=25
+  # a trace image is read in milliseconds; a short timeout keeps HDF5's hangs from eating the time
+  [ "$t" = trace_reader ] && timeout=5
   case $t in
     safetensors | hf_config | tokenizer_json | prompts) dict=(-dict=tests/fuzz/dict/json.dict) ;;
     run_config_toml) dict=(-dict=tests/fuzz/dict/toml.dict) ;;
@@ -36,7 +38,7 @@ fuzz_one() {  # TARGET: libFuzzer runs for $seconds in all; logs $work/TARGET.N.
   start=$(date +%s)
   while left=$((seconds - ($(date +%s) - start))); [ "$left" -gt 0 ]; do
     run=$((run + 1))
-    if "$bin/fuzz_$t" -max_total_time="$left" -timeout=25 -rss_limit_mb=4096 -print_final_stats=1 \
+    if "$bin/fuzz_$t" -max_total_time="$left" -timeout="$timeout" -rss_limit_mb=4096 -print_final_stats=1 \
       -artifact_prefix="$work/$t.crash/" "${dict[@]}" "$work/$t.new" "tests/fuzz/corpus/$t" \
       >"$work/$t.$run.log" 2>&1; then
       break
@@ -71,9 +73,8 @@ done
 for t in "${targets[@]}"; do
   for h in "$work/$t.hang"/*; do
     [ -f "$h" ] || continue
-    echo "ci_fuzz: fuzz_$t: a hang inside HDF5 (known, not a failure; tests/fuzz/known_hangs/README.md); base64:"
-    base64 -w 0 "$h"
-    echo
+    echo "ci_fuzz: fuzz_$t: $(basename "$h") ($(stat -c %s "$h") bytes) hangs inside HDF5: known," \
+      "not a failure (tests/fuzz/known_hangs/README.md)"
   done
 done
 
