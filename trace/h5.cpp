@@ -156,8 +156,24 @@ void write_attr(hid_t obj, const std::string& name, int64_t value) {
 
 bool has_attr(hid_t obj, const std::string& name) { return H5Aexists(obj, name.c_str()) > 0; }
 
+namespace {
+
+// H5Aread writes every element of an attribute: one read into a single value needs a single
+// element (a damaged or foreign file may declare any number, found by tests/fuzz).
+void require_one_element(hid_t attr, const std::string& name) {
+  Id space(DS_H5_ID(H5Aget_space(attr)));
+  const hssize_t n = H5Sget_simple_extent_npoints(space.get());
+  if (n != 1) {
+    throw Error(fmt::format("attribute '{}' holds {} values, not one", name, n),
+                "the file is damaged or was not written by driftscope");
+  }
+}
+
+}  // namespace
+
 std::string read_attr_string(hid_t obj, const std::string& name) {
   Id attr(DS_H5_ID(H5Aopen(obj, name.c_str(), H5P_DEFAULT)));
+  require_one_element(attr.get(), name);
   Id type(DS_H5_ID(H5Aget_type(attr.get())));
   if (H5Tget_class(type.get()) != H5T_STRING) {
     throw Error(fmt::format("attribute '{}' is not a string", name));
@@ -180,6 +196,7 @@ std::string read_attr_string(hid_t obj, const std::string& name) {
 
 int64_t read_attr_int(hid_t obj, const std::string& name) {
   Id attr(DS_H5_ID(H5Aopen(obj, name.c_str(), H5P_DEFAULT)));
+  require_one_element(attr.get(), name);
   Id type(DS_H5_ID(H5Aget_type(attr.get())));
   if (H5Tget_class(type.get()) != H5T_INTEGER) {
     throw Error(fmt::format("attribute '{}' is not an integer", name));

@@ -70,6 +70,23 @@ TraceReader TraceReader::open(const fs::path& path) {
                 "the file is damaged, or was cut short by something other than a killed run (a "
                 "driftscope run killed at any moment leaves a file that opens)");
   }
+  return from_open_file(fid, path);
+}
+
+TraceReader TraceReader::open_image(std::span<const std::byte> image, const std::string& name) {
+  h5::silence_errors();
+  h5::Id fapl(DS_H5_ID(H5Pcreate(H5P_FILE_ACCESS)));
+  DS_H5(H5Pset_fapl_core(fapl.get(), 1 << 16, /*backing_store=*/0));
+  DS_H5(H5Pset_file_image(fapl.get(), const_cast<std::byte*>(image.data()), image.size()));
+  const hid_t fid = H5Fopen(name.c_str(), H5F_ACC_RDONLY, fapl.get());
+  if (fid < 0) {
+    throw Error(fmt::format("cannot open '{}' (damaged HDF5 file?)", name),
+                "a driftscope trace is the .h5 file written by `driftscope run`");
+  }
+  return from_open_file(fid, name);
+}
+
+TraceReader TraceReader::from_open_file(hid_t fid, const fs::path& path) {
   TraceReader r;
   r.path_ = path;
   r.file_ = std::make_shared<h5::Id>(fid);

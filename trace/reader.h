@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,9 @@ class TraceReader {
   // another producer that does not conform to format v1 (trace/conformance.h: the error names
   // the first non-conforming dataset or attribute).
   static TraceReader open(const std::filesystem::path& path);
+  // The same checks on a trace held in memory (an HDF5 file image, opened with the core driver;
+  // the image is copied). `name` stands for the path in messages; file_size() is unavailable.
+  static TraceReader open_image(std::span<const std::byte> image, const std::string& name);
 
   const std::filesystem::path& path() const { return path_; }
   int format_version() const { return format_version_; }
@@ -78,6 +82,8 @@ class TraceReader {
   std::vector<KernelRecord> kernels() const;
 
  private:
+  // Validates the root of a file just opened (owns `fid` from here on).
+  static TraceReader from_open_file(hid_t fid, const std::filesystem::path& path);
   h5::Id dataset(int seq, const std::string& rel) const;
   std::filesystem::path path_;
   std::shared_ptr<h5::Id> file_;

@@ -61,7 +61,7 @@ Model load_llama2c_model(const fs::path& bin) {
   c.n_heads = h[3];
   c.n_kv_heads = h[4];
   c.tied_embeddings = h[5] > 0;
-  c.vocab_size = h[5] > 0 ? h[5] : -h[5];
+  c.vocab_size = h[5] > 0 ? h[5] : h[5] == INT32_MIN ? 0 : -h[5];  // INT32_MIN: no negation
   c.max_seq_len = h[6];
   c.head_dim = c.n_heads > 0 ? c.dim / c.n_heads : 0;
   c.rms_norm_eps = 1e-5;  // fixed in llama2.c's rmsnorm

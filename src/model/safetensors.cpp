@@ -182,6 +182,7 @@ std::shared_ptr<const MappedFile> SafetensorsCheckpoint::mapping_of(const Tensor
 std::vector<float> SafetensorsCheckpoint::to_f32(const TensorInfo& t) {
   const size_t n = static_cast<size_t>(t.numel());
   std::vector<float> out(n);
+  if (n == 0) return out;  // a tensor with a 0 dimension: no data, and memcpy must not see null
   const std::byte* p = t.data.data();
   switch (t.dtype) {
     case TensorDtype::F32:
