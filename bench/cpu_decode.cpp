@@ -30,7 +30,9 @@ namespace fs = std::filesystem;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // dim, hidden, layers, heads, kv_heads, vocab, seq_len: llama2.c's stories110M
 constexpr int32_t kHeader[7] = {768, 2048, 12, 12, 12, 32000, 1024};
@@ -48,8 +50,8 @@ void write_checkpoint(const fs::path& path) {
     v = (static_cast<float>(s >> 40) / static_cast<float>(1 << 24) - 0.5f) * 0.1f;
   }
   auto ones = [&](size_t at, size_t count) { std::fill_n(w.begin() + at, count, 1.0f); };
-  ones(V * D, L * D);                                       // attention norms
-  ones(V * D + L * D + 4 * L * D * D, L * D);               // MLP norms
+  ones(V * D, L * D);                                          // attention norms
+  ones(V * D + L * D + 4 * L * D * D, L * D);                  // MLP norms
   ones(V * D + 2 * L * D + 4 * L * D * D + 3 * L * D * F, D);  // final norm
   std::ofstream out(path, std::ios::binary);
   out.write(reinterpret_cast<const char*>(kHeader), sizeof(kHeader));
@@ -61,8 +63,8 @@ void write_checkpoint(const fs::path& path) {
 std::vector<const ds::WeightTensor*> decode_tensors(const ds::Model& m) {
   std::vector<const ds::WeightTensor*> t;
   for (const auto& l : m.weights.layers) {
-    for (const auto* p : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.mlp_norm, &l.w_gate,
-                          &l.w_up, &l.w_down}) {
+    for (const auto* p :
+         {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.mlp_norm, &l.w_gate, &l.w_up, &l.w_down}) {
       t.push_back(p);
     }
   }
@@ -118,10 +120,10 @@ double prefill_gflops(const ds::Model& m, int rows) {
   const auto t0 = Clock::now();
   rt->forward(prompt, 0, logits);
   const double secs = since(t0);
-  const double gemm_weights = static_cast<double>(c.n_layers) *
-                                  (2.0 * c.dim * c.q_dim() + 2.0 * c.dim * c.kv_dim() +
-                                   3.0 * c.dim * c.hidden_dim) +
-                              static_cast<double>(c.vocab_size) * c.dim;
+  const double gemm_weights =
+      static_cast<double>(c.n_layers) *
+          (2.0 * c.dim * c.q_dim() + 2.0 * c.dim * c.kv_dim() + 3.0 * c.dim * c.hidden_dim) +
+      static_cast<double>(c.vocab_size) * c.dim;
   const double keys = static_cast<double>(rows) * (rows + 1) / 2;  // causal
   const double flops = 2 * gemm_weights * rows + 4.0 * c.n_layers * keys * c.q_dim();
   return flops / secs / 1e9;
@@ -139,14 +141,14 @@ CliRun measure_cli(const std::string& exe, const fs::path& model) {
   r.ttft_s = 1e9;
   std::fflush(stdout);  // the children must not inherit (and print again) our buffered output
   for (int i = 0; i < 3; ++i) {
-    const auto c = ds::bench::run_child({exe, "generate", "--model", model.string(), "--prompt-ids",
-                                         "1", "-n", "1", "--ids", "-q"},
-                                        true);
+    const auto c = ds::bench::run_child(
+        {exe, "generate", "--model", model.string(), "--prompt-ids", "1", "-n", "1", "--ids", "-q"},
+        true);
     r.ttft_s = std::min(r.ttft_s, c.wall);
   }
-  const auto c = ds::bench::run_child({exe, "generate", "--model", model.string(), "--prompt-ids",
-                                       "1", "-n", "128", "--ids", "-q"},
-                                      true);
+  const auto c = ds::bench::run_child(
+      {exe, "generate", "--model", model.string(), "--prompt-ids", "1", "-n", "128", "--ids", "-q"},
+      true);
   r.generate_s = c.wall;
   r.rss_kib = c.max_rss_kb;
   return r;
@@ -160,9 +162,12 @@ int main(int argc, char** argv) {
   std::string baseline;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
-    if (a == "--tokens") tokens = std::stoi(argv[i + 1]);
-    else if (a == "--dir") dir = argv[i + 1];
-    else if (a == "--baseline") baseline = argv[i + 1];
+    if (a == "--tokens")
+      tokens = std::stoi(argv[i + 1]);
+    else if (a == "--dir")
+      dir = argv[i + 1];
+    else if (a == "--baseline")
+      baseline = argv[i + 1];
   }
   fs::create_directories(dir);
   const fs::path bin = dir / "llama110m.bin";
@@ -180,16 +185,17 @@ int main(int argc, char** argv) {
     const int32_t tok = 1;
     rt->forward(std::span<const int32_t>(&tok, 1), 0, logits);
     const double t_token = since(t0);
-    fmt::print("time to first token (in process, {} threads): {:.3f} s = load {:.3f} + runtime "
-               "{:.3f} + first forward {:.3f}\n",
-               ds::ops::cpu_threads(), t_token, t_load, t_runtime - t_load, t_token - t_runtime);
+    fmt::print(
+        "time to first token (in process, {} threads): {:.3f} s = load {:.3f} + runtime "
+        "{:.3f} + first forward {:.3f}\n",
+        ds::ops::cpu_threads(), t_token, t_load, t_runtime - t_load, t_token - t_runtime);
   }
   const ds::Model m = ds::load_model(bin);
   const auto tensors = decode_tensors(m);
   uint64_t bytes = 0;
   for (const auto* t : tensors) bytes += 4 * t->size();
-  fmt::print("checkpoint: {} ({:.1f} MB), weights read per decode token: {:.1f} MB\n",
-             bin.string(), fs::file_size(bin) / 1e6, bytes / 1e6);
+  fmt::print("checkpoint: {} ({:.1f} MB), weights read per decode token: {:.1f} MB\n", bin.string(),
+             fs::file_size(bin) / 1e6, bytes / 1e6);
 
   struct Row {
     const char* what;
@@ -197,9 +203,10 @@ int main(int argc, char** argv) {
     ds::ops::CpuKernels k;
     int tokens;
   };
-  const Row rows[] = {{"reference loops", 1, ds::ops::CpuKernels::reference, std::max(4, tokens / 8)},
-                      {"simd", 1, ds::ops::CpuKernels::simd, tokens},
-                      {"simd", all, ds::ops::CpuKernels::simd, tokens}};
+  const Row rows[] = {
+      {"reference loops", 1, ds::ops::CpuKernels::reference, std::max(4, tokens / 8)},
+      {"simd", 1, ds::ops::CpuKernels::simd, tokens},
+      {"simd", all, ds::ops::CpuKernels::simd, tokens}};
   fmt::print("\n{:<16} {:>7} {:>10} {:>13} {:>14} {:>9}\n", "decode (fp32)", "threads", "tokens/s",
              "read GB/s", "roofline tok/s", "fraction");
   double ref_tps = 0;
@@ -211,10 +218,11 @@ int main(int argc, char** argv) {
     const double tps = decode_tokens_per_s(m, r.tokens);
     if (r.k == ds::ops::CpuKernels::reference) ref_tps = tps;
     const double roof = bw * 1e9 / bytes;
-    fmt::print("{:<16} {:>7} {:>10.2f} {:>13.2f} {:>14.2f} {:>9.2f}{}\n", r.what, r.threads, tps, bw,
-               roof, tps / roof,
-               r.k == ds::ops::CpuKernels::reference ? ""
-                                                     : fmt::format("   ({:.1f}x the reference loops)", tps / ref_tps));
+    fmt::print("{:<16} {:>7} {:>10.2f} {:>13.2f} {:>14.2f} {:>9.2f}{}\n", r.what, r.threads, tps,
+               bw, roof, tps / roof,
+               r.k == ds::ops::CpuKernels::reference
+                   ? ""
+                   : fmt::format("   ({:.1f}x the reference loops)", tps / ref_tps));
   }
   ds::ops::set_cpu_kernels(ds::ops::CpuKernels::simd);
   fmt::print("\nprefill 512 tokens, fp32:");
@@ -228,9 +236,10 @@ int main(int argc, char** argv) {
   const double budget_mib = 1.2 * bytes / 1048576.0 + 64;
   std::vector<std::pair<std::string, std::string>> exes = {{"this build", DRIFTSCOPE_EXE}};
   if (!baseline.empty()) exes.push_back({"baseline", baseline});
-  fmt::print("\n`generate` on the checkpoint ({} threads, warm page cache; budget: peak RSS <= "
-             "{:.0f} MiB, first token <= 0.3 s)\n",
-             all, budget_mib);
+  fmt::print(
+      "\n`generate` on the checkpoint ({} threads, warm page cache; budget: peak RSS <= "
+      "{:.0f} MiB, first token <= 0.3 s)\n",
+      all, budget_mib);
   fmt::print("{:<12} {:>22} {:>22} {:>16}\n", "executable", "1 token: wall s (TTFT)",
              "128 tokens: wall s", "peak RSS MiB");
   for (const auto& [name, exe] : exes) {

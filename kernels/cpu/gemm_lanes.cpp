@@ -129,7 +129,8 @@ __attribute__((target("avx2"))) void pack_block(float* pk, const float* w, int l
     for (int j = 0; j < 8; ++j) _mm256_storeu_ps(pk + 8 * static_cast<size_t>(k + j), r[j]);
   }
   for (; k < K; ++k) {
-    for (int i = 0; i < 8; ++i) pk[8 * static_cast<size_t>(k) + i] = w[static_cast<size_t>(i) * ldw + k];
+    for (int i = 0; i < 8; ++i)
+      pk[8 * static_cast<size_t>(k) + i] = w[static_cast<size_t>(i) * ldw + k];
   }
 }
 
@@ -155,7 +156,8 @@ __attribute__((target("avx2"))) void tile_packed(const float* x, int ldx, const 
       }
     }
     for (int m = 0; m < MR; ++m)
-      for (int b = 0; b < NB; ++b) total[m][b] = c == 0 ? acc[m][b] : _mm256_add_ps(total[m][b], acc[m][b]);
+      for (int b = 0; b < NB; ++b)
+        total[m][b] = c == 0 ? acc[m][b] : _mm256_add_ps(total[m][b], acc[m][b]);
     k0 = k1;
   }
 }
@@ -215,7 +217,8 @@ void matmul_f32_lanes(float* y, const float* x, int ldx, const float* w, int ldw
     int n = n_begin;
     for (; n + 16 <= n_end; n += 16) {
       pack_block(packed.data(), w + static_cast<size_t>(n) * ldw, ldw, K);
-      pack_block(packed.data() + 8 * static_cast<size_t>(K), w + static_cast<size_t>(n + 8) * ldw, ldw, K);
+      pack_block(packed.data() + 8 * static_cast<size_t>(K), w + static_cast<size_t>(n + 8) * ldw,
+                 ldw, K);
       rows_packed<2>(y, x, ldx, pk, b, M, N, K, splits, out, n);
     }
     for (; n < n_end; n += 8) {

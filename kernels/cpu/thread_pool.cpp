@@ -3,7 +3,6 @@
 // counter before sleeping on a condition variable, so a decode step's many small GEMMs do not pay
 // a wake-up each.
 #include <immintrin.h>
-
 #include <sched.h>
 
 #include <algorithm>
@@ -44,8 +43,7 @@ class Pool {
     for (auto& t : workers_) t.join();
   }
 
-  void run(size_t chunks, size_t n, size_t threads,
-           const std::function<void(size_t, size_t)>& fn) {
+  void run(size_t chunks, size_t n, size_t threads, const std::function<void(size_t, size_t)>& fn) {
     std::lock_guard<std::mutex> job_lock(job_mu_);  // one job at a time
     grow(threads - 1);
     const uint32_t gen = static_cast<uint32_t>(generation_.load() + 1);
@@ -99,7 +97,8 @@ class Pool {
 
   void loop(uint64_t seen) {
     for (;;) {
-      for (int spin = 0; spin < 2000 && generation_.load(std::memory_order_acquire) == seen; ++spin) {
+      for (int spin = 0; spin < 2000 && generation_.load(std::memory_order_acquire) == seen;
+           ++spin) {
         cpu_relax();
       }
       if (generation_.load(std::memory_order_acquire) == seen) {

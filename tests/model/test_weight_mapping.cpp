@@ -2,7 +2,6 @@
 // mapping, checked against the file's bytes read independently; copies only where the layout
 // changes (llama2.c wq/wk, permuted to the half-split RoPE layout) or the dtype does (BF16).
 #include <catch2/catch.hpp>
-
 #include <cstring>
 #include <fstream>
 #include <iterator>

@@ -7,7 +7,6 @@
 // reference is CpuKernels::reference: the loops of ops_cpu.cpp as written, on one thread (whose
 // own bits tests/runtime/test_refactor_hashes.cpp pins to digests recorded before this work).
 #include <catch2/catch.hpp>
-
 #include <cstring>
 #include <map>
 #include <string>
@@ -25,7 +24,7 @@
 namespace {
 
 struct Outputs {
-  std::vector<double> logits;                          // every pass, concatenated
+  std::vector<double> logits;                        // every pass, concatenated
   std::map<std::string, std::vector<float>> hidden;  // site -> rows
 };
 
@@ -56,7 +55,8 @@ Outputs run_passes(const ds::Model& m, const ds::Numerics& nx) {
 
 bool same_bits(const Outputs& a, const Outputs& b) {
   if (a.logits.size() != b.logits.size() || a.hidden.size() != b.hidden.size()) return false;
-  if (std::memcmp(a.logits.data(), b.logits.data(), a.logits.size() * sizeof(double)) != 0) return false;
+  if (std::memcmp(a.logits.data(), b.logits.data(), a.logits.size() * sizeof(double)) != 0)
+    return false;
   for (const auto& [site, v] : a.hidden) {
     auto it = b.hidden.find(site);
     if (it == b.hidden.end() || it->second.size() != v.size()) return false;
@@ -75,7 +75,8 @@ struct Knobs {
 constexpr Knobs kKnobs[] = {
     {"defaults", 0, 1, 0, ds::ops::AllReduce::ring, false},
     {"split-k 3, tp 2 ring, split-kv 3", 3, 2, 3, ds::ops::AllReduce::ring, false},
-    {"split-k 2, tp 2 tree, split-kv 2, fp16 accumulation", 2, 2, 2, ds::ops::AllReduce::tree, true},
+    {"split-k 2, tp 2 tree, split-kv 2, fp16 accumulation", 2, 2, 2, ds::ops::AllReduce::tree,
+     true},
 };
 
 struct Execution {
@@ -98,8 +99,8 @@ struct ExecGuard {
 
 void check_all_executions(const ds::Model& m) {
   ExecGuard guard;
-  for (ds::DType dtype : {ds::DType::fp32, ds::DType::bf16, ds::DType::fp16, ds::DType::layercast,
-                          ds::DType::fp64}) {
+  for (ds::DType dtype :
+       {ds::DType::fp32, ds::DType::bf16, ds::DType::fp16, ds::DType::layercast, ds::DType::fp64}) {
     for (const Knobs& k : kKnobs) {
       ds::Numerics nx;
       nx.dtype = dtype;
