@@ -135,6 +135,8 @@ void keep_hdf5_errors_in_this_thread() {
 // library's first use, hence at static initialisation of every program that links the writer.
 const bool kNoHdf5Atexit = [] {
   H5dont_atexit();
+  // HDF5's free lists (1-16 MiB per kind by default) kept to 1 MiB in all.
+  H5set_free_list_limits(1 << 18, 1 << 16, 1 << 18, 1 << 16, 1 << 18, 1 << 16);
   return true;
 }();
 
@@ -523,6 +525,7 @@ void TraceWriter::handle(End& m) {
   flush_point();  // the finished sequence is committed whole, then its datasets are closed
   s.close_ids();
   s.ended = true;
+  H5garbage_collect();  // HDF5's free lists keep what the closed datasets used otherwise
 }
 
 void TraceWriter::handle(Kernels& m) {
