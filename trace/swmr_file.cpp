@@ -23,6 +23,7 @@ namespace {
 // one being filled and the one before; fully written chunks are evicted first (w0 = 1). HDF5's
 // default (1 MiB per open dataset) multiplied by every open dataset was the writer's memory.
 constexpr size_t kChunkCacheBytes = 512 * 1024;
+constexpr size_t kMetadataCacheBytes = 8u << 20;
 
 }  // namespace
 
@@ -32,6 +33,16 @@ SwmrFile::SwmrFile(const fs::path& path) : path_(path) {
   // write a format that the HDF5 1.10 under h5py cannot read.
   DS_H5(H5Pset_libver_bounds(fapl_.get(), H5F_LIBVER_V110, H5F_LIBVER_V110));
   DS_H5(H5Pset_cache(fapl_.get(), 0, 521, kChunkCacheBytes, 1.0));
+  // HDF5's metadata cache grows adaptively with the objects touched (every sequence's object
+  // headers): capped so that it does not grow with the trace.
+  H5AC_cache_config_t mdc{};
+  mdc.version = H5AC__CURR_CACHE_CONFIG_VERSION;
+  DS_H5(H5Pget_mdc_config(fapl_.get(), &mdc));
+  mdc.set_initial_size = true;
+  mdc.initial_size = kMetadataCacheBytes / 4;
+  mdc.min_size = kMetadataCacheBytes / 8;
+  mdc.max_size = kMetadataCacheBytes;
+  DS_H5(H5Pset_mdc_config(fapl_.get(), &mdc));
 #if H5_VERSION_GE(1, 10, 7)
   // HDF5 drops its own lock in SWMR write mode; the writer holds one for the whole run instead
   // (readers then say "a run is still writing it", as before).

@@ -135,6 +135,8 @@ void keep_hdf5_errors_in_this_thread() {
 // library's first use, hence at static initialisation of every program that links the writer.
 const bool kNoHdf5Atexit = [] {
   H5dont_atexit();
+  // HDF5's free lists (1-16 MiB per kind by default) kept to 1 MiB in all.
+  H5set_free_list_limits(1 << 18, 1 << 16, 1 << 18, 1 << 16, 1 << 18, 1 << 16);
   return true;
 }();
 
@@ -175,6 +177,7 @@ TraceWriter::TraceWriter(WriterOptions options, RunInfo info) : opt_(std::move(o
       h5::write_attr(meta.get(), "command_line", info.command_line);
       h5::Id seq = h5::create_group(root, "seq");
     }
+    create_ahead(root, 0);
     file_->swmr.start_swmr();
   } catch (const Error& e) {
     file_.reset();
@@ -317,29 +320,69 @@ void TraceWriter::close_all() {
 void TraceWriter::open_all() {
   const hid_t f = file_->swmr.id();
   for (auto& [i, sp] : seqs_) {
-    SeqState& s = *sp;
-    if (!s.created || s.ended) continue;
-    s.group = h5::open_group(f, s.path());
-    s.tokens = open_dataset(f, s.path() + "/tokens");
-    for (const auto& [site, width] : s.site_order) {
-      s.hidden[site] = open_dataset(f, s.path() + "/hidden/" + site);
-    }
-    if (s.K > 0) {
-      s.topk_ids = open_dataset(f, s.path() + "/logits/topk_ids");
-      s.topk_logits = open_dataset(f, s.path() + "/logits/topk_logits");
-      s.lse = open_dataset(f, s.path() + "/logits/lse");
-      if (opt_.full_logits) s.full = open_dataset(f, s.path() + "/logits/full");
-    }
+    if (sp->created && !sp->ended) open_sequence(*sp);
   }
   if (file_->kernels.exists_in(f)) file_->kernels.open(f);
 }
 
+// Planned sequences from `from` on (up to 256 of them), with every dataset, in plain mode.
+void TraceWriter::create_ahead(hid_t f, int from) {
+  if (opt_.planned_vocab <= 0) return;
+  constexpr int kAhead = 256;
+  const int n = static_cast<int>(opt_.planned_prompts.size());
+  const h5::Elem he = hidden_elem(opt_.hidden_dtype);
+  const int V = opt_.planned_vocab, K = std::min(opt_.topk, V);
+  for (int i = std::max(from, created_ahead_); i < std::min(n, from + kAhead); ++i) {
+    create_sequence(f, i, opt_.planned_prompts[i]);
+    const std::string p = "seq/" + std::to_string(i);
+    for (const auto& [site, width] : opt_.planned_sites) {
+      h5::create_growing(f, p + "/hidden/" + site, he, width,
+                         chunk_rows_for(width, h5::elem_size(he)));
+    }
+    h5::create_growing(f, p + "/logits/topk_ids", h5::Elem::I32, K, chunk_rows_for(K, 4));
+    h5::create_growing(f, p + "/logits/topk_logits", h5::Elem::F32, K, chunk_rows_for(K, 4));
+    h5::create_growing(f, p + "/logits/lse", h5::Elem::F32, 0, 4096);
+    if (opt_.full_logits) {
+      h5::create_growing(f, p + "/logits/full", h5::Elem::F32, V, chunk_rows_for(V, 4));
+    }
+    created_ahead_ = i + 1;
+  }
+}
+
+void TraceWriter::open_sequence(SeqState& s) {
+  const hid_t f = file_->swmr.id();
+  s.group = h5::open_group(f, s.path());
+  s.tokens = open_dataset(f, s.path() + "/tokens");
+  for (const auto& [site, width] : s.site_order) {
+    s.hidden[site] = open_dataset(f, s.path() + "/hidden/" + site);
+  }
+  if (s.K > 0) {
+    s.topk_ids = open_dataset(f, s.path() + "/logits/topk_ids");
+    s.topk_logits = open_dataset(f, s.path() + "/logits/topk_logits");
+    s.lse = open_dataset(f, s.path() + "/logits/lse");
+    if (opt_.full_logits) s.full = open_dataset(f, s.path() + "/logits/full");
+  }
+}
+
 void TraceWriter::handle(Begin& m) {
-  auto s = std::make_unique<SeqState>();
-  s->index = m.seq;
-  s->prompt = std::move(m.prompt);
-  s->n_tokens = s->committed_tokens = static_cast<int64_t>(s->prompt.size());
-  seqs_[m.seq] = std::move(s);  // created in the file with its first step (or at the end)
+  auto sp = std::make_unique<SeqState>();
+  SeqState& s = *sp;
+  s.index = m.seq;
+  s.prompt = std::move(m.prompt);
+  s.n_tokens = s.committed_tokens = static_cast<int64_t>(s.prompt.size());
+  seqs_[m.seq] = std::move(sp);
+  const bool planned = opt_.planned_vocab > 0 && m.seq < static_cast<int>(opt_.planned_prompts.size()) &&
+                       opt_.planned_prompts[m.seq] == s.prompt;
+  if (!planned) return;  // created in the file with its first step (or at the end)
+  s.site_order = opt_.planned_sites;
+  s.V = opt_.planned_vocab;
+  s.K = std::min(opt_.topk, s.V);
+  s.created = true;  // now, or by this window (whose open_all then opens it)
+  if (m.seq >= created_ahead_) {
+    with_structure([&](hid_t f) { create_ahead(f, m.seq); });
+  } else {
+    open_sequence(s);
+  }
 }
 
 void TraceWriter::handle(StepRecord& m) {
@@ -482,6 +525,7 @@ void TraceWriter::handle(End& m) {
   flush_point();  // the finished sequence is committed whole, then its datasets are closed
   s.close_ids();
   s.ended = true;
+  H5garbage_collect();  // HDF5's free lists keep what the closed datasets used otherwise
 }
 
 void TraceWriter::handle(Kernels& m) {
@@ -624,6 +668,9 @@ void TraceWriter::finish_file(bool complete, const std::string& stop_reason, boo
       cut("tokens", s.committed_tokens);
       h5::write_attr(g.get(), "gen_len", s.committed_tokens - static_cast<int64_t>(s.prompt.size()));
       h5::write_attr(g.get(), "stop_reason", s.ended && ok ? s.stop_reason : std::string("interrupted"));
+    }
+    for (int i = 0; i < created_ahead_; ++i) {  // planned, created ahead, never begun
+      if (!seqs_.count(i)) DS_H5(H5Ldelete(f, ("seq/" + std::to_string(i)).c_str(), H5P_DEFAULT));
     }
     const hid_t root = f;
     h5::write_attr(root, "complete", int64_t{complete && ok ? 1 : 0});

@@ -36,6 +36,14 @@ struct WriterOptions {
   bool full_logits = false;
   bool force = false;        // overwrite an existing file
   size_t queue_steps = 64;   // steps queued before append() blocks
+  // The run's plan, when known up front (traced runs): every prompt, the hidden sites with
+  // their widths, the vocabulary. The writer then creates the groups and datasets of up to 256
+  // sequences at a time before they start, outside SWMR mode, instead of opening a plain-mode
+  // window per batch (swmr_file.h); groups of planned sequences that never began are removed
+  // at the end.
+  std::vector<std::vector<int32_t>> planned_prompts;
+  std::vector<std::pair<std::string, int>> planned_sites;
+  int planned_vocab = 0;  // 0: no plan
   size_t queue_bytes = 64u << 20;  // bytes of queued steps before append() blocks (one step
                                    // larger than this still passes, alone)
 };
@@ -125,6 +133,9 @@ class TraceWriter {
   void close_all();
   void open_all();
   void finish_file(bool complete, const std::string& stop_reason, bool ok);
+  void create_ahead(int64_t file, int from);  // hid_t
+  void open_sequence(SeqState& s);
+  int created_ahead_ = 0;  // planned sequences [0, created_ahead_) exist in the file
 
   WriterOptions opt_;
   std::unique_ptr<struct WriterFile> file_;

@@ -63,7 +63,11 @@ TracedRunResult run_traced(const Model& model, const std::vector<Prompt>& prompt
   if (records_kernels(opt.kernels, opt.config.device)) {
     kernels = cuda_module().make_kernel_recorder();
   }
-  trace::TraceWriter writer(opt.writer, opt.info);
+  trace::WriterOptions wo = opt.writer;
+  for (const auto& p : prompts) wo.planned_prompts.push_back(p.ids);
+  for (const auto& site : opt.sites) wo.planned_sites.emplace_back(site, c.dim);
+  wo.planned_vocab = c.vocab_size;
+  trace::TraceWriter writer(wo, opt.info);
   TraceRecorder recorder(writer, opt.sites);
   const int batch = std::min<int>(opt.config.batch, std::max<size_t>(1, prompts.size()));
   auto rt = make_runtime(model, numerics(opt.config), needed_capacity(longest, 0, c.max_seq_len),
