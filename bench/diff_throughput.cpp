@@ -10,8 +10,8 @@
 // top-20 logits of V = 32000, 8 prompts x 64 tokens).
 //
 //   bench_diff_throughput [--shape bench|110m] [--mb 200,400] [--dir DIR] [--reps 3] [--keep]
-//   bench_diff_throughput --compression [--dir DIR] [--reps 3]
-//       the 110m pair rewritten by bench/trace_repack.py with each filter pipeline: size, write
+//   bench_diff_throughput --compression [--shape S] [--mb N] [--dir DIR] [--reps 3]
+//       the pair rewritten by bench/trace_repack.py with each filter pipeline: size, write
 //       seconds of the datasets, diff time against cat
 //   bench_diff_throughput --diff-only A.h5 B.h5           (child: one diff, rendered)
 //   bench_diff_throughput --write-pair A.h5 B.h5 ROWS SHAPE (child: writes the pair)
@@ -185,6 +185,7 @@ Timing time_pair(const std::string& self, const fs::path& a, const fs::path& b, 
   const std::string script = std::string(DRIFTSCOPE_SOURCE_DIR) + "/bench/diff_h5py.py";
   std::vector<double> t_cat, t_diff, t_py;
   Timing t;
+  std::fflush(stdout);
   for (int r = 0; r < reps; ++r) {
     t_cat.push_back(run_child({"/bin/sh", "-c", cat}).wall);
     const ChildRun d = run_child({self, "--diff-only", a.string(), b.string()});
@@ -206,13 +207,14 @@ int rows_for(const Shape& sh, int mb) {
   return std::max(sh.prompt + 1, static_cast<int>(mb * 1e6 / 0.80 / row_bytes(sh) / sh.sequences));
 }
 
-int compression_study(const std::string& self, const fs::path& dir, int reps) {
-  const Shape& sh = k110m;
-  const fs::path a = dir / "a_110m.h5", b = dir / "b_110m.h5";
-  run_child({self, "--write-pair", a.string(), b.string(), std::to_string(rows_for(sh, 0)), sh.name});
+int compression_study(const std::string& self, const fs::path& dir, int reps, const Shape& sh,
+                      int mb) {
+  const fs::path a = dir / "a_study.h5", b = dir / "b_study.h5";
+  std::fflush(stdout);
+  run_child({self, "--write-pair", a.string(), b.string(), std::to_string(rows_for(sh, mb)), sh.name});
   const std::string repack = std::string(DRIFTSCOPE_SOURCE_DIR) + "/bench/trace_repack.py";
-  fmt::print("110m-shape pair rewritten with each pipeline (bench/trace_repack.py, h5py); write s = "
-             "seconds writing A's datasets\n");
+  fmt::print("{}-shape pair rewritten with each pipeline (bench/trace_repack.py, h5py); write s = "
+             "seconds writing A's datasets\n", sh.name);
   fmt::print("{:>18} {:>10} {:>9} {:>9} {:>9} {:>9} {:>8}\n", "pipeline", "A MB", "write s",
              "cat s", "diff s", "h5py s", "diff/cat");
   for (const char* kind : {"none", "deflate1", "shuffle-deflate1", "shuffle-deflate4", "shuffle-deflate9"}) {
@@ -284,7 +286,7 @@ int main(int argc, char** argv) {
   }
   fs::create_directories(dir);
   const std::string self = fs::canonical("/proc/self/exe").string();
-  if (compression) return compression_study(self, dir, reps);
+  if (compression) return compression_study(self, dir, reps, *sh, sizes.front());
   if (sh == &k110m) sizes = {0};
   fmt::print("synthetic traces ({}): {} sequences, {} hidden sites of width {}, {} V={}, f32\n",
              sh->name, sh->sequences, sites(*sh).size(), sh->width,
@@ -297,6 +299,7 @@ int main(int argc, char** argv) {
     const fs::path a = dir / fmt::format("a_{}_{}.h5", sh->name, mb),
                    b = dir / fmt::format("b_{}_{}.h5", sh->name, mb);
     const auto tw = std::chrono::steady_clock::now();
+    std::fflush(stdout);  // a forked child would print what is still buffered again
     // Written by a child, so that this process stays small: a child's ru_maxrss includes the
     // size of the process it was forked from.
     run_child({self, "--write-pair", a.string(), b.string(), std::to_string(rows), sh->name});

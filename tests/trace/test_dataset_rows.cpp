@@ -148,7 +148,11 @@ TEST_CASE("dataset rows: a chunk whose filter mask skips deflate is read through
     for (size_t k = 0; k < 4; ++k) shuffled[k * n + i] = src[4 * i + k];
   hsize_t offset[2] = {0, 0};
   REQUIRE(H5Dwrite_chunk(d.get(), H5P_DEFAULT, 0x2, offset, shuffled.size(), shuffled.data()) >= 0);
-  ds::trace::DatasetRows r(std::move(d), Elem::F32);
+  d.reset();
+  file.reset();  // read as traces are read: a file opened afresh (HDF5 1.10.8 mishandles the
+                 // mask of a chunk written by H5Dwrite_chunk that is still in its cache)
+  file = Id(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  ds::trace::DatasetRows r(Id(H5Dopen2(file.get(), "m", H5P_DEFAULT)), Elem::F32);
   CHECK(r.fast());
   std::vector<float> got(v.size());
   r.read(0, rows, got.data());
