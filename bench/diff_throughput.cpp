@@ -1,11 +1,20 @@
-// Diff throughput and memory: writes synthetic trace pairs of two sizes (random hidden states and
-// full logits, B = A + small noise, same tokens so every row is compared), then times
-// `cat A B > /dev/null` (page-cached) against the diff of the pair, run in a fresh child process
-// whose peak RSS (getrusage ru_maxrss) is reported. The ratio is diff time / cat time.
+// Diff throughput and memory: writes synthetic trace pairs with the trace writer (random hidden
+// states, B = A + small noise, same tokens so every row is compared), then times, side by side on
+// the same page-cached files: `cat A B > /dev/null`, `driftscope diff`'s work (trace readers,
+// diff_traces, terminal and JSON rendering) in a fresh child process whose peak RSS (getrusage
+// ru_maxrss) is reported, and bench/diff_h5py.py (h5py reading every hidden dataset of both and
+// computing a relative L2 per compared row). Ratios: diff / cat, h5py / diff.
 //
-//   bench_diff_throughput [--mb 200,400] [--dir /tmp/ds-bench-diff] [--reps 3] [--keep]
-//   bench_diff_throughput --diff-only A.h5 B.h5     (child: one diff, rendered)
-//   bench_diff_throughput --write-pair A.h5 B.h5 ROWS (child: writes the pair)
+// Shapes: "bench" (2 sequences, 26 sites of width 1024, full logits V = 8192; --mb sets the trace
+// size) and "110m" (a 110M-parameter model's shape: dim 768, 12 layers, all probes = 74 sites,
+// top-20 logits of V = 32000, 8 prompts x 64 tokens).
+//
+//   bench_diff_throughput [--shape bench|110m] [--mb 200,400] [--dir DIR] [--reps 3] [--keep]
+//   bench_diff_throughput --compression [--shape S] [--mb N] [--dir DIR] [--reps 3]
+//       the pair rewritten by bench/trace_repack.py with each filter pipeline: size, write
+//       seconds of the datasets, diff time against cat
+//   bench_diff_throughput --diff-only A.h5 B.h5           (child: one diff, rendered)
+//   bench_diff_throughput --write-pair A.h5 B.h5 ROWS SHAPE (child: writes the pair)
 // Every heavy step runs in a child forked from this small process: Linux counts the RSS a child
 // inherited at fork in its ru_maxrss, so a big parent would inflate the measurement.
 #include <fmt/format.h>
@@ -33,11 +42,18 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int kWidth = 1024;  // hidden width
-constexpr int kLayers = 8;
-constexpr int kVocab = 8192;  // full logits per row
-constexpr int kSequences = 2;
-constexpr int kPrompt = 16;
+struct Shape {
+  const char* name;
+  int width, layers;
+  bool all_probes;  // 6 sites per layer, else attn_out, mlp_out, out
+  int vocab;
+  bool full_logits;
+  int sequences, prompt;
+};
+constexpr Shape kBench{"bench", 1024, 8, false, 8192, true, 2, 16};
+constexpr Shape k110m{"110m", 768, 12, true, 32000, false, 8, 8};
+
+const Shape& shape_named(const std::string& n) { return n == "110m" ? k110m : kBench; }
 
 // xorshift64*: fast uniform floats in [-1, 1).
 struct Rng {
@@ -51,50 +67,59 @@ struct Rng {
   }
 };
 
-std::vector<std::string> sites() {
+std::vector<std::string> sites(const Shape& sh) {
   std::vector<std::string> s = {"embed"};
-  for (int l = 0; l < kLayers; ++l) {
-    for (const char* k : {"attn_out", "mlp_out", "out"}) s.push_back(fmt::format("L{}/{}", l, k));
+  static const char* three[] = {"attn_out", "mlp_out", "out"};
+  static const char* six[] = {"attn_norm", "attn_out", "resid_mid", "mlp_norm", "mlp_out", "out"};
+  for (int l = 0; l < sh.layers; ++l) {
+    if (sh.all_probes) {
+      for (const char* k : six) s.push_back(fmt::format("L{}/{}", l, k));
+    } else {
+      for (const char* k : three) s.push_back(fmt::format("L{}/{}", l, k));
+    }
   }
   s.push_back("final_norm");
   return s;
 }
 
 // Raw bytes one row holds in one trace (before compression).
-double row_bytes() {
-  return sites().size() * kWidth * 4.0 + kVocab * 4.0 + 20 * 8.0 + 4.0;
+double row_bytes(const Shape& sh) {
+  return sites(sh).size() * sh.width * 4.0 + (sh.full_logits ? sh.vocab * 4.0 : 0) + 20 * 8.0 + 4.0;
 }
 
 // Writes A and B with `rows` positions per sequence; B = A·(1 + 1e-6·noise), logits + 1e-4·noise.
-void write_pair(const fs::path& a, const fs::path& b, int rows) {
-  const auto names = sites();
+void write_pair(const fs::path& a, const fs::path& b, int rows, const Shape& sh) {
+  const auto names = sites(sh);
   auto make = [&](const fs::path& p, bool is_b) {
     ds::trace::WriterOptions w;
     w.path = p;
     w.force = true;
-    w.full_logits = true;
+    w.full_logits = sh.full_logits;
     w.queue_steps = 2;  // steps are large here: keep the writer's queue small
     ds::trace::RunInfo info;
     info.tool_version = "bench";
-    info.model_json =
-        R"({"config":{"n_layers":8,"vocab_size":8192},"files":[{"name":"synthetic","bytes":0,"sha256":"0"}],"tokenizer":null})";
+    info.model_json = fmt::format(
+        R"({{"config":{{"n_layers":{},"vocab_size":{}}},"files":[{{"name":"synthetic","bytes":0,"sha256":"0"}}],"tokenizer":null}})",
+        sh.layers, sh.vocab);
     info.config_json = is_b ? R"({"dtype":"bf16"})" : R"({"dtype":"fp32"})";
     return std::make_unique<ds::trace::TraceWriter>(w, info);
   };
   auto wa = make(a, false), wb = make(b, true);
   Rng rng{0x9E3779B97F4A7C15ULL}, noise{12345};
-  for (int seq = 0; seq < kSequences; ++seq) {
-    std::vector<int32_t> prompt(kPrompt);
-    for (int i = 0; i < kPrompt; ++i) prompt[i] = 1 + (seq * 31 + i * 7) % (kVocab - 1);
+  for (int seq = 0; seq < sh.sequences; ++seq) {
+    std::vector<int32_t> prompt(static_cast<size_t>(sh.prompt));
+    for (int i = 0; i < sh.prompt; ++i) prompt[i] = 1 + (seq * 31 + i * 7) % (sh.vocab - 1);
     wa->begin_sequence(seq, prompt);
     wb->begin_sequence(seq, prompt);
     for (int r = 0; r < rows;) {
-      const int n = r == 0 ? kPrompt : std::min(64, rows - r);  // prefill, then 64 rows a step
+      // prefill, then 64 rows a step (bench) or one row a step, as decoding writes them (110m)
+      const int n = r == 0 ? sh.prompt : std::min(sh.full_logits ? 64 : 1, rows - r);
       ds::trace::StepRecord sa, sb;
       sa.seq = sb.seq = seq;
       sa.n_rows = sb.n_rows = n;
       for (const auto& name : names) {
-        ds::trace::HiddenRows ha{name, kWidth, std::vector<float>(static_cast<size_t>(n) * kWidth)};
+        ds::trace::HiddenRows ha{name, sh.width,
+                                 std::vector<float>(static_cast<size_t>(n) * sh.width)};
         ds::trace::HiddenRows hb = ha;
         for (size_t i = 0; i < ha.values.size(); ++i) {
           ha.values[i] = rng.next();
@@ -103,8 +128,8 @@ void write_pair(const fs::path& a, const fs::path& b, int rows) {
         sa.hidden.push_back(std::move(ha));
         sb.hidden.push_back(std::move(hb));
       }
-      sa.vocab = sb.vocab = kVocab;
-      sa.logits.resize(static_cast<size_t>(n) * kVocab);
+      sa.vocab = sb.vocab = sh.vocab;
+      sa.logits.resize(static_cast<size_t>(n) * sh.vocab);
       sb.logits.resize(sa.logits.size());
       for (size_t i = 0; i < sa.logits.size(); ++i) {
         sa.logits[i] = 5.0 * rng.next();
@@ -143,7 +168,78 @@ int diff_only(const char* a, const char* b) {
   const auto report = ds::diff::diff_traces(ta, tb);
   const std::string text = ds::viewer::render_terminal(report);
   const std::string json = ds::viewer::render_json(report);
-  if (report.summary.sequences != kSequences || text.empty() || json.empty()) return 1;
+  if (report.summary.sequences == 0 || text.empty() || json.empty()) return 1;
+  return 0;
+}
+
+struct Timing {
+  double cat = 0, diff = 0, h5py = 0;
+  long rss_kb = 0;
+};
+
+// cat, diff and the h5py script on the same pair, interleaved, medians of `reps`.
+Timing time_pair(const std::string& self, const fs::path& a, const fs::path& b, int reps,
+                 bool with_h5py) {
+  const std::string cat = fmt::format("cat '{}' '{}' > /dev/null", a.string(), b.string());
+  if (std::system(cat.c_str()) != 0) std::exit(2);  // warm the page cache
+  const std::string script = std::string(DRIFTSCOPE_SOURCE_DIR) + "/bench/diff_h5py.py";
+  std::vector<double> t_cat, t_diff, t_py;
+  Timing t;
+  std::fflush(stdout);
+  for (int r = 0; r < reps; ++r) {
+    t_cat.push_back(run_child({"/bin/sh", "-c", cat}).wall);
+    const ChildRun d = run_child({self, "--diff-only", a.string(), b.string()});
+    t_diff.push_back(d.wall);
+    t.rss_kb = std::max(t.rss_kb, d.max_rss_kb);
+    if (with_h5py) {
+      t_py.push_back(run_child({"/usr/bin/python3", script, a.string(), b.string()}, true).wall);
+    }
+  }
+  t.cat = median(t_cat);
+  t.diff = median(t_diff);
+  t.h5py = with_h5py ? median(t_py) : 0;
+  return t;
+}
+
+int rows_for(const Shape& sh, int mb) {
+  if (&sh == &k110m) return 64 + sh.prompt - 1;  // 8 prompt tokens + 64 generated, as `run -n 64`
+  // Random float32 compresses to about 84% with shuffle + deflate: aim a little above the size.
+  return std::max(sh.prompt + 1, static_cast<int>(mb * 1e6 / 0.80 / row_bytes(sh) / sh.sequences));
+}
+
+int compression_study(const std::string& self, const fs::path& dir, int reps, const Shape& sh,
+                      int mb) {
+  const fs::path a = dir / "a_study.h5", b = dir / "b_study.h5";
+  std::fflush(stdout);
+  run_child({self, "--write-pair", a.string(), b.string(), std::to_string(rows_for(sh, mb)), sh.name});
+  const std::string repack = std::string(DRIFTSCOPE_SOURCE_DIR) + "/bench/trace_repack.py";
+  fmt::print("{}-shape pair rewritten with each pipeline (bench/trace_repack.py, h5py); write s = "
+             "seconds writing A's datasets\n", sh.name);
+  fmt::print("{:>18} {:>10} {:>9} {:>9} {:>9} {:>9} {:>8}\n", "pipeline", "A MB", "write s",
+             "cat s", "diff s", "h5py s", "diff/cat");
+  for (const char* kind : {"none", "deflate1", "shuffle-deflate1", "shuffle-deflate4", "shuffle-deflate9"}) {
+    const fs::path va = dir / fmt::format("a_{}.h5", kind), vb = dir / fmt::format("b_{}.h5", kind);
+    const std::string out = (dir / "repack.out").string();
+    const std::string cmd = fmt::format("/usr/bin/python3 '{}' '{}' '{}' {} > '{}'", repack,
+                                        a.string(), va.string(), kind, out);
+    if (std::system(cmd.c_str()) != 0) return 2;
+    double write_s = 0;
+    if (FILE* f = std::fopen(out.c_str(), "r")) {
+      if (std::fscanf(f, "%lf", &write_s) != 1) write_s = -1;
+      std::fclose(f);
+    }
+    const std::string cmd_b = fmt::format("/usr/bin/python3 '{}' '{}' '{}' {} > /dev/null", repack,
+                                          b.string(), vb.string(), kind);
+    if (std::system(cmd_b.c_str()) != 0) return 2;
+    const Timing t = time_pair(self, va, vb, reps, true);
+    fmt::print("{:>18} {:>10.1f} {:>9.2f} {:>9.3f} {:>9.3f} {:>9.3f} {:>7.1f}x\n", kind,
+               fs::file_size(va) / 1e6, write_s, t.cat, t.diff, t.h5py, t.diff / t.cat);
+    std::fflush(stdout);
+    fs::remove(va);
+    fs::remove(vb);
+  }
+  fs::remove(a);
+  fs::remove(b);
   return 0;
 }
 
@@ -151,14 +247,15 @@ int diff_only(const char* a, const char* b) {
 
 int main(int argc, char** argv) {
   if (argc == 4 && std::string(argv[1]) == "--diff-only") return diff_only(argv[2], argv[3]);
-  if (argc == 5 && std::string(argv[1]) == "--write-pair") {
-    write_pair(argv[2], argv[3], std::atoi(argv[4]));
+  if (argc == 6 && std::string(argv[1]) == "--write-pair") {
+    write_pair(argv[2], argv[3], std::atoi(argv[4]), shape_named(argv[5]));
     return 0;
   }
   std::vector<int> sizes = {200, 400};
   fs::path dir = fs::temp_directory_path() / "ds-bench-diff";
   int reps = 3;
-  bool keep = false;
+  bool keep = false, compression = false;
+  const Shape* sh = &kBench;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--mb" && i + 1 < argc) {
@@ -169,48 +266,50 @@ int main(int argc, char** argv) {
         sizes.push_back(std::atoi(list.substr(at, comma - at).c_str()));
         at = comma + 1;
       }
+    } else if (arg == "--shape" && i + 1 < argc) {
+      sh = &shape_named(argv[++i]);
     } else if (arg == "--dir" && i + 1 < argc) {
       dir = argv[++i];
     } else if (arg == "--reps" && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[++i]));
     } else if (arg == "--keep") {
       keep = true;
+    } else if (arg == "--compression") {
+      compression = true;
     } else {
-      fmt::print(stderr, "usage: {} [--mb 200,400] [--dir DIR] [--reps N] [--keep]\n", argv[0]);
+      fmt::print(stderr,
+                 "usage: {} [--shape bench|110m] [--mb 200,400] [--dir DIR] [--reps N] [--keep] "
+                 "[--compression]\n",
+                 argv[0]);
       return 2;
     }
   }
   fs::create_directories(dir);
   const std::string self = fs::canonical("/proc/self/exe").string();
-  fmt::print("synthetic traces: {} sequences, {} hidden sites of width {}, full logits V={}, f32\n",
-             kSequences, sites().size(), kWidth, kVocab);
-  fmt::print("{:>10} {:>8} {:>10} {:>12} {:>10} {:>12} {:>8} {:>14}\n", "trace MB", "rows", "cat s",
-             "cat MB/s", "diff s", "diff MB/s", "ratio", "diff peak RSS");
+  if (compression) return compression_study(self, dir, reps, *sh, sizes.front());
+  if (sh == &k110m) sizes = {0};
+  fmt::print("synthetic traces ({}): {} sequences, {} hidden sites of width {}, {} V={}, f32\n",
+             sh->name, sh->sequences, sites(*sh).size(), sh->width,
+             sh->full_logits ? "top-20 + full logits" : "top-20 logits", sh->vocab);
+  fmt::print("{:>9} {:>6} {:>8} {:>9} {:>8} {:>9} {:>8} {:>8} {:>9} {:>10}\n", "trace MB", "rows",
+             "cat s", "cat MB/s", "diff s", "diff MB/s", "diff/cat", "h5py s", "h5py/diff",
+             "diff RSS");
   for (int mb : sizes) {
-    // Random float32 compresses to about 84% with shuffle + deflate: aim a little above the size.
-    const int rows =
-        std::max(kPrompt + 1, static_cast<int>(mb * 1e6 / 0.80 / row_bytes() / kSequences));
-    const fs::path a = dir / fmt::format("a_{}.h5", mb), b = dir / fmt::format("b_{}.h5", mb);
+    const int rows = rows_for(*sh, mb);
+    const fs::path a = dir / fmt::format("a_{}_{}.h5", sh->name, mb),
+                   b = dir / fmt::format("b_{}_{}.h5", sh->name, mb);
     const auto tw = std::chrono::steady_clock::now();
+    std::fflush(stdout);  // a forked child would print what is still buffered again
     // Written by a child, so that this process stays small: a child's ru_maxrss includes the
     // size of the process it was forked from.
-    run_child({self, "--write-pair", a.string(), b.string(), std::to_string(rows)});
+    run_child({self, "--write-pair", a.string(), b.string(), std::to_string(rows), sh->name});
     const double write_s = seconds_since(tw);
     const double bytes = static_cast<double>(fs::file_size(a) + fs::file_size(b));
-    const std::string cat = fmt::format("cat '{}' '{}' > /dev/null", a.string(), b.string());
-    if (std::system(cat.c_str()) != 0) return 2;  // warm the page cache
-    std::vector<double> t_cat, t_diff;
-    long rss = 0;
-    for (int r = 0; r < reps; ++r) {
-      t_cat.push_back(run_child({"/bin/sh", "-c", cat}).wall);
-      const ChildRun d = run_child({self, "--diff-only", a.string(), b.string()});
-      t_diff.push_back(d.wall);
-      rss = std::max(rss, d.max_rss_kb);
-    }
-    const double c = median(t_cat), d = median(t_diff);
-    fmt::print("{:>10.1f} {:>8} {:>10.3f} {:>12.0f} {:>10.3f} {:>12.1f} {:>7.1f}x {:>11.1f} MB\n",
-               fs::file_size(a) / 1e6, rows * kSequences, c, bytes / 1e6 / c, d, bytes / 1e6 / d,
-               d / c, rss / 1024.0);
+    const Timing t = time_pair(self, a, b, reps, true);
+    fmt::print("{:>9.1f} {:>6} {:>8.3f} {:>9.0f} {:>8.3f} {:>9.1f} {:>7.1f}x {:>8.3f} {:>8.1f}x "
+               "{:>7.1f} MB\n",
+               fs::file_size(a) / 1e6, rows * sh->sequences, t.cat, bytes / 1e6 / t.cat, t.diff,
+               bytes / 1e6 / t.diff, t.diff / t.cat, t.h5py, t.h5py / t.diff, t.rss_kb / 1024.0);
     fmt::print(stderr, "  (wrote the pair in {:.1f} s; sizes A {:.1f} MB, B {:.1f} MB)\n", write_s,
                fs::file_size(a) / 1e6, fs::file_size(b) / 1e6);
     if (!keep) {
@@ -219,8 +318,9 @@ int main(int argc, char** argv) {
     }
   }
   fmt::print(
-      "ratio = diff time / cat time (both files, page-cached, medians of {} runs); peak RSS "
-      "of the diff process (ru_maxrss)\n",
+      "diff/cat = diff time / cat time (both files, page-cached); h5py/diff = bench/diff_h5py.py "
+      "time / diff time; medians of {} interleaved runs; diff RSS = peak RSS of the diff process "
+      "(ru_maxrss)\n",
       reps);
   return 0;
 }

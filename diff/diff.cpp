@@ -23,6 +23,11 @@ namespace {
 using nlohmann::json;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
+// Invalid UTF-8 in a recorded string (a prompt's bytes) shows as U+FFFD instead of throwing.
+std::string dump_text(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 json parse_object(const std::string& text) {
   json j = json::parse(text.empty() ? std::string("{}") : text, nullptr, false);
   return j.is_object() ? j : json::object();
@@ -128,6 +133,15 @@ std::vector<TokenProb> top5(const trace::TopKRows& t, double lse, const DiffOpti
   return out;
 }
 
+// Rows read at once from a dataset of `width` floats: the largest power of two within
+// block_bytes, so a block covers whole chunks of the writer's power-of-two chunk shapes.
+int64_t block_rows(int64_t block_bytes, int64_t width) {
+  const int64_t fit = block_bytes / (4 * std::max<int64_t>(1, width));
+  int64_t rows = 1;
+  while (rows * 2 <= fit) rows *= 2;
+  return rows;
+}
+
 bool same_bits(const void* a, const void* b, size_t bytes) {
   return std::memcmp(a, b, bytes) == 0;
 }
@@ -135,12 +149,13 @@ bool same_bits(const void* a, const void* b, size_t bytes) {
 class SequenceDiff {
  public:
   SequenceDiff(const trace::TraceReader& a, const trace::TraceReader& b, int index,
-               const DiffOptions& opt, int n_layers)
+               const DiffOptions& opt, int n_layers, std::vector<Skipped>& skipped)
       : A_(a),
         B_(b),
         idx_(index),
         opt_(opt),
         n_layers_(n_layers),
+        skipped_(skipped),
         sa_(a.sequence(index)),
         sb_(b.sequence(index)) {}
 
@@ -196,7 +211,7 @@ class SequenceDiff {
           decode_after(opt_, before, slice(ta, f.position, f.position + opt_.context_tokens));
       f.continuation_b =
           decode_after(opt_, before, slice(tb, f.position, f.position + opt_.context_tokens));
-      if (sa_.topk > 0 && sb_.topk > 0 && f.row < sa_.rows && f.row < sb_.rows) {
+      if (sa_.topk > 0 && sb_.topk > 0 && f.row < sa_.rows && f.row < sb_.rows) try {
         const auto ka = A_.topk(idx_, f.row, 1), kb = B_.topk(idx_, f.row, 1);
         const double la = A_.lse(idx_, f.row, 1)[0], lb = B_.lse(idx_, f.row, 1)[0];
         f.top5_a = top5(ka, la, opt_, before);
@@ -209,6 +224,8 @@ class SequenceDiff {
         f.margin_b = m(f.top5_b, false);
         f.margin_logit_a = m(f.top5_a, true);
         f.margin_logit_b = m(f.top5_b, true);
+      } catch (const Error& e) {
+        skip("logits at the flip", e);
       }
       s_.first_flip = std::move(f);
     } else if (ta.size() != tb.size() && s_.prompt_equal) {
@@ -227,7 +244,23 @@ class SequenceDiff {
     }
   }
 
+  void skip(const std::string& what, const Error& e) {
+    skipped_.push_back({idx_, what, e.what()});
+  }
+
+  // A dataset that cannot be read leaves the logits metrics out, named, not the whole sequence.
   void compare_logits() {
+    try {
+      compare_logits_rows();
+    } catch (const Error& e) {
+      s_.has_logits = false;
+      s_.logits = LogitsStats{};
+      s_.positions.clear();
+      skip("logits", e);
+    }
+  }
+
+  void compare_logits_rows() {
     const int64_t n = s_.compared;
     if (sa_.topk == 0 || sb_.topk == 0) {
       if (sa_.topk != sb_.topk) {
@@ -248,7 +281,7 @@ class SequenceDiff {
     int64_t width = std::max(sa_.topk, sb_.topk);
     if (sa_.has_full_logits) width = std::max<int64_t>(width, A_.full_logits(idx_, 0, 1).size());
     if (sb_.has_full_logits) width = std::max<int64_t>(width, B_.full_logits(idx_, 0, 1).size());
-    const int64_t block = std::max<int64_t>(1, opt_.block_bytes / (4 * width));
+    const int64_t block = block_rows(opt_.block_bytes, width);
     const int64_t first_choice = std::max(0, sa_.prompt_len - 1);
     double sum_sq = 0, sum_j = 0, sum_kl = 0;
     L.top5_jaccard_min = 1;
@@ -323,7 +356,6 @@ class SequenceDiff {
   }
 
   void compare_hidden() {
-    const int64_t n = s_.compared;
     std::map<std::string, const trace::SiteInfo*> in_b;
     for (const auto& site : sb_.sites) in_b[site.name] = &site;
     std::vector<std::pair<const trace::SiteInfo*, const trace::SiteInfo*>> common;
@@ -354,14 +386,35 @@ class SequenceDiff {
       if (cur.size() < 4 || cur.substr(cur.size() - 4) != "/out") cur = sa->name;
     }
     for (const auto& [sa, sb] : common) {
+      try {
+        compare_site(*sa, *sb, layer_site);
+      } catch (const Error& e) {
+        skip("hidden/" + sa->name, e);
+      }
+    }
+    for (size_t i = 1; i < s_.layers.size(); ++i) {
+      const double prev = s_.layers[i - 1].rel_l2_median, cur = s_.layers[i].rel_l2_median;
+      if (prev > 0 && std::isfinite(prev) && !std::isnan(cur)) s_.layers[i].growth = cur / prev;
+    }
+  }
+
+  // One common site: every compared row read and measured before anything reaches the report, so
+  // a site whose data cannot be read leaves no partial trace in it.
+  void compare_site(const trace::SiteInfo& site_a, const trace::SiteInfo& site_b,
+                    const std::map<int, std::string>& layer_site) {
+    const int64_t n = s_.compared;
+    const trace::SiteInfo* sa = &site_a;
+    const trace::SiteInfo* sb = &site_b;
+    std::optional<Onset> onset;
+    bool identical = true;
+    {
       SiteDrift d;
       d.site = sa->name;
       d.layer = site_layer(sa->name, n_layers_);
       d.dtype = coarser_storage(sa->elem, sb->elem);
       d.noise_floor = noise_floor(sa->elem, sb->elem);
       const int64_t width = sa->shape[1];
-      const int64_t block =
-          std::max<int64_t>(1, opt_.block_bytes / (4 * std::max<int64_t>(1, width)));
+      const int64_t block = block_rows(opt_.block_bytes, width);
       std::vector<double> rel(static_cast<size_t>(n)), cos(static_cast<size_t>(n)),
           mabs(static_cast<size_t>(n));
       d.rel_l2_max = 0;
@@ -379,16 +432,18 @@ class SequenceDiff {
           rel[static_cast<size_t>(row)] = rd.rel_l2;
           cos[static_cast<size_t>(row)] = rd.cos;
           mabs[static_cast<size_t>(row)] = rd.max_abs;
-          s_.hidden_identical &= rd.identical;
+          identical &= rd.identical;
           d.nan_positions += rd.non_finite;
           const bool above = rd.non_finite || rd.rel_l2 > d.noise_floor;
           d.above_floor += above;
-          if (above && !s_.onset) s_.onset = Onset{d.site, row, rd.rel_l2, d.noise_floor};
+          if (above && !onset) onset = Onset{d.site, row, rd.rel_l2, d.noise_floor};
           track_max(rd.rel_l2, row, d.rel_l2_max, d.rel_l2_max_position);
           track_max(rd.max_abs, row, d.max_abs, abs_at);
           track_max(-rd.cos, row, d.cos_min, cos_at);  // the minimum, as the max of −cos
         }
       }
+      s_.hidden_identical &= identical;
+      if (!s_.onset) s_.onset = onset;
       if (cos_at >= 0) d.cos_min = -d.cos_min;
       if (n == 0) d.rel_l2_max_position = -1;
       const int layer = d.layer;
@@ -407,10 +462,6 @@ class SequenceDiff {
         s_.layers.back().rel_l2_median = d.rel_l2_median;
       }
       s_.drift.push_back(std::move(d));
-    }
-    for (size_t i = 1; i < s_.layers.size(); ++i) {
-      const double prev = s_.layers[i - 1].rel_l2_median, cur = s_.layers[i].rel_l2_median;
-      if (prev > 0 && std::isfinite(prev) && !std::isnan(cur)) s_.layers[i].growth = cur / prev;
     }
   }
 
@@ -433,15 +484,21 @@ class SequenceDiff {
   int idx_;
   const DiffOptions& opt_;
   int n_layers_;
+  std::vector<Skipped>& skipped_;
   trace::SequenceInfo sa_, sb_;
   SequenceReport s_;
 };
 
+// From the first sequence that can be read (a damaged one is skipped later, by name).
 int layers_from_sites(const trace::TraceReader& r, const std::vector<int>& seqs) {
   int n = 0;
-  if (seqs.empty()) return n;
-  for (const auto& site : r.sequence(seqs.front()).sites)
-    n = std::max(n, site_layer(site.name, -1) + 1);
+  for (int i : seqs) {
+    try {
+      for (const auto& site : r.sequence(i).sites) n = std::max(n, site_layer(site.name, -1) + 1);
+      return n;
+    } catch (const Error&) {
+    }
+  }
   return n;
 }
 
@@ -462,7 +519,7 @@ std::vector<ConfigDifference> config_differences(const std::string& config_a,
     const bool ha = ia != fa.end(), hb = ib != fb.end();
     if (ha && hb && ia->second == ib->second) continue;
     out.push_back(
-        {k, ha ? ia->second.dump() : std::string(), hb ? ib->second.dump() : std::string()});
+        {k, ha ? dump_text(ia->second) : std::string(), hb ? dump_text(ib->second) : std::string()});
   }
   return out;
 }
@@ -514,8 +571,8 @@ Report diff_traces(const trace::TraceReader& a, const trace::TraceReader& b,
     for (const auto& [k, v] : tb) keys.insert(k);
     for (const auto& k : keys) {
       const auto ia = ta.find(k), ib = tb.find(k);
-      const std::string va = ia == ta.end() ? "" : ia->second.dump();
-      const std::string vb = ib == tb.end() ? "" : ib->second.dump();
+      const std::string va = ia == ta.end() ? "" : dump_text(ia->second);
+      const std::string vb = ib == tb.end() ? "" : dump_text(ib->second);
       if (va != vb) rep.config_diff.push_back({k, va, vb});
     }
   }
@@ -551,9 +608,19 @@ Report diff_traces(const trace::TraceReader& a, const trace::TraceReader& b,
     std::sort(selected.begin(), selected.end());
   }
   const int n_layers = ma.n_layers > 0 ? ma.n_layers : layers_from_sites(a, selected);
+  int done = 0;
   for (int i : selected) {
-    rep.sequences.push_back(SequenceDiff(a, b, i, opt, n_layers).run());
-    if (opt.progress) opt.progress(static_cast<int>(rep.sequences.size()), static_cast<int>(selected.size()));
+    // A sequence that cannot be read in A or B (a damaged trace) is named and left out; the
+    // others are compared as usual.
+    try {
+      rep.sequences.push_back(SequenceDiff(a, b, i, opt, n_layers, rep.skipped).run());
+    } catch (const Error& e) {
+      rep.skipped.push_back({i, "sequence", e.what()});
+    }
+    if (opt.progress) opt.progress(++done, static_cast<int>(selected.size()));
+  }
+  for (const auto& k : rep.skipped) {
+    rep.warnings.push_back(fmt::format("seq {}: {} skipped: {}", k.seq, k.what, k.why));
   }
   Summary& s = rep.summary;
   s.sequences = static_cast<int>(rep.sequences.size());

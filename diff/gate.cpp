@@ -16,6 +16,12 @@ const char* kGateHint =
 
 // The first reason, common to every condition, to fail: prompts differ, NaN, nothing compared.
 std::string universal_failure(const Report& r) {
+  if (!r.skipped.empty()) {  // what could not be read cannot be vouched for
+    const auto& k = r.skipped.front();
+    return fmt::format("seq {}: {} skipped (damaged trace{})", k.seq, k.what,
+                       r.skipped.size() > 1 ? fmt::format(", {} parts skipped", r.skipped.size())
+                                            : std::string());
+  }
   if (r.sequences.empty()) return "no sequence was compared";
   for (const auto& s : r.sequences) {
     if (!s.prompt_equal) {
@@ -131,7 +137,12 @@ GateResult evaluate_gates(const Report& r, const std::vector<GateCondition>& con
                         ws->index, holds ? ">" : "<=", fmt_num(c.threshold));
     }
     res.failed |= holds;
-    parts.push_back(fmt::format("{} {}: {}", holds ? "FAIL" : "ok", c.spec, why));
+    if (universal.empty()) parts.push_back(fmt::format("{}{}: {}", c.spec, holds ? "" : " ok", why));
+  }
+  if (!universal.empty()) {  // one reason fails every condition: say it once
+    std::vector<std::string> specs;
+    for (const auto& c : conditions) specs.push_back(c.spec);
+    parts.push_back(fmt::format("{} (fails {})", universal, fmt::join(specs, ", ")));
   }
   std::string tail;
   if (!r.a.complete || !r.b.complete) {

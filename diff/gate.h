@@ -21,15 +21,17 @@ GateCondition parse_gate(const std::string& spec);
 
 struct GateResult {
   bool failed = false;
-  std::string verdict;  // one line: "FAIL flip: seq 0 flips at step 37 ..." / "PASS ..."
+  // One line, FAIL or PASS once: "gate FAIL: flip: seq 0 flips at step 37 ...; drift=1e-3 ok:
+  // max relative L2 ..." / "gate PASS: flip ok: no flip in 8 sequences".
+  std::string verdict;
 };
 
 // A condition holds (fails the gate) when:
 //   flip     any compared sequence has a first flip;
 //   drift=x  the relative L2 of any common site at any compared position exceeds x;
 //   kl=x     KL(A‖B) at any compared position exceeds x.
-// Whatever the condition, a sequence whose prompts differ, a NaN/Inf in compared data, or no
-// compared sequence at all fail it. Throws ds::Error when a condition cannot be evaluated (kl
+// Whatever the condition, a part of a trace skipped as unreadable (Report::skipped), a sequence
+// whose prompts differ, a NaN/Inf in compared data, or no compared sequence at all fail it. Throws ds::Error when a condition cannot be evaluated (kl
 // without logits in both traces, drift without a common hidden site).
 GateResult evaluate_gates(const Report& r, const std::vector<GateCondition>& conditions);
 

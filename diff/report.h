@@ -195,6 +195,14 @@ struct KernelReport {
 // "both", "only_a", "only_b", "neither" (the JSON value).
 const char* kernel_tables_name(KernelTables t);
 
+// Something the diff could not read and left out (a damaged trace): a whole sequence
+// (`what` "sequence"), or one dataset of a compared sequence ("hidden/L3/out", "logits").
+struct Skipped {
+  int seq = 0;
+  std::string what;
+  std::string why;  // the reader's error: which trace, which dataset and rows
+};
+
 struct Report {
   TraceSide a, b;
   bool model_equal = true;
@@ -205,6 +213,7 @@ struct Report {
   Summary summary;
   KernelReport kernels;
   std::vector<std::string> warnings;
+  std::vector<Skipped> skipped;  // each one also has a warning line
 };
 
 // "identical", "drift without flip", "flip at step 37", "prompts differ at position 0", ...

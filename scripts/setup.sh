@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 with_tests=""
 [ "${1:-}" = "--tests" ] && with_tests=1
 
-packages=(g++ cmake make pkg-config libhdf5-dev libcli11-dev catch2 libfmt-dev nlohmann-json3-dev libpcre2-dev libicu-dev libssl-dev python3-h5py)
+packages=(g++ cmake make pkg-config libhdf5-dev libcli11-dev catch2 libfmt-dev nlohmann-json3-dev libpcre2-dev libicu-dev libssl-dev libdeflate-dev python3-h5py)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

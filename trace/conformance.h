@@ -14,4 +14,11 @@ namespace ds::trace {
 // Throws ds::Error "trace 'PATH' (written by PRODUCER) does not conform to format v1: WHAT".
 void check_conformance(hid_t file, const std::string& path, const std::string& producer);
 
+// The same checks of one /seq/<i> group (`where`, e.g. "/seq/3"), for traces of any producer:
+// attributes prompt_len >= 1, gen_len >= 0, a known stop_reason; tokens of rank 1 holding
+// prompt_len + gen_len int32 ids; hidden sites of rank 2, one width, float elements; logits
+// datasets of the right ranks and K; every hidden and logits dataset with the same row count,
+// tokens - 1 (or the prompt's count, or 0). Throws ds::Error naming the first inconsistency.
+void check_sequence(hid_t group, const std::string& where);
+
 }  // namespace ds::trace

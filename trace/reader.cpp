@@ -4,6 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <optional>
+#include <nlohmann/json.hpp>
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -19,6 +22,11 @@
 namespace fs = std::filesystem;
 
 namespace ds::trace {
+
+struct TraceReader::OpenDatasets {
+  int seq = -1;
+  std::map<std::string, std::unique_ptr<DatasetRows>> sets;  // by path under /seq/<seq>
+};
 
 namespace {
 
@@ -118,6 +126,16 @@ TraceReader TraceReader::from_open_file(hid_t fid, const fs::path& path) {
   r.model_json_ = str(meta.get(), "model_json");
   r.env_json_ = str(meta.get(), "env_json");
   r.command_line_ = str(meta.get(), "command_line");
+  using Attr = std::pair<const char*, const std::string*>;
+  for (const auto& [name, text] : {Attr{"config_json", &r.config_json_},
+                                   Attr{"model_json", &r.model_json_}}) {
+    if (!text->empty() && !nlohmann::json::parse(*text, nullptr, false).is_object()) {
+      throw Error(fmt::format("trace '{}' is damaged: attribute /meta@{} is not a JSON object",
+                              path.string(), name),
+                  "driftscope writes it as JSON; the file was altered or written by another tool");
+    }
+  }
+  r.open_ = std::make_shared<OpenDatasets>();
   return r;
 }
 
@@ -150,12 +168,24 @@ SequenceInfo TraceReader::sequence(int seq) const {
   if (!h5::exists(file_->get(), g)) {
     throw Error(fmt::format("trace '{}' has no sequence {}", path_.string(), seq));
   }
-  h5::Id group = h5::open_group(file_->get(), g);
+  try {
+    h5::Id group = h5::open_group(file_->get(), g);
+    check_sequence(group.get(), "/" + g);
+    return read_sequence(seq, group.get());
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    if (what.starts_with("trace '")) throw;
+    throw Error(fmt::format("trace '{}' is damaged: /{}: {}", path_.string(), g, what),
+                "the rest of the trace can still be read; `driftscope show` lists what it holds");
+  }
+}
+
+SequenceInfo TraceReader::read_sequence(int seq, hid_t group) const {
   SequenceInfo s;
   s.index = seq;
-  s.prompt_len = static_cast<int>(h5::read_attr_int(group.get(), "prompt_len"));
-  s.gen_len = static_cast<int>(h5::read_attr_int(group.get(), "gen_len"));
-  s.stop_reason = h5::read_attr_string(group.get(), "stop_reason");
+  s.prompt_len = static_cast<int>(h5::read_attr_int(group, "prompt_len"));
+  s.gen_len = static_cast<int>(h5::read_attr_int(group, "gen_len"));
+  s.stop_reason = h5::read_attr_string(group, "stop_reason");
   {
     h5::Id d = dataset(seq, "tokens");
     auto info = h5::dataset_info(d.get());
@@ -164,8 +194,8 @@ SequenceInfo TraceReader::sequence(int seq) const {
   }
   int64_t rows = -1;
   auto take_rows = [&](int64_t r) { rows = rows < 0 ? r : std::min(rows, r); };
-  if (h5::exists(group.get(), "hidden")) {
-    h5::Id hidden = h5::open_group(group.get(), "hidden");
+  if (h5::exists(group, "hidden")) {
+    h5::Id hidden = h5::open_group(group, "hidden");
     // Forward order: embed, L0..L{n-1} (each in kLayerSiteKinds order), final_norm.
     std::vector<std::string> names;
     for (const auto& child : h5::list_children(hidden.get())) {
@@ -188,7 +218,7 @@ SequenceInfo TraceReader::sequence(int seq) const {
       take_rows(info.shape[0]);
     }
   }
-  if (h5::exists(group.get(), "logits/topk_ids")) {
+  if (h5::exists(group, "logits/topk_ids")) {
     h5::Id d = dataset(seq, "logits/topk_ids");
     auto info = h5::dataset_info(d.get());
     s.topk = info.shape.size() == 2 ? static_cast<int>(info.shape[1]) : 0;
@@ -196,63 +226,76 @@ SequenceInfo TraceReader::sequence(int seq) const {
     take_rows(h5::dataset_info(dataset(seq, "logits/lse").get()).shape[0]);
     take_rows(h5::dataset_info(dataset(seq, "logits/topk_logits").get()).shape[0]);
   }
-  s.has_full_logits = h5::exists(group.get(), "logits/full");
+  s.has_full_logits = h5::exists(group, "logits/full");
   if (s.has_full_logits) take_rows(h5::dataset_info(dataset(seq, "logits/full").get()).shape[0]);
   s.rows = std::max<int64_t>(0, rows);
   return s;
 }
 
+DatasetRows& TraceReader::rows_of(int seq, const std::string& rel,
+                                  std::optional<h5::Elem> as) const {
+  if (open_->seq != seq) {  // the diff goes sequence by sequence: keep one sequence's open
+    open_->sets.clear();
+    open_->seq = seq;
+  }
+  auto& slot = open_->sets[rel];
+  if (!slot) {
+    h5::Id d = dataset(seq, rel);
+    const h5::Elem elem = as ? *as : h5::dataset_info(d.get()).elem;
+    slot = std::make_unique<DatasetRows>(std::move(d), elem);
+  }
+  return *slot;
+}
+
 std::vector<float> TraceReader::hidden(int seq, const std::string& site, int64_t begin,
                                        int64_t count) const {
-  h5::Id d = dataset(seq, "hidden/" + site);
-  auto info = h5::dataset_info(d.get());
-  if (info.shape.size() != 2 || begin < 0 || begin + count > info.shape[0]) {
-    throw Error(fmt::format("rows {}..{} of hidden/{} are outside its {} rows", begin,
-                            begin + count, site, info.shape[0]));
-  }
-  if (info.elem == h5::Elem::I32 || info.elem == h5::Elem::I64) {
+  DatasetRows& d = rows_of(seq, "hidden/" + site, std::nullopt);
+  const h5::Elem elem = d.elem();
+  if (elem == h5::Elem::I32 || elem == h5::Elem::I64) {
     throw Error(fmt::format("hidden/{} holds {} values: hidden states are float32, float16 or bf16",
-                            site, h5::elem_name(info.elem)),
+                            site, h5::elem_name(elem)),
                 "the trace is damaged or was not written by driftscope");
   }
-  const int64_t width = info.shape[1];
+  if (d.shape().size() != 2 || begin < 0 || begin + count > d.shape()[0]) {
+    throw Error(fmt::format("rows {}..{} of hidden/{} are outside its {} rows", begin,
+                            begin + count, site, d.shape()[0]));
+  }
+  const int64_t width = d.shape()[1];
   std::vector<float> out(static_cast<size_t>(count * width));
-  if (info.elem == h5::Elem::F32) {
-    h5::read_rows(d.get(), info.elem, begin, count, width, out.data());
+  if (elem == h5::Elem::F32) {
+    d.read(begin, count, out.data());
   } else {
     std::vector<uint16_t> bits(out.size());
-    h5::read_rows(d.get(), info.elem, begin, count, width, bits.data());
-    widen(bits.data(), out.data(), bits.size(),
-          info.elem == h5::Elem::F16 ? Storage::f16 : Storage::bf16);
+    d.read(begin, count, bits.data());
+    widen(bits.data(), out.data(), bits.size(), elem == h5::Elem::F16 ? Storage::f16 : Storage::bf16);
   }
   return out;
 }
 
 TopKRows TraceReader::topk(int seq, int64_t begin, int64_t count) const {
-  h5::Id ids = dataset(seq, "logits/topk_ids");
-  h5::Id vals = dataset(seq, "logits/topk_logits");
-  auto info = h5::dataset_info(ids.get());
+  DatasetRows& ids = rows_of(seq, "logits/topk_ids", h5::Elem::I32);
+  DatasetRows& vals = rows_of(seq, "logits/topk_logits", h5::Elem::F32);
   TopKRows t;
-  t.k = static_cast<int>(info.shape[1]);
+  t.k = static_cast<int>(ids.shape().size() == 2 ? ids.shape()[1] : 0);
   t.ids.resize(static_cast<size_t>(count * t.k));
   t.logits.resize(static_cast<size_t>(count * t.k));
-  h5::read_rows(ids.get(), h5::Elem::I32, begin, count, t.k, t.ids.data());
-  h5::read_rows(vals.get(), h5::Elem::F32, begin, count, t.k, t.logits.data());
+  ids.read(begin, count, t.ids.data());
+  vals.read(begin, count, t.logits.data());
   return t;
 }
 
 std::vector<float> TraceReader::lse(int seq, int64_t begin, int64_t count) const {
-  h5::Id d = dataset(seq, "logits/lse");
+  DatasetRows& d = rows_of(seq, "logits/lse", h5::Elem::F32);
   std::vector<float> out(static_cast<size_t>(count));
-  h5::read_rows(d.get(), h5::Elem::F32, begin, count, 0, out.data());
+  d.read(begin, count, out.data());
   return out;
 }
 
 std::vector<float> TraceReader::full_logits(int seq, int64_t begin, int64_t count) const {
-  h5::Id d = dataset(seq, "logits/full");
-  const int64_t V = h5::dataset_info(d.get()).shape[1];
+  DatasetRows& d = rows_of(seq, "logits/full", h5::Elem::F32);
+  const int64_t V = d.shape().size() == 2 ? d.shape()[1] : 0;
   std::vector<float> out(static_cast<size_t>(count * V));
-  h5::read_rows(d.get(), h5::Elem::F32, begin, count, V, out.data());
+  d.read(begin, count, out.data());
   return out;
 }
 

@@ -6,10 +6,12 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "trace/dataset_rows.h"
 #include "trace/h5.h"
 #include "trace/kernel_records.h"
 
@@ -66,8 +68,15 @@ class TraceReader {
   uint64_t file_size() const;
 
   std::vector<int> sequence_indices() const;  // sorted
+  // Throws ds::Error "trace 'PATH' is damaged: /seq/N/..." when the sequence's group is not
+  // consistent (trace/conformance.h, check_sequence): a tokens dataset not of rank 1, a negative
+  // gen_len, hidden sites of unequal width, datasets of unequal row counts, ... Callers that can
+  // go on without it (show, diff) name it and go on.
   SequenceInfo sequence(int seq) const;
 
+  // Row reads open each dataset once (kept open while reads stay in one sequence) and read its
+  // chunks directly (trace/dataset_rows.h). A chunk that cannot be read or inflated throws
+  // ds::Error naming the dataset and rows.
   // Rows [begin, begin+count) of a hidden site, converted to float (f16/bf16 widened exactly).
   std::vector<float> hidden(int seq, const std::string& site, int64_t begin, int64_t count) const;
   TopKRows topk(int seq, int64_t begin, int64_t count) const;
@@ -85,8 +94,14 @@ class TraceReader {
   // Validates the root of a file just opened (owns `fid` from here on).
   static TraceReader from_open_file(hid_t fid, const std::filesystem::path& path);
   h5::Id dataset(int seq, const std::string& rel) const;
+  SequenceInfo read_sequence(int seq, hid_t group) const;
+  // The open dataset /seq/<seq>/<rel>, read as `as` (default: its own element type); the
+  // datasets of other sequences are closed.
+  DatasetRows& rows_of(int seq, const std::string& rel, std::optional<h5::Elem> as) const;
+  struct OpenDatasets;
   std::filesystem::path path_;
   std::shared_ptr<h5::Id> file_;
+  std::shared_ptr<OpenDatasets> open_;
   int format_version_ = 0;
   bool complete_ = false;
   std::string stop_reason_, tool_version_, producer_, config_json_, model_json_, env_json_, command_line_;

@@ -1,7 +1,10 @@
 // Trace summaries for `show`.
 #include "trace/summary.h"
 
+#include <limits>
 #include <nlohmann/json.hpp>
+
+#include "common/error.h"
 
 namespace ds::trace {
 
@@ -18,7 +21,13 @@ TraceSummary summarize(const TraceReader& r) {
   s.model_json = r.model_json();
   s.env_json = r.env_json();
   s.command_line = r.command_line();
-  for (int i : r.sequence_indices()) s.sequences.push_back(r.sequence(i));
+  for (int i : r.sequence_indices()) {
+    try {
+      s.sequences.push_back(r.sequence(i));
+    } catch (const Error& e) {
+      s.damaged.emplace_back(i, e.what());
+    }
+  }
   return s;
 }
 
@@ -40,7 +49,14 @@ std::string to_json(const TraceSummary& s) {
   j["env"] = parse(s.env_json);
   j["command_line"] = s.command_line;
   j["sequences"] = nlohmann::ordered_json::array();
+  auto damaged = s.damaged.begin();
+  auto put_damaged_before = [&](int index) {
+    for (; damaged != s.damaged.end() && damaged->first < index; ++damaged) {
+      j["sequences"].push_back({{"index", damaged->first}, {"damaged", damaged->second}});
+    }
+  };
   for (const auto& q : s.sequences) {
+    put_damaged_before(q.index);
     nlohmann::ordered_json sj;
     sj["index"] = q.index;
     sj["prompt_len"] = q.prompt_len;
@@ -57,7 +73,8 @@ std::string to_json(const TraceSummary& s) {
     }
     j["sequences"].push_back(sj);
   }
-  return j.dump(2);
+  put_damaged_before(std::numeric_limits<int>::max());
+  return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 }  // namespace ds::trace

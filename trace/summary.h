@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "trace/reader.h"
@@ -20,11 +21,16 @@ struct TraceSummary {
   std::string stop_reason;
   std::string config_json, model_json, env_json, command_line;
   std::vector<SequenceInfo> sequences;
+  // Sequences that could not be read (a damaged trace): index and the reader's error. The others
+  // are summarized as usual.
+  std::vector<std::pair<int, std::string>> damaged;
 };
 
 TraceSummary summarize(const TraceReader& reader);
 
-// The summary as JSON (sites with name, shape, dtype; tokens; metadata parsed as objects).
+// The summary as JSON (sites with name, shape, dtype; tokens; metadata parsed as objects; a
+// damaged sequence as {"index", "damaged": why}, in index order with the others). Invalid UTF-8
+// in recorded strings is written as U+FFFD.
 std::string to_json(const TraceSummary& s);
 
 }  // namespace ds::trace

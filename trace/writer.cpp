@@ -88,10 +88,16 @@ constexpr size_t kFlushBytes = 4u << 20;
 // forward passes of a large model.
 constexpr size_t kFlushKernelRows = 4096;
 
+// Rows per chunk: the largest power of two whose chunk stays within 256 KiB (large enough to
+// compress, small for decode), at most 1024. A power of two divides the writer's 64-row batches
+// (each batch fills whole chunks, none is rewritten) and the diff's power-of-two read blocks (a
+// block covers whole chunks, each inflated once).
 int64_t chunk_rows_for(int64_t width, size_t elem) {
-  const int64_t target = 256 * 1024;  // bytes per chunk: large enough to compress, small for decode
-  return std::clamp<int64_t>(target / std::max<int64_t>(1, width * static_cast<int64_t>(elem)), 1,
-                             1024);
+  const int64_t target = 256 * 1024;
+  const int64_t fit = target / std::max<int64_t>(1, width * static_cast<int64_t>(elem));
+  int64_t rows = 1;
+  while (rows * 2 <= std::min<int64_t>(fit, 1024)) rows *= 2;
+  return rows;
 }
 
 h5::Elem hidden_elem(Storage d) {

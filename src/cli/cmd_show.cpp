@@ -35,6 +35,12 @@ std::string continuation_text(const Tokenizer& tok, const std::string& prompt_te
   return tok.decode(cont);
 }
 
+// A recorded string as a JSON string literal; invalid UTF-8 (a prompt's raw bytes, a token
+// decoded alone) shows as U+FFFD instead of failing.
+std::string quoted(const std::string& text) {
+  return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 int run_show(const ShowArgs& a) {
   const trace::TraceSummary s = trace::summarize(trace::TraceReader::open(a.path));
   if (a.json) {
@@ -58,10 +64,13 @@ int run_show(const ShowArgs& a) {
   }
   if (config.is_object()) {
     std::vector<std::string> kv;
-    for (const auto& [k, v] : config.items()) kv.push_back(fmt::format("{}={}", k, v.dump()));
+    for (const auto& [k, v] : config.items()) kv.push_back(fmt::format("{}={}", k, v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
     fmt::print("config    {}\n", fmt::join(kv, " "));
   }
   fmt::print("command   {}\n", s.command_line);
+  for (const auto& [index, why] : s.damaged) {
+    fmt::print("\nseq {}    DAMAGED, not read: {}\n", index, why);
+  }
   for (const auto& q : s.sequences) {
     fmt::print("\nseq {}    prompt {} tokens, generated {}, stop: {}, {} positions recorded\n",
                q.index, q.prompt_len, q.gen_len, q.stop_reason, q.rows);
@@ -69,8 +78,8 @@ int run_show(const ShowArgs& a) {
     std::vector<int32_t> cont(q.tokens.begin() + prompt.size(), q.tokens.end());
     if (tok) {
       const std::string prompt_text = tok->decode(prompt);
-      fmt::print("  prompt        {}\n", nlohmann::json(prompt_text).dump());
-      fmt::print("  continuation  {}\n", nlohmann::json(continuation_text(*tok, prompt_text, q.tokens, cont)).dump());
+      fmt::print("  prompt        {}\n", quoted(prompt_text));
+      fmt::print("  continuation  {}\n", quoted(continuation_text(*tok, prompt_text, q.tokens, cont)));
     } else {
       fmt::print("  prompt ids        {}\n", fmt::join(prompt, " "));
       fmt::print("  continuation ids  {}\n", fmt::join(cont, " "));

@@ -1,0 +1,246 @@
+// Direct chunk reads: H5Dread_chunk for the raw bytes, libdeflate to inflate them and an unshuffle
+// loop, over the chunks of one read in parallel; H5Dread where that does not apply.
+#include "trace/dataset_rows.h"
+
+#include <fmt/format.h>
+#include <libdeflate.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "common/error.h"
+
+namespace ds::trace {
+namespace {
+
+// Threads that inflate the chunks of one read: the machine's cores (at most 8), or
+// DRIFTSCOPE_READ_THREADS.
+int read_threads() {
+  static const int n = [] {
+    if (const char* e = std::getenv("DRIFTSCOPE_READ_THREADS")) {
+      const int v = std::atoi(e);
+      if (v >= 1) return std::min(v, 64);
+    }
+    return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+  }();
+  return n;
+}
+
+// The type a dataset must have on disk for its raw chunk bytes to be `e`'s in-memory layout.
+bool stored_as(hid_t type, h5::Elem e) {
+  return H5Tequal(type, h5::file_type(e)) > 0;
+}
+
+// HDF5's shuffle filter, undone: byte k of element i is at src[k * n + i].
+void unshuffle(const uint8_t* src, uint8_t* dst, size_t bytes, size_t elem) {
+  const size_t n = bytes / elem;
+  if (elem == 4) {
+    const uint8_t *b0 = src, *b1 = src + n, *b2 = src + 2 * n, *b3 = src + 3 * n;
+    for (size_t i = 0; i < n; ++i) {
+      dst[4 * i] = b0[i];
+      dst[4 * i + 1] = b1[i];
+      dst[4 * i + 2] = b2[i];
+      dst[4 * i + 3] = b3[i];
+    }
+  } else {
+    for (size_t k = 0; k < elem; ++k) {
+      const uint8_t* b = src + k * n;
+      for (size_t i = 0; i < n; ++i) dst[elem * i + k] = b[i];
+    }
+  }
+  std::memcpy(dst + n * elem, src + n * elem, bytes - n * elem);  // a tail shorter than an element
+}
+
+// Runs fn(i) for i in [0, n) on up to read_threads() threads; rethrows the first failure.
+template <class Fn>
+void parallel_for(size_t n, Fn fn) {
+  const size_t threads = std::min<size_t>(n, static_cast<size_t>(read_threads()));
+  if (threads <= 1) {
+    for (size_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  std::mutex mu;
+  std::exception_ptr failure;
+  auto work = [&] {
+    for (size_t i = next++; i < n; i = next++) {
+      try {
+        fn(i);
+      } catch (...) {
+        std::lock_guard lock(mu);
+        if (!failure) failure = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+struct Decompressor {
+  libdeflate_decompressor* d = libdeflate_alloc_decompressor();
+  ~Decompressor() { libdeflate_free_decompressor(d); }
+};
+
+std::string dataset_name(hid_t dset) {
+  const ssize_t n = H5Iget_name(dset, nullptr, 0);
+  if (n <= 0) return "?";
+  std::string s(static_cast<size_t>(n), '\0');
+  H5Iget_name(dset, s.data(), s.size() + 1);
+  return s;
+}
+
+}  // namespace
+
+DatasetRows::DatasetRows(h5::Id dataset, h5::Elem elem)
+    : dset_(std::move(dataset)), elem_(elem), elem_bytes_(h5::elem_size(elem)) {
+  shape_ = h5::dataset_shape(dset_.get());
+  if (shape_.empty() || shape_.size() > 2) {
+    throw Error(fmt::format("dataset {} has rank {}: expected 1 or 2", dataset_name(dset_.get()),
+                            shape_.size()));
+  }
+  width_ = shape_.size() == 2 ? shape_[1] : 1;
+  h5::Id type(DS_H5_ID(H5Dget_type(dset_.get())));
+  h5::Id dcpl(DS_H5_ID(H5Dget_create_plist(dset_.get())));
+  if (H5Pget_layout(dcpl.get()) != H5D_CHUNKED || !stored_as(type.get(), elem_)) return;
+  hsize_t chunk[2] = {0, 0};
+  if (H5Pget_chunk(dcpl.get(), 2, chunk) != static_cast<int>(shape_.size())) return;
+  if (shape_.size() == 2 && static_cast<int64_t>(chunk[1]) != width_) return;  // rows split
+  const int nfilters = H5Pget_nfilters(dcpl.get());
+  for (int i = 0; i < nfilters; ++i) {
+    unsigned flags = 0, cd[8];
+    size_t ncd = 8;
+    const H5Z_filter_t f = H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &ncd, cd,
+                                          0, nullptr, nullptr);
+    // The pipeline handled: [shuffle] then [deflate], each optional, in that order.
+    if (f == H5Z_FILTER_SHUFFLE && i == 0) {
+      shuffle_ = true;
+    } else if (f == H5Z_FILTER_DEFLATE && i == nfilters - 1) {
+      deflate_ = true;
+    } else {
+      return;
+    }
+  }
+  chunk_rows_ = static_cast<int64_t>(chunk[0]);
+  fast_ = chunk_rows_ > 0 && width_ > 0;
+}
+
+void DatasetRows::read(int64_t begin, int64_t count, void* out) {
+  if (count <= 0) return;
+  if (begin < 0 || begin + count > shape_[0]) {
+    throw Error(fmt::format("rows {}..{} of {} are outside its {} rows", begin, begin + count,
+                            dataset_name(dset_.get()), shape_[0]));
+  }
+  if (!fast_) return fallback(begin, count, out);
+  read_chunked(begin, count, static_cast<uint8_t*>(out));
+}
+
+void DatasetRows::fallback(int64_t begin, int64_t count, void* out) {
+  try {
+    h5::read_rows(dset_.get(), elem_, begin, count, shape_.size() == 2 ? width_ : 0, out);
+  } catch (const Error& e) {
+    throw Error(fmt::format("rows {}..{} of {} cannot be read ({})", begin, begin + count,
+                            dataset_name(dset_.get()), e.what()));
+  }
+}
+
+void DatasetRows::read_chunked(int64_t begin, int64_t count, uint8_t* out) {
+  const size_t row_bytes = static_cast<size_t>(width_) * elem_bytes_;
+  const size_t chunk_bytes = static_cast<size_t>(chunk_rows_) * row_bytes;
+  const int64_t end = begin + count;
+  struct Piece {
+    int64_t chunk;
+    std::vector<uint8_t> raw;  // as stored
+    uint8_t* dst;              // where the whole chunk goes (inside `out`), or null: into `tmp`
+    std::vector<uint8_t> tmp;
+  };
+  std::vector<Piece> pieces;
+  for (int64_t c = begin / chunk_rows_; c * chunk_rows_ < end; ++c) {
+    const int64_t c0 = c * chunk_rows_, c1 = c0 + chunk_rows_;
+    if (c == cached_chunk_) continue;  // copied from the cache below
+    hsize_t offset[2] = {static_cast<hsize_t>(c0), 0};
+    hsize_t stored = 0;
+    haddr_t addr = HADDR_UNDEF;
+    unsigned info_mask = 0;
+    if (H5Dget_chunk_info_by_coord(dset_.get(), offset, &info_mask, &addr, &stored) < 0 ||
+        stored == 0 || addr == HADDR_UNDEF) {
+      return fallback(begin, count, out);  // not on disk (fill values): HDF5 knows what to give
+    }
+    Piece p{c, std::vector<uint8_t>(static_cast<size_t>(stored)), nullptr, {}};
+    uint32_t mask = 0;
+    if (H5Dread_chunk(dset_.get(), H5P_DEFAULT, offset, &mask, p.raw.data()) < 0) {
+      throw Error(fmt::format("chunk at row {} of {} cannot be read", c0, dataset_name(dset_.get())));
+    }
+    // A filter was skipped for this chunk. (HDF5 1.10.8's H5Dread_chunk reports mask 0 for a
+    // chunk still in its cache: the chunk index's mask is asked too.)
+    if ((mask | info_mask) != 0) return fallback(begin, count, out);
+    if (c0 >= begin && c1 <= end) {
+      p.dst = out + static_cast<size_t>(c0 - begin) * row_bytes;
+    } else {
+      p.tmp.resize(chunk_bytes);
+    }
+    pieces.push_back(std::move(p));
+  }
+  const std::string name = dataset_name(dset_.get());
+  parallel_for(pieces.size(), [&](size_t i) {
+    Piece& p = pieces[i];
+    uint8_t* target = p.dst ? p.dst : p.tmp.data();
+    std::vector<uint8_t> plain;
+    const uint8_t* data = p.raw.data();
+    size_t size = p.raw.size();
+    if (deflate_) {
+      thread_local Decompressor dec;
+      uint8_t* into = target;
+      if (shuffle_) {
+        plain.resize(chunk_bytes);
+        into = plain.data();
+      }
+      size_t got = 0;
+      const auto rc = libdeflate_zlib_decompress(dec.d, data, size, into, chunk_bytes, &got);
+      if (rc != LIBDEFLATE_SUCCESS || got != chunk_bytes) {
+        throw Error(fmt::format("chunk at row {} of {} is damaged (it does not inflate to {} bytes)",
+                                p.chunk * chunk_rows_, name, chunk_bytes));
+      }
+      if (!shuffle_) return;
+      data = plain.data();
+      size = chunk_bytes;
+    }
+    if (size != chunk_bytes) {
+      throw Error(fmt::format("chunk at row {} of {} holds {} bytes, not {}", p.chunk * chunk_rows_,
+                              name, size, chunk_bytes));
+    }
+    if (shuffle_) {
+      unshuffle(data, target, chunk_bytes, elem_bytes_);
+    } else {
+      std::memcpy(target, data, chunk_bytes);
+    }
+  });
+  // Partial chunks: copy their rows in, and keep the last one for the next read.
+  auto copy_rows = [&](int64_t chunk, const uint8_t* src) {
+    const int64_t c0 = chunk * chunk_rows_;
+    const int64_t r0 = std::max(c0, begin), r1 = std::min(c0 + chunk_rows_, end);
+    std::memcpy(out + static_cast<size_t>(r0 - begin) * row_bytes,
+                src + static_cast<size_t>(r0 - c0) * row_bytes,
+                static_cast<size_t>(r1 - r0) * row_bytes);
+  };
+  const int64_t first = begin / chunk_rows_, last = (end - 1) / chunk_rows_;
+  if (cached_chunk_ >= first && cached_chunk_ <= last) copy_rows(cached_chunk_, cached_.data());
+  for (auto& p : pieces) {
+    if (p.dst) continue;
+    copy_rows(p.chunk, p.tmp.data());
+    if (p.chunk == last) {
+      cached_chunk_ = p.chunk;
+      cached_ = std::move(p.tmp);
+    }
+  }
+}
+
+}  // namespace ds::trace
