@@ -51,14 +51,17 @@ SwmrFile::SwmrFile(const fs::path& path) : path_(path) {
 #else
   const bool own_lock = false;
 #endif
-  const hid_t fid = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl_.get());
+  // Created under a hidden name and renamed when the structure is complete and SWMR starts: a
+  // kill before that leaves no file at `path` (nothing was committed yet), not a broken one.
+  creating_ = path.parent_path() / ("." + path.filename().string() + ".creating");
+  const hid_t fid = H5Fcreate(creating_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl_.get());
   if (fid < 0) {
     throw Error(fmt::format("cannot create trace '{}'", path.string()),
                 "check that the folder is writable and the disk not full");
   }
   fid_ = fid;
   if (own_lock) {
-    lock_fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    lock_fd_ = ::open(creating_.c_str(), O_RDONLY | O_CLOEXEC);  // the lock follows the rename
     if (lock_fd_ >= 0 && ::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
       ::close(lock_fd_);
       lock_fd_ = -1;
@@ -80,10 +83,16 @@ SwmrFile::~SwmrFile() {
   if (fid_ >= 0) H5Fclose(fid_);  // errors ignored (HDF5's printing is off)
   release_reserve();
   if (lock_fd_ >= 0) ::close(lock_fd_);
+  std::error_code ec;
+  if (!creating_.empty()) fs::remove(creating_, ec);
 }
 
 void SwmrFile::reopen(bool swmr) {
   close();
+  if (!creating_.empty()) {
+    fs::rename(creating_, path_);
+    creating_.clear();
+  }
   const unsigned flags = H5F_ACC_RDWR | (swmr ? H5F_ACC_SWMR_WRITE : 0u);
   fid_ = DS_H5_ID(H5Fopen(path_.c_str(), flags, fapl_.get()));
   swmr_ = swmr;

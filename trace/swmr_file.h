@@ -41,6 +41,7 @@ class SwmrFile {
  private:
   void reopen(bool swmr);
   std::filesystem::path path_;
+  std::filesystem::path creating_;  // the hidden name until the first reopen
   h5::Id fapl_;
   hid_t fid_ = H5I_INVALID_HID;  // raw: a failed H5Fclose must not be retried by a destructor
   bool swmr_ = false;

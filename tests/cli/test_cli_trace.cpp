@@ -90,7 +90,7 @@ TEST_CASE("run: SIGINT leaves a readable, consistent trace with complete=0", "[c
   for (int i = 0; i < 100 && !fs::exists(t); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // creation of those groups
+  std::this_thread::sleep_for(std::chrono::milliseconds(3000));  // creation of those groups
   const uintmax_t created = fs::exists(t) ? fs::file_size(t) : 0;
   for (int i = 0; i < 100 && (!fs::exists(t) || fs::file_size(t) < created + 200000); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
