@@ -15,13 +15,15 @@ namespace ds {
 namespace {
 
 const char* kConfigHint = "a Hugging Face config.json of a Llama, Mistral or Qwen2 model has it";
+const char* kTypeHint =
+    "each field has the type Hugging Face transformers writes; the file may be corrupt";
 
 // An integer field read in 64-bit arithmetic, so that 2^31 or 1e12 is reported as written
 // rather than wrapped into an int (values past INT64_MAX read as INT64_MAX).
 int64_t integer_field(const nlohmann::json& v, const char* key, const std::string& source) {
   if (!v.is_number_integer()) {
     throw Error(fmt::format("{}: field '{}' is {}, not a whole number", source, key, v.dump()),
-                kConfigHint);
+                kTypeHint);
   }
   if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
     return INT64_MAX;
@@ -69,7 +71,7 @@ V get_or(const nlohmann::json& j, const char* key, V fallback, const std::string
                                                    : v.is_number();
   if (!ok) {
     throw Error(fmt::format("{}: field '{}' is {}, not a {}", source, key, v.dump(), kind),
-                kConfigHint);
+                kTypeHint);
   }
   return v.get<V>();
 }

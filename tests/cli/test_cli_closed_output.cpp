@@ -81,7 +81,8 @@ TEST_CASE("a full disk on stdout is an input error, not an internal one", "[cli]
   const std::string trace = (dir.path() / "t.h5").string();
   REQUIRE(run_cli("run --prompt-ids 1 -n 8 -q -o " + trace).exit_code == 0);
   const auto err = dir.path() / "err.txt";
-  for (const std::string c : {"show " + trace, "generate --prompt-ids 1 -n 8", "synth --list"}) {
+  const std::string commands[] = {"show " + trace, "generate --prompt-ids 1 -n 8", "synth --list"};
+  for (const auto& c : commands) {
     INFO(c);
     const int status = std::system(
         ("'" + ds::test::exe() + "' " + c + " >/dev/full 2>'" + err.string() + "'").c_str());
