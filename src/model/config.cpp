@@ -90,7 +90,8 @@ std::optional<int> get_token_id(const nlohmann::json& j, const char* key,
 std::optional<RopeScaling> parse_rope_scaling(const nlohmann::json& j, const std::string& source) {
   if (!j.contains("rope_scaling") || j["rope_scaling"].is_null()) return std::nullopt;
   const auto& r = j["rope_scaling"];
-  std::string type = get_or<std::string>(r, "rope_type", get_or<std::string>(r, "type", "", source), source);
+  const std::string type = get_or<std::string>(
+      r, "rope_type", get_or<std::string>(r, "type", "", source), source);
   if (type == "default") return std::nullopt;
   if (type != "llama3") {
     throw Error(fmt::format("{}: unsupported rope_scaling type '{}'", source, type),
@@ -143,7 +144,9 @@ ModelConfig parse_hf_config(const nlohmann::json& j, const std::string& source) 
   } else {
     c.qkv_bias = get_or<bool>(j, "attention_bias", false, source);
   }
-  if (c.architecture == "mistral") c.sliding_window = get_int_or(j, "sliding_window", 0, 0, INT32_MAX, source);
+  if (c.architecture == "mistral") {
+    c.sliding_window = get_int_or(j, "sliding_window", 0, 0, INT32_MAX, source);
+  }
   if (get_or<bool>(j, "mlp_bias", false, source)) {
     throw Error(fmt::format("{}: mlp_bias=true is not supported", source));
   }

@@ -97,8 +97,8 @@ void SafetensorsCheckpoint::add_file(const fs::path& file) {
       // element count passes the data section is refused before the product can overflow.
       const auto& shape = v.at("shape");
       const auto& off = v.at("data_offsets");
-      if (!shape.is_array() || !off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() ||
-          !off[1].is_number_unsigned()) {
+      if (!shape.is_array() || !off.is_array() || off.size() != 2 ||
+          !off[0].is_number_unsigned() || !off[1].is_number_unsigned()) {
         corrupt(file, fmt::format("tensor '{}' needs a shape list and two data offsets", name));
       }
       for (const auto& d : shape) {
@@ -118,8 +118,8 @@ void SafetensorsCheckpoint::add_file(const fs::path& file) {
       }
       const uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
       if (begin > end || end > data.size()) {
-        corrupt(file, fmt::format("tensor '{}' has data offsets [{}, {}] outside the {} data "
-                                  "bytes", name, begin, end, data.size()));
+        corrupt(file, fmt::format("tensor '{}' has data offsets [{}, {}] outside the file (its "
+                                  "data section holds {} bytes)", name, begin, end, data.size()));
       }
       const uint64_t expected = numel * dtype_size(t.dtype);
       if (end - begin != expected) {
@@ -135,8 +135,9 @@ void SafetensorsCheckpoint::add_file(const fs::path& file) {
     }
   }
   // Two tensors sharing bytes: one of them would read the other's weights.
-  std::sort(added.begin(), added.end(),
-            [](const TensorInfo* a, const TensorInfo* b) { return a->data.data() < b->data.data(); });
+  std::sort(added.begin(), added.end(), [](const TensorInfo* a, const TensorInfo* b) {
+    return a->data.data() < b->data.data();
+  });
   const TensorInfo* last = nullptr;  // the non-empty tensor reaching furthest so far
   for (const TensorInfo* t : added) {
     if (t->data.empty()) continue;
@@ -148,9 +149,8 @@ void SafetensorsCheckpoint::add_file(const fs::path& file) {
                                 t->data.data() - data.data(),
                                 t->data.data() - data.data() + t->data.size()));
     }
-    if (last == nullptr || t->data.data() + t->data.size() > last->data.data() + last->data.size()) {
-      last = t;
-    }
+    const auto end_of = [](const TensorInfo* x) { return x->data.data() + x->data.size(); };
+    if (last == nullptr || end_of(t) > end_of(last)) last = t;
   }
   files_.push_back(file);
   maps_.push_back(std::move(map));

@@ -68,7 +68,9 @@ std::vector<Prompt> read_prompts_file(const std::filesystem::path& path, const T
     }
     out.push_back(std::move(p));
   }
-  if (out.empty()) throw Error(fmt::format("prompts file '{}' holds no prompt", path.string()), hint);
+  if (out.empty()) {
+    throw Error(fmt::format("prompts file '{}' holds no prompt", path.string()), hint);
+  }
   return out;
 }
 

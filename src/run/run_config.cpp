@@ -101,7 +101,9 @@ void validate(const RunConfig& c) {
   one_of("prefix_cache", c.prefix_cache, {"off", "on"});
   one_of("tie_break", c.tie_break, {"lowest_id", "highest_id"});
   one_of("add_bos", c.add_bos, {"auto", "on", "off"});
-  if (!(c.repetition_penalty > 0) || !std::isfinite(c.repetition_penalty)) bad("repetition_penalty", fmt::format("{}", c.repetition_penalty), "a finite value > 0 (1 = off)");
+  if (!(c.repetition_penalty > 0) || !std::isfinite(c.repetition_penalty)) {
+    bad("repetition_penalty", fmt::format("{}", c.repetition_penalty), "a finite value > 0 (1 = off)");
+  }
   if (c.max_new < 0) bad("max_new", std::to_string(c.max_new), "N >= 0");
   stop_token_id(c, std::nullopt);
   validate(c.sampling());
