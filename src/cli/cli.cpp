@@ -3,6 +3,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <new>
 #include <string>
 #include <utility>
@@ -12,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "src/cli/commands.h"
+#include "src/cli/output.h"
 #include "common/error.h"
 
 namespace ds {
@@ -28,13 +30,57 @@ std::string shell_quote(const std::string& s) {
   for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return q + "'";
 }
+
+// "driftscope: <message>" and "hint: <hint>" on stderr; 2, the exit code of an input error.
+// When stderr itself cannot be written, only the exit code is left to tell.
+int report_error(const std::string& message, const std::string& hint) {
+  try {
+    std::fflush(stdout);
+    fmt::print(stderr, "driftscope: {}\n", message);
+    if (!hint.empty()) fmt::print(stderr, "hint: {}\n", hint);
+  } catch (const std::exception& e) {
+    if (is_output_closed(e)) return kExitOutputClosed;
+  }
+  return 2;
+}
+
+// CLI11's errors in the form of every other input error; --help and --version print as CLI11
+// does and exit 0.
+int report_parse_error(CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
+  if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+  std::string command;  // the deepest subcommand parsed before the error
+  for (const CLI::App* sub = &app; !sub->get_subcommands().empty();) {
+    sub = sub->get_subcommands().front();
+    command += " " + sub->get_name();
+  }
+  if (command.empty() && argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    return report_error(fmt::format("unknown command '{}'", argv[1]),
+                        fmt::format("commands: {} (driftscope --help)", names));
+  }
+  if (command.empty() && argc > 1 && e.get_name() == "RequiredError") {  // `driftscope --bogus`
+    return report_error(fmt::format("no command given (the first argument is '{}')", argv[1]),
+                        "options go after the command, e.g. driftscope run --help; driftscope "
+                        "--help lists the commands");
+  }
+  if (command.empty() && argc <= 1) {
+    return report_error("no command given", "driftscope --help lists the commands");
+  }
+  return report_error(e.what(), fmt::format("see driftscope{} --help", command));
+}
+
 }  // namespace
 
 const std::string& invocation() { return g_invocation; }
 
 int cli_main(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) g_invocation += (i ? " " : "") + shell_quote(argv[i]);
-  std::signal(SIGPIPE, SIG_IGN);  // `driftscope ... | head` ends quietly
+  // A closed pipe shows up as EPIPE, so that `driftscope ... | head` ends quietly (output.h)
+  // after unwinding (a trace being written is closed properly).
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{
       "driftscope: find where two runs of the same LLM, under two runtime configurations, part "
       "ways.\nRuns a transformer on a CPU reference backend, taps every layer boundary, and "
@@ -57,25 +103,29 @@ int cli_main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);  // prints help / version / the error
-    return code == 0 ? 0 : 2;
+    return report_parse_error(app, e, argc, argv);
   }
   try {
     for (const auto& [name, run] : commands) {
-      if (app.got_subcommand(name)) return run();
+      if (!app.got_subcommand(name)) continue;
+      const int code = run();
+      flush_stdout();  // a write error still in stdout's buffer counts too
+      return code;
     }
     return 2;
   } catch (const Error& e) {
-    std::fflush(stdout);
-    fmt::print(stderr, "driftscope: {}\n", e.what());
-    if (!e.hint().empty()) fmt::print(stderr, "hint: {}\n", e.hint());
-    return 2;
+    return report_error(e.what(), e.hint());
   } catch (const std::bad_alloc&) {  // what the up-front memory checks did not foresee
-    std::fflush(stdout);
-    fmt::print(stderr, "driftscope: out of memory\nhint: a smaller model, a shorter --max-new or "
-                       "a smaller --batch needs less; or use a machine with more memory\n");
-    return 2;
+    return report_error("out of memory", "a smaller model, a shorter --max-new or a smaller "
+                                         "--batch needs less; or use a machine with more memory");
+  } catch (const std::filesystem::filesystem_error& e) {  // a path the user named: not a bug
+    return report_error(e.what(), "check the path, that it is of the kind asked for (a file or "
+                                  "a folder) and its permissions");
   } catch (const std::exception& e) {
+    if (is_output_closed(e)) return kExitOutputClosed;  // `driftscope show t.h5 | head`
+    if (const std::string m = output_error_message(e); !m.empty()) {
+      return report_error(m, kOutputErrorHint);  // `driftscope show t.h5 > /dev/full`
+    }
     std::fflush(stdout);
     fmt::print(stderr, "driftscope: internal error: {}\n", e.what());
     return 3;

@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "diff/attribution.h"
 #include "src/cli/commands.h"
+#include "src/cli/output.h"
 #include "src/cli/diff_report.h"
 #include "src/cli/model_args.h"
 #include "src/cli/run_config_args.h"
@@ -124,7 +125,7 @@ int run_attribute(const AttributeArgs& args) {
   if (!args.html.empty()) write_html_text(viewer::render_attribution_html(report), args.html);
   if (!args.quiet && args.json != "-") {
     const std::string text = viewer::render_attribution_terminal(report, args.width);
-    std::fwrite(text.data(), 1, text.size(), stdout);
+    write_stdout(text);
   }
   return 0;
 }

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "src/cli/commands.h"
+#include "src/cli/output.h"
 #include "src/cli/model_args.h"
 #include "src/cli/run_config_args.h"
 #include "src/run/generate.h"
@@ -33,8 +34,8 @@ class TextStreamer {
     size_t end = text.size();
     if (!final && text.ends_with("\xEF\xBF\xBD")) end -= 3;
     if (text.compare(0, printed_.size(), printed_) == 0 && end >= printed_.size()) {
-      std::fwrite(text.data() + printed_.size(), 1, end - printed_.size(), stdout);
-      std::fflush(stdout);
+      write_stdout(std::string_view(text).substr(printed_.size(), end - printed_.size()));
+      flush_stdout();  // a closed pipe (`generate | head -c 100`) stops generation here
       printed_ = text.substr(0, end);
     }
   }
@@ -79,11 +80,11 @@ int run_generate(const GenerateArgs& a) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (streamer) {
     streamer->update(res.tokens, true);
-    std::fputs("\n", stdout);
+    write_stdout("\n");
   } else {
     fmt::print("{}\n", fmt::join(res.tokens, " "));
   }
-  std::fflush(stdout);
+  flush_stdout();
   if (!a.quiet) {
     const int n_new = static_cast<int>(res.tokens.size()) - res.prompt_len;
     fmt::print(stderr, "[{} {} | prompt {} tokens, generated {} | stop: {} | {:.1f} tok/s]\n",

@@ -65,7 +65,8 @@ int run_run(const RunArgs& a) {
     prompts.push_back({a.model.prompt, lm.prompt});
   } else {
     if (a.model.prompt || a.model.prompt_ids) {
-      throw Error("--prompts cannot be combined with --prompt or --prompt-ids");
+      throw Error("--prompts cannot be combined with --prompt or --prompt-ids",
+                  "give the prompts either in the file or on the command line");
     }
     prompts = read_prompts_file(a.prompts_file, lm.tokenizer.get(), !a.model.no_special_in_text);
   }

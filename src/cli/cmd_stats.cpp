@@ -131,7 +131,10 @@ int run_stats(const StatsArgs& a) {
     } else {
       std::ofstream out(a.json);
       out << js;
-      if (!out) throw Error(fmt::format("cannot write '{}'", a.json));
+      if (!out) {
+        throw Error(fmt::format("cannot write '{}'", a.json),
+                    "check the directory exists and is writable, or use --json - for stdout");
+      }
     }
   }
   if (!a.html.empty()) {

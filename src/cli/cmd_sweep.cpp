@@ -98,7 +98,18 @@ int run_sweep(const SweepArgs& a) {
   if (a.output.empty()) throw Error("sweep needs an output directory", "pass -o DIR");
   if (a.jobs < 1) throw Error(fmt::format("-j {} must be >= 1", a.jobs), "-j takes N >= 1");
   apply_threads(a.run);
-  if (a.samples < 0) throw Error(fmt::format("--samples {} must be >= 1", a.samples));
+  if (a.poll_s < 1) {
+    throw Error(fmt::format("--poll {} must be >= 1", a.poll_s),
+                "--poll takes the seconds between squeue polls, N >= 1");
+  }
+  if (a.slurm_opt.gpus_per_task < 0) {
+    throw Error(fmt::format("--gpus-per-task {} is negative", a.slurm_opt.gpus_per_task),
+                "--gpus-per-task takes N >= 0 (0: no GPU request)");
+  }
+  if (a.samples < 0) {
+    throw Error(fmt::format("--samples {} must be >= 1", a.samples),
+                "--samples K runs K seeds per configuration; leave it out for one");
+  }
   if (!a.slurm && (!a.slurm_opt.partition.empty() || a.slurm_opt.gpus_per_task != 0 ||
                    !a.slurm_opt.time.empty())) {
     throw Error("--partition, --gpus-per-task and --time go with --slurm", "add --slurm");
@@ -131,7 +142,10 @@ int run_sweep(const SweepArgs& a) {
   for (const auto& e : s.entries) {
     std::ofstream out(entry_config(dir, e));
     out << to_toml(e.config);
-    if (!out) throw Error(fmt::format("cannot write '{}'", entry_config(dir, e).string()));
+    if (!out) {
+      throw Error(fmt::format("cannot write '{}'", entry_config(dir, e).string()),
+                  "check that -o names a writable folder and the disk is not full");
+    }
   }
 
   for (const auto& job : s.slurm_jobs) {

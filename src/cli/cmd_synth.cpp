@@ -4,9 +4,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
+
 #include "common/error.h"
 #include "src/cli/commands.h"
 #include "src/cli/progress.h"
+#include "src/cli/run_config_args.h"
 #include "src/model/memory.h"
 #include "src/model/synth.h"
 
@@ -35,6 +38,11 @@ int run_synth(const SynthArgs& a) {
     return 0;
   }
   if (a.out.empty()) throw Error("synth needs an output folder", "pass -o DIR");
+  if (std::filesystem::exists(a.out) && !std::filesystem::is_directory(a.out)) {
+    throw Error(fmt::format("'{}' exists and is not a folder", a.out),
+                "synth -o takes a folder (it writes config.json and safetensors files into it); "
+                "choose another path");  // --force overwrites a folder's files, never a file
+  }
   const SynthShape& shape = synth_shape(a.shape);
   Progress progress("synth");
   SynthOptions opt = a.opt;
@@ -65,7 +73,9 @@ CommandRun register_synth(CLI::App& app) {
   cmd->add_option("--shape", args->shape, "model shape (see --list)");
   cmd->add_option("-o,--output", args->out, "folder to write");
   cmd->add_option("--dtype", args->opt.dtype, "tensor dtype: bf16, f16, f32")->capture_default_str();
-  cmd->add_option("--seed", args->opt.seed, "seed of the random weights")->capture_default_str();
+  cmd->add_option("--seed", args->opt.seed, "seed of the random weights")
+      ->check(non_negative_seed())
+      ->capture_default_str();
   cmd->add_option("--layers", args->opt.layers, "keep only the first N layers (0 = all)")
       ->capture_default_str();
   cmd->add_flag("--force", args->opt.force, "overwrite a non-empty output folder");

@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "src/cli/commands.h"
+#include "src/cli/output.h"
 #include "src/cli/model_args.h"
 #include "src/tokenizer/load.h"
 
@@ -73,11 +74,11 @@ std::vector<int32_t> ids_of(const json& item, size_t index, const std::string& p
 
 // Prints JSON list items one per line.
 void print_list(const std::vector<std::string>& items) {
-  std::fputs("[\n", stdout);
+  write_stdout("[\n");
   for (size_t i = 0; i < items.size(); ++i) {
     fmt::print("{}{}\n", items[i], i + 1 < items.size() ? "," : "");
   }
-  std::fputs("]\n", stdout);
+  write_stdout("]\n");
 }
 
 int run_tokenize(const TokenizeArgs& a) {

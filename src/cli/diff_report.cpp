@@ -1,5 +1,6 @@
 // Diff report production and output for the CLI.
 #include "src/cli/diff_report.h"
+#include "src/cli/output.h"
 
 #include "src/cli/progress.h"
 
@@ -86,7 +87,7 @@ void write_json_report(const diff::Report& report, const std::string& path) {
 
 void write_json_text(const std::string& text, const std::string& path) {
   if (path == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
+    write_stdout(text);
     return;
   }
   std::ofstream out(path, std::ios::binary);

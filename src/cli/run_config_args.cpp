@@ -4,12 +4,23 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <fstream>
+#include <sstream>
 
 #include "common/error.h"
 #include "kernels/cpu/cpu_exec.h"
+#include "src/model/text_file.h"
 
 namespace ds {
+
+CLI::Validator non_negative_seed() {
+  return CLI::Validator(
+      [](std::string& v) {
+        return v.starts_with('-') ? fmt::format("{} is negative; a seed is a whole number from 0 "
+                                                "to 18446744073709551615", v)
+                                  : std::string();
+      },
+      "", "SEED");
+}
 
 void add_run_config_options(CLI::App& cmd, RunConfigArgs& a) {
   RunConfig& c = a.config;
@@ -61,6 +72,7 @@ void add_run_config_options(CLI::App& cmd, RunConfigArgs& a) {
       ->capture_default_str()->group(g);
   cmd.add_option("--seed", c.seed,
                  "seed of the sampling noise, drawn per (prompt, step) so runs share it")
+      ->check(non_negative_seed())
       ->capture_default_str()->group(g);
   cmd.add_option("--kernel", c.kernel,
                  "GPU only: GEMM implementation, gemm=cublas (cuBLASLt) or gemm=tiled (own kernel "
@@ -86,16 +98,15 @@ void apply_threads(const RunConfigArgs& a) {
 
 void apply_config_file(CLI::App& cmd, const RunConfigArgs& a) {
   if (a.config_file.empty()) return;
-  std::ifstream in(a.config_file);
-  if (!in) {
-    throw Error(fmt::format("cannot read config file '{}'", a.config_file),
-                "a run configuration is a TOML file such as configs/bf16-bs8.toml");
-  }
+  std::istringstream in(read_text_file(
+      a.config_file, kMaxRunConfigBytes, "config file",
+      "--config takes a TOML file of run-config fields, such as configs/bf16-bs8.toml"));
   std::vector<CLI::ConfigItem> items;
   try {
     items = CLI::ConfigTOML().from_config(in);
   } catch (const CLI::Error& e) {
-    throw Error(fmt::format("{}: {}", a.config_file, e.what()));
+    throw Error(fmt::format("{}: {}", a.config_file, e.what()),
+                "a run configuration is TOML, one 'field = value' a line (docs/configurations.md)");
   }
   for (const auto& item : items) {
     if (item.name == "++" || item.name == "--") continue;  // section markers
@@ -111,7 +122,8 @@ void apply_config_file(CLI::App& cmd, const RunConfigArgs& a) {
       op->add_result(item.inputs);
       op->run_callback();
     } catch (const CLI::Error& e) {
-      throw Error(fmt::format("{}: bad value for '{}': {}", a.config_file, item.name, e.what()));
+      throw Error(fmt::format("{}: bad value for '{}': {}", a.config_file, item.name, e.what()),
+                  "docs/configurations.md lists each field's values");
     }
   }
 }

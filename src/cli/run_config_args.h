@@ -10,6 +10,7 @@
 
 namespace CLI {
 class App;
+class Validator;
 }
 
 namespace ds {
@@ -26,6 +27,9 @@ void add_run_config_options(CLI::App& cmd, RunConfigArgs& args);
 // Sets the CPU backend's threads from --threads when given; throws ds::Error for N < 1. Every
 // command that runs the model calls it first.
 void apply_threads(const RunConfigArgs& args);
+
+// Refuses a negative --seed, which CLI11 would store in a uint64_t as 2^64 - 1.
+CLI::Validator non_negative_seed();
 
 // Applies --config FILE (TOML; keys are the field names, with '_' or '-') to the options of
 // `cmd` that were not given on the command line: flags win over the file. Throws ds::Error

@@ -42,11 +42,27 @@ struct ModelConfig {
   int kv_dim() const { return n_kv_heads * head_dim; }
 };
 
+// The ranges validate_config() holds a config to (docs/cli.md, "Input limits"): every published
+// Llama, Mistral and Qwen2 model with headroom (the largest today: Llama-3.1-405B, dim 16384,
+// MLP 53248, 126 layers, 128 heads; vocabularies to 256000; contexts to 10M). With them every
+// size derived from a config (tensor elements, bytes, q_dim) fits 64-bit arithmetic, and a
+// header with a garbage number is refused before anything is allocated from it.
+struct ConfigLimits {
+  static constexpr int dim = 65536;            // hidden_size
+  static constexpr int hidden_dim = 262144;    // intermediate_size
+  static constexpr int n_layers = 1024;        // num_hidden_layers
+  static constexpr int n_heads = 1024;         // num_attention_heads, num_key_value_heads
+  static constexpr int head_dim = 1024;
+  static constexpr int vocab_size = 1 << 22;   // 4194304
+  static constexpr int max_seq_len = 1 << 24;  // max_position_embeddings, 16777216
+};
+
 // Parses a Hugging Face config.json (Llama, Mistral, Qwen2 families). `source` names the file in
 // errors. Throws ds::Error for unknown architectures, missing or inconsistent fields.
 ModelConfig parse_hf_config(const nlohmann::json& j, const std::string& source);
 
-// Checks the invariants every loader relies on (positive sizes, heads dividing evenly).
+// Checks the invariants every loader relies on (sizes within ConfigLimits, heads dividing
+// evenly, an even head_dim).
 void validate_config(const ModelConfig& c, const std::string& source);
 
 // One line for people: "llama dim=64 layers=5 heads=8/4 vocab=512 ctx=512".

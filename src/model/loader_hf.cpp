@@ -2,7 +2,6 @@
 // Every tensor's name, dtype and shape is checked against the config before use.
 #include <bit>
 #include <cstdint>
-#include <fstream>
 #include <set>
 
 #include <fmt/format.h>
@@ -13,6 +12,7 @@
 #include "src/model/memory.h"
 #include "src/model/model.h"
 #include "src/model/safetensors.h"
+#include "src/model/text_file.h"
 
 namespace fs = std::filesystem;
 
@@ -65,14 +65,14 @@ Model load_hf_model(const fs::path& dir) {
     throw Error(fmt::format("'{}' has no config.json", dir.string()),
                 "point --model at a Hugging Face model directory or a llama2.c .bin file");
   }
+  const std::string hint = "a Hugging Face model directory holds the config.json of its model";
+  const std::string text =
+      read_text_file(config_path, kMaxModelConfigBytes, "model config", hint);
   nlohmann::json cj;
-  {
-    std::ifstream in(config_path);
-    try {
-      cj = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& e) {
-      throw Error(fmt::format("{}: not valid JSON ({})", config_path.string(), e.what()));
-    }
+  try {
+    cj = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(fmt::format("{}: not valid JSON ({})", config_path.string(), e.what()), hint);
   }
   Model m;
   m.format = ModelFormat::HuggingFace;

@@ -3,6 +3,7 @@
 // means a separate classifier follows), then float32 weights in a fixed order.
 // RoPE: llama2.c rotates interleaved pairs (2i, 2i+1); the runtime uses the Hugging Face
 // half-split layout (i, i + head_dim/2), so q/k rows are permuted here, once, at load.
+#include <climits>
 #include <cstring>
 #include <memory>
 
@@ -61,7 +62,8 @@ Model load_llama2c_model(const fs::path& bin) {
   c.n_heads = h[3];
   c.n_kv_heads = h[4];
   c.tied_embeddings = h[5] > 0;
-  c.vocab_size = h[5] > 0 ? h[5] : h[5] == INT32_MIN ? 0 : -h[5];  // INT32_MIN: no negation
+  // -INT32_MIN does not fit an int: kept as written, validate_config refuses it by range.
+  c.vocab_size = h[5] > 0 || h[5] == INT32_MIN ? h[5] : -h[5];
   c.max_seq_len = h[6];
   c.head_dim = c.n_heads > 0 ? c.dim / c.n_heads : 0;
   c.rms_norm_eps = 1e-5;  // fixed in llama2.c's rmsnorm

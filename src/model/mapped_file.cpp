@@ -17,7 +17,8 @@
 namespace ds {
 
 MappedFile::MappedFile(const std::filesystem::path& path) : path_(path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO is refused below instead of waiting here for a writer.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     throw Error(fmt::format("cannot open '{}': {}", path.string(), std::strerror(errno)),
                 "check the path (and --model / --tokenizer)");
@@ -25,7 +26,9 @@ MappedFile::MappedFile(const std::filesystem::path& path) : path_(path) {
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    throw Error(fmt::format("'{}' is not a regular file", path.string()));
+    throw Error(fmt::format("'{}' is not a regular file", path.string()),
+                "model and tokenizer files are read by mapping them: give a file, not a pipe "
+                "or a device");
   }
   size_ = static_cast<size_t>(st.st_size);
   if (size_ > 0) {

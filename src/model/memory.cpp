@@ -52,7 +52,8 @@ void check_memory(const std::string& what, uint64_t needed, const std::string& h
 std::string format_bytes(uint64_t b) {
   if (b < 1024 * 1024) return fmt::format("{:.1f} KiB", b / 1024.0);
   if (b < 1024ull * 1024 * 1024) return fmt::format("{:.1f} MiB", b / 1048576.0);
-  return fmt::format("{:.1f} GiB", b / 1073741824.0);
+  if (b < 1024ull * 1024 * 1024 * 1024) return fmt::format("{:.1f} GiB", b / 1073741824.0);
+  return fmt::format("{:.1f} TiB", b / 1099511627776.0);
 }
 
 }  // namespace ds

@@ -24,7 +24,7 @@ uint64_t available_memory_bytes();
 // available memory (never when that is unknown).
 void check_memory(const std::string& what, uint64_t needed, const std::string& hint);
 
-// "1.0 MiB", "28.4 GiB".
+// "1.0 MiB", "28.4 GiB", "3.2 TiB".
 std::string format_bytes(uint64_t bytes);
 
 }  // namespace ds

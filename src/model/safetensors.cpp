@@ -14,6 +14,7 @@
 
 #include "common/float_formats.h"
 #include "common/error.h"
+#include "src/model/text_file.h"
 
 namespace fs = std::filesystem;
 
@@ -83,6 +84,7 @@ void SafetensorsCheckpoint::add_file(const fs::path& file) {
   }
   if (!header.is_object()) corrupt(file, "header is not a JSON object");
   auto data = bytes.subspan(8 + n);
+  std::vector<const TensorInfo*> added;  // this file's tensors, for the overlap check
   for (const auto& [name, v] : header.items()) {
     if (name == "__metadata__") continue;
     std::string where = fmt::format("{}: tensor '{}'", file.string(), name);
@@ -91,26 +93,64 @@ void SafetensorsCheckpoint::add_file(const fs::path& file) {
       t.name = name;
       t.file = file.string();
       t.dtype = parse_dtype(v.at("dtype").get<std::string>(), where);
-      t.shape = v.at("shape").get<std::vector<int64_t>>();
-      auto off = v.at("data_offsets").get<std::vector<uint64_t>>();
-      if (off.size() != 2 || off[0] > off[1] || off[1] > data.size()) {
-        corrupt(file, fmt::format("tensor '{}' has data offsets outside the file", name));
+      // Every number is checked in 64-bit arithmetic before it sizes anything: a shape whose
+      // element count passes the data section is refused before the product can overflow.
+      const auto& shape = v.at("shape");
+      const auto& off = v.at("data_offsets");
+      if (!shape.is_array() || !off.is_array() || off.size() != 2 ||
+          !off[0].is_number_unsigned() || !off[1].is_number_unsigned()) {
+        corrupt(file, fmt::format("tensor '{}' needs a shape list and two data offsets", name));
       }
+      for (const auto& d : shape) {
+        if (!d.is_number_integer() || d.get<int64_t>() < 0) {
+          corrupt(file, fmt::format("tensor '{}' has the dimension {}", name, d.dump()));
+        }
+        t.shape.push_back(d.get<int64_t>());
+      }
+      uint64_t numel = std::find(t.shape.begin(), t.shape.end(), 0) == t.shape.end() ? 1 : 0;
       for (int64_t d : t.shape) {
-        if (d < 0) corrupt(file, fmt::format("tensor '{}' has a negative dimension", name));
+        if (numel == 0) break;
+        if (numel > data.size() / static_cast<uint64_t>(d)) {  // numel stays <= the data size
+          corrupt(file, fmt::format("tensor '{}' of shape {} has more elements than the file's "
+                                    "{} data bytes", name, shape.dump(), data.size()));
+        }
+        numel *= static_cast<uint64_t>(d);
       }
-      uint64_t expected = static_cast<uint64_t>(t.numel()) * dtype_size(t.dtype);
-      if (off[1] - off[0] != expected) {
+      const uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
+      if (begin > end || end > data.size()) {
+        corrupt(file, fmt::format("tensor '{}' has data offsets [{}, {}] outside the file (its "
+                                  "data section holds {} bytes)", name, begin, end, data.size()));
+      }
+      const uint64_t expected = numel * dtype_size(t.dtype);
+      if (end - begin != expected) {
         corrupt(file, fmt::format("tensor '{}' holds {} bytes, its shape needs {}", name,
-                                  off[1] - off[0], expected));
+                                  end - begin, expected));
       }
-      t.data = data.subspan(off[0], off[1] - off[0]);
-      if (!tensors_.emplace(name, std::move(t)).second) {
-        corrupt(file, fmt::format("tensor '{}' appears twice", name));
-      }
+      t.data = data.subspan(begin, end - begin);
+      auto [it, fresh] = tensors_.emplace(name, std::move(t));
+      if (!fresh) corrupt(file, fmt::format("tensor '{}' appears twice", name));
+      added.push_back(&it->second);
     } catch (const nlohmann::json::exception& e) {
       corrupt(file, fmt::format("tensor '{}' has a malformed entry ({})", name, e.what()));
     }
+  }
+  // Two tensors sharing bytes: one of them would read the other's weights.
+  std::sort(added.begin(), added.end(), [](const TensorInfo* a, const TensorInfo* b) {
+    return a->data.data() < b->data.data();
+  });
+  const TensorInfo* last = nullptr;  // the non-empty tensor reaching furthest so far
+  for (const TensorInfo* t : added) {
+    if (t->data.empty()) continue;
+    if (last != nullptr && t->data.data() < last->data.data() + last->data.size()) {
+      corrupt(file, fmt::format("tensors '{}' and '{}' overlap (bytes [{}, {}) and [{}, {}) of "
+                                "the data section)", last->name, t->name,
+                                last->data.data() - data.data(),
+                                last->data.data() - data.data() + last->data.size(),
+                                t->data.data() - data.data(),
+                                t->data.data() - data.data() + t->data.size()));
+    }
+    const auto end_of = [](const TensorInfo* x) { return x->data.data() + x->data.size(); };
+    if (last == nullptr || end_of(t) > end_of(last)) last = t;
   }
   files_.push_back(file);
   maps_.push_back(std::move(map));
@@ -131,22 +171,26 @@ SafetensorsCheckpoint SafetensorsCheckpoint::open(const fs::path& path) {
   }
   SafetensorsCheckpoint ck;
   if (p.extension() == ".json") {
+    const char* hint = "a sharded checkpoint index maps each tensor name to its shard file";
     nlohmann::json index;
-    {
-      std::ifstream in(p);
-      if (!in) throw Error(fmt::format("cannot open '{}'", p.string()));
-      try {
-        index = nlohmann::json::parse(in);
-      } catch (const nlohmann::json::exception& e) {
-        throw Error(fmt::format("{}: not valid JSON ({})", p.string(), e.what()));
-      }
+    try {
+      index = nlohmann::json::parse(
+          read_text_file(p, kMaxShardIndexBytes, "checkpoint index", hint));
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(fmt::format("{}: not valid JSON ({})", p.string(), e.what()), hint);
     }
-    if (!index.contains("weight_map") || !index["weight_map"].is_object()) {
-      throw Error(fmt::format("{}: no 'weight_map' object", p.string()),
-                  "a sharded checkpoint index maps each tensor name to its shard file");
+    if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object()) {
+      throw Error(fmt::format("{}: no 'weight_map' object", p.string()), hint);
     }
     std::set<std::string> shards;
-    for (const auto& [name, file] : index["weight_map"].items()) shards.insert(file.get<std::string>());
+    for (const auto& [name, file] : index["weight_map"].items()) {
+      if (!file.is_string()) {
+        throw Error(fmt::format("{}: tensor '{}' maps to {}, not a file name", p.string(), name,
+                                file.dump()),
+                    hint);
+      }
+      shards.insert(file.get<std::string>());
+    }
     for (const auto& shard : shards) ck.add_file(p.parent_path() / shard);
     for (const auto& [name, file] : index["weight_map"].items()) {
       auto it = ck.tensors_.find(name);

@@ -11,7 +11,9 @@
 namespace ds {
 
 int needed_capacity(int prompt_len, int max_new, int context_len) {
-  return std::max(1, std::min(context_len, prompt_len + std::max(0, max_new)));
+  // In 64-bit: --max-new 2147483647 plus the prompt must not wrap to a capacity of 1.
+  const int64_t wanted = int64_t{prompt_len} + std::max(0, max_new);
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(context_len, wanted)));
 }
 
 namespace {

@@ -3,21 +3,20 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
+#include <climits>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "src/model/text_file.h"
 
 namespace ds {
 
 std::vector<Prompt> read_prompts_file(const std::filesystem::path& path, const Tokenizer* tok,
                                       bool special_in_text) {
-  std::ifstream in(path);
-  if (!in) {
-    throw Error(fmt::format("cannot read prompts file '{}'", path.string()),
-                "--prompts takes a text file with one prompt per line, or JSONL");
-  }
+  const char* hint = "--prompts takes a text file with one prompt per line, or JSONL";
+  std::istringstream in(read_text_file(path, kMaxPromptsFileBytes, "prompts file", hint));
   std::vector<Prompt> out;
   std::string line;
   int line_no = 0;
@@ -43,10 +42,13 @@ std::vector<Prompt> read_prompts_file(const std::filesystem::path& path, const T
       }
       if (j.contains("ids") && j["ids"].is_array()) {
         for (const auto& v : j["ids"]) {
-          if (!v.is_number_integer()) {
-            throw Error(fmt::format("{}:{}: \"ids\" must hold integers", path.string(), line_no));
+          // Read as 64-bit so that 2^32 + 1 is refused, not taken for 1.
+          if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX) {
+            throw Error(fmt::format("{}:{}: \"ids\" holds {}, not a token id", path.string(),
+                                    line_no, v.dump()),
+                        "token ids are whole numbers >= 0, e.g. {\"ids\": [1, 403, 407]}");
           }
-          p.ids.push_back(v.get<int32_t>());
+          p.ids.push_back(static_cast<int32_t>(v.get<int64_t>()));
         }
       } else if (j.contains("text") && j["text"].is_string()) {
         p.text = j["text"].get<std::string>();
@@ -61,11 +63,14 @@ std::vector<Prompt> read_prompts_file(const std::filesystem::path& path, const T
       p.ids = encode(line);
     }
     if (p.ids.empty()) {
-      throw Error(fmt::format("{}:{}: the prompt has no tokens", path.string(), line_no));
+      throw Error(fmt::format("{}:{}: the prompt has no tokens", path.string(), line_no),
+                  "give the line some text, or {\"ids\": [...]} with at least one id");
     }
     out.push_back(std::move(p));
   }
-  if (out.empty()) throw Error(fmt::format("prompts file '{}' holds no prompt", path.string()));
+  if (out.empty()) {
+    throw Error(fmt::format("prompts file '{}' holds no prompt", path.string()), hint);
+  }
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <climits>
+#include <cmath>
 #include <type_traits>
 
 #include <nlohmann/json.hpp>
@@ -100,7 +101,9 @@ void validate(const RunConfig& c) {
   one_of("prefix_cache", c.prefix_cache, {"off", "on"});
   one_of("tie_break", c.tie_break, {"lowest_id", "highest_id"});
   one_of("add_bos", c.add_bos, {"auto", "on", "off"});
-  if (!(c.repetition_penalty > 0)) bad("repetition_penalty", fmt::format("{}", c.repetition_penalty), "a value > 0 (1 = off)");
+  if (!(c.repetition_penalty > 0) || !std::isfinite(c.repetition_penalty)) {
+    bad("repetition_penalty", fmt::format("{}", c.repetition_penalty), "a finite value > 0 (1 = off)");
+  }
   if (c.max_new < 0) bad("max_new", std::to_string(c.max_new), "N >= 0");
   stop_token_id(c, std::nullopt);
   validate(c.sampling());
@@ -114,6 +117,11 @@ void validate_for_model(const RunConfig& c, const ModelConfig& m) {
     throw Error(fmt::format("invalid tp {}: it must divide the model's {} heads, {} key/value "
                             "heads and MLP width {}", c.tp, m.n_heads, m.n_kv_heads, m.hidden_dim),
                 "--tp takes a divisor of all three");
+  }
+  if (const auto id = stop_token_id(c, std::nullopt); id && *id >= m.vocab_size) {
+    bad("stop_token", c.stop_token,
+        fmt::format("auto, none, or a token id of the model's vocabulary (0..{})",
+                    m.vocab_size - 1));
   }
 }
 

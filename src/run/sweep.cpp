@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "src/model/text_file.h"
 #include "trace/reader.h"
 
 namespace ds {
@@ -32,11 +33,9 @@ std::string name_part(const std::string& v) {
 std::vector<GridKnob> parse_grid(const std::string& arg) {
   std::string spec = arg;
   if (!arg.empty() && arg[0] == '@') {  // a grid file; '#' starts a comment
-    std::ifstream file(arg.substr(1));
-    if (!file) {
-      throw Error(fmt::format("cannot read grid file '{}'", arg.substr(1)),
-                  "--grid @FILE takes a file of knob=v1,v2 items, e.g. configs/grid-seeds-12.txt");
-    }
+    std::istringstream file(read_text_file(
+        arg.substr(1), kMaxRunConfigBytes, "grid file",
+        "--grid @FILE takes a file of knob=v1,v2 items, e.g. configs/grid-seeds-12.txt"));
     spec.clear();
     std::string line;
     while (std::getline(file, line)) spec += line.substr(0, line.find('#')) + "\n";

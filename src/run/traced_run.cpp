@@ -55,9 +55,9 @@ TracedRunResult run_traced(const Model& model, const std::vector<Prompt>& prompt
   for (const auto& p : prompts) {
     check_token_ids(p.ids, c.vocab_size);
     if (p.forced) check_token_ids(*p.forced, c.vocab_size);
-    int n = static_cast<int>(p.ids.size());
-    n += p.forced ? static_cast<int>(p.forced->size()) : opt.config.max_new;
-    longest = std::max(longest, n);
+    const int extra = p.forced ? static_cast<int>(p.forced->size()) : opt.config.max_new;
+    longest = std::max(longest,  // capped at the context (--max-new 2147483647 must not wrap)
+                       needed_capacity(static_cast<int>(p.ids.size()), extra, c.max_seq_len));
   }
   std::unique_ptr<trace::KernelRecorder> kernels;
   if (records_kernels(opt.kernels, opt.config.device)) {
