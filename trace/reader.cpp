@@ -229,6 +229,13 @@ SequenceInfo TraceReader::read_sequence(int seq, hid_t group) const {
   s.has_full_logits = h5::exists(group, "logits/full");
   if (s.has_full_logits) take_rows(h5::dataset_info(dataset(seq, "logits/full").get()).shape[0]);
   s.rows = std::max<int64_t>(0, rows);
+  if (s.stop_reason == "running") {
+    // Cut by a kill or a full disk: only what gen_len vouches for (docs/trace-format.md, "Crash
+    // consistency"); rows past the last flush point may be incomplete.
+    const int64_t committed_tokens = int64_t{s.prompt_len} + s.gen_len;
+    s.tokens.resize(static_cast<size_t>(committed_tokens));
+    s.rows = std::min<int64_t>(s.rows, s.gen_len > 0 ? committed_tokens - 1 : 0);
+  }
   return s;
 }
 
