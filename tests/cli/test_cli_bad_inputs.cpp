@@ -164,7 +164,7 @@ TEST_CASE("llama2.c headers with sizes out of range are refused before any alloc
       "n_layers (num_hidden_layers) 2000000000 is outside 1..1024");
 }
 
-TEST_CASE("--max-new 2147483647 generates up to the context, not past an int overflow",
+TEST_CASE("max-new 2147483647 generates up to the context, not past an int overflow",
           "[cli][bad-input]") {
   // stories260K's context is 512 positions: a 2-token prompt leaves 510 new tokens.
   auto r = run_cli("generate --prompt-ids 1,403 --max-new 2147483647 --stop-token none --ids");
@@ -181,7 +181,7 @@ TEST_CASE("--max-new 2147483647 generates up to the context, not past an int ove
   CHECK(has(t.err, "510 generated tokens"));
 }
 
-TEST_CASE("--config or a grid file that is a directory, binary, /dev/zero or too large is refused",
+TEST_CASE("config or a grid file that is a directory, binary, /dev/zero or too large is refused",
           "[cli][bad-input]") {
   ds::test::TempDir dir;
   check_input_error(run_cli("run --dry-run --config " + dir.path().string()),
@@ -204,7 +204,7 @@ TEST_CASE("--config or a grid file that is a directory, binary, /dev/zero or too
                     "grid file '/dev/zero' is larger than the limit of 1.0 MiB");
 }
 
-TEST_CASE("--prompts that is /dev/zero, a directory, binary or empty is refused",
+TEST_CASE("prompts file that is /dev/zero, a directory, binary or empty is refused",
           "[cli][bad-input]") {
   ds::test::TempDir dir;
   const std::string out = " -o " + (dir.path() / "t.h5").string();

@@ -44,6 +44,9 @@ TEST_CASE("every bf16 pattern round-trips through float32", "[kernels][formats]"
   }
 }
 
+// _Float16 is the independent reference here; clang before 15 has no _Float16 on x86 (the
+// sanitizer build, scripts/ci_sanitize.sh), so these two cases run in the GCC build only.
+#ifdef __FLT16_MAX__
 TEST_CASE("every fp16 pattern converts like the compiler's _Float16 and round-trips",
           "[kernels][formats]") {
   for (uint32_t h = 0; h <= 0xffffu; ++h) {
@@ -84,6 +87,7 @@ TEST_CASE("float32 to fp16 rounds like the compiler (ties to even, overflow, sub
   std::mt19937 rng(12345);
   for (int i = 0; i < 2000000; ++i) check(std::bit_cast<float>(static_cast<uint32_t>(rng())));
 }
+#endif  // __FLT16_MAX__
 
 TEST_CASE("float32 to bf16 rounds to nearest, ties to even", "[kernels][formats]") {
   auto check = [](float f) {
