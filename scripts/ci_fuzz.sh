@@ -13,7 +13,10 @@ seconds=${FUZZ_SECONDS:-60}
 bin=build-asan/tests/fuzz
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  for f in tests/fuzz/fuzz_*.cpp; do targets+=("$(basename "$f" .cpp | sed 's/^fuzz_//')"); done
+  # the files that define a target (fuzz_target.cpp holds their shared harness)
+  for f in $(grep -l LLVMFuzzerTestOneInput tests/fuzz/fuzz_*.cpp); do
+    targets+=("$(basename "$f" .cpp | sed 's/^fuzz_//')")
+  done
 fi
 work=$(mktemp -d /tmp/driftscope-fuzz.XXXXXX)
 trap 'rm -rf "$work"' EXIT
