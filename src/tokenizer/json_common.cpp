@@ -14,7 +14,7 @@ json read_json(const std::filesystem::path& path) {
   const auto* begin = reinterpret_cast<const char*>(file.bytes().data());
   try {
     return json::parse(begin, begin + file.size());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e400
     throw Error(fmt::format("{}: not valid JSON ({})", path.string(), e.what()),
                 "the file may be truncated or damaged; fetch it again");
   }
