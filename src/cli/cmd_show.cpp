@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <initializer_list>
+#include <string>
 #include <nlohmann/json.hpp>
 
 #include "src/cli/commands.h"
@@ -41,6 +43,18 @@ std::string quoted(const std::string& text) {
   return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// A field of the trace's model record as text, "?" where it is missing: the record is JSON
+// from the file, and a hand-edited or damaged trace may hold anything there.
+std::string field(const nlohmann::json& record, std::initializer_list<const char*> path) {
+  const nlohmann::json* v = &record;
+  for (const char* key : path) {
+    if (!v->is_object() || !v->contains(key)) return "?";
+    v = &v->at(key);
+  }
+  return v->is_string() ? v->get<std::string>()
+                        : v->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 int run_show(const ShowArgs& a) {
   const trace::TraceSummary s = trace::summarize(trace::TraceReader::open(a.path));
   if (a.json) {
@@ -54,12 +68,14 @@ int run_show(const ShowArgs& a) {
              s.format_version, s.producer);
   fmt::print("status    {}\n", s.complete ? "complete" : fmt::format("INCOMPLETE (complete=0, {})", s.stop_reason));
   if (model.is_object()) {
-    fmt::print("model     {} {} ({} layers, dim {}, vocab {}) {}\n",
-               model.value("architecture", "?"), model.value("format", "?"),
-               model["config"].value("n_layers", 0), model["config"].value("dim", 0),
-               model["config"].value("vocab_size", 0), model.value("path", ""));
-    for (const auto& f : model["files"]) {
-      fmt::print("          {} sha256 {}\n", f.value("name", "?"), f.value("sha256", "?"));
+    fmt::print("model     {} {} ({} layers, dim {}, vocab {}) {}\n", field(model, {"architecture"}),
+               field(model, {"format"}), field(model, {"config", "n_layers"}),
+               field(model, {"config", "dim"}), field(model, {"config", "vocab_size"}),
+               field(model, {"path"}));
+    if (model.contains("files") && model.at("files").is_array()) {
+      for (const auto& f : model.at("files")) {
+        fmt::print("          {} sha256 {}\n", field(f, {"name"}), field(f, {"sha256"}));
+      }
     }
   }
   if (config.is_object()) {

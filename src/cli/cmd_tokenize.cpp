@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/json_integer.h"
 #include "src/cli/commands.h"
 #include "src/cli/output.h"
 #include "src/cli/model_args.h"
@@ -66,8 +67,9 @@ std::vector<int32_t> ids_of(const json& item, size_t index, const std::string& p
   if (!list.is_array()) fail();
   std::vector<int32_t> ids;
   for (const json& id : list) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) fail();
-    ids.push_back(id.get<int32_t>());
+    const auto value = json_integer<int32_t>(id, 0, INT32_MAX);
+    if (!value) fail();
+    ids.push_back(*value);
   }
   return ids;
 }

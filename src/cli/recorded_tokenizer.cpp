@@ -3,6 +3,7 @@
 
 #include <filesystem>
 
+#include "common/json_integer.h"
 #include "src/tokenizer/load.h"
 
 namespace ds {
@@ -13,7 +14,9 @@ std::unique_ptr<Tokenizer> recorded_tokenizer(const nlohmann::json& model) {
     if (tok.is_null()) return nullptr;
     const std::filesystem::path p = tok.at("path").get<std::string>();
     if (!std::filesystem::exists(p)) return nullptr;
-    return load_tokenizer(p, model.at("config").at("vocab_size").get<int>());
+    const auto vocab = json_integer<int>(model.at("config").at("vocab_size"), 1, INT32_MAX);
+    if (!vocab) return nullptr;
+    return load_tokenizer(p, *vocab);
   } catch (const std::exception&) {
     return nullptr;
   }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/json_integer.h"
 
 namespace ds {
 namespace {
@@ -25,10 +26,7 @@ int64_t integer_field(const nlohmann::json& v, const char* key, const std::strin
     throw Error(fmt::format("{}: field '{}' is {}, not a whole number", source, key, v.dump()),
                 kTypeHint);
   }
-  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
-    return INT64_MAX;
-  }
-  return v.get<int64_t>();
+  return json_integer<int64_t>(v).value_or(INT64_MAX);  // only a too-large one is refused
 }
 
 // `v` as an int, or an error naming the field when it lies outside [lo, hi].

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/json_integer.h"
 #include "src/model/text_file.h"
 
 namespace ds {
@@ -42,13 +43,13 @@ std::vector<Prompt> read_prompts_file(const std::filesystem::path& path, const T
       }
       if (j.contains("ids") && j["ids"].is_array()) {
         for (const auto& v : j["ids"]) {
-          // Read as 64-bit so that 2^32 + 1 is refused, not taken for 1.
-          if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX) {
+          const auto id = json_integer<int32_t>(v, 0, INT32_MAX);  // 2^32 + 1 is refused
+          if (!id) {
             throw Error(fmt::format("{}:{}: \"ids\" holds {}, not a token id", path.string(),
                                     line_no, v.dump()),
                         "token ids are whole numbers >= 0, e.g. {\"ids\": [1, 403, 407]}");
           }
-          p.ids.push_back(static_cast<int32_t>(v.get<int64_t>()));
+          p.ids.push_back(*id);
         }
       } else if (j.contains("text") && j["text"].is_string()) {
         p.text = j["text"].get<std::string>();

@@ -7,6 +7,7 @@
 #include <queue>
 
 #include "common/error.h"
+#include "common/json_integer.h"
 #include "src/tokenizer/utf8.h"
 
 namespace ds::hf {
@@ -63,11 +64,9 @@ BpeModel::BpeModel(const json& j, const Parser& parser) {
   const json& vocab = j.at("vocab");
   vocab_.reserve(vocab.size());
   for (const auto& [token, id] : vocab.items()) {
-    const auto value = id.get<int64_t>();
-    if (value < 0 || value > INT32_MAX) {
-      parser.invalid(fmt::format("token '{}' has id {}", token, value));
-    }
-    vocab_.emplace(token, static_cast<int32_t>(value));
+    const auto value = json_integer<int32_t>(id, 0, INT32_MAX);
+    if (!value) parser.invalid(fmt::format("token '{}' has id {}", token, id.dump()));
+    vocab_.emplace(token, *value);
   }
   char_ids_.assign(0x10000, -1);
   for (const auto& [token, id] : vocab_) {

@@ -1,6 +1,9 @@
 // tokenizer.json decoders (see tokenizer_hf_decoder.h).
 #include "src/tokenizer/decoder.h"
 
+#include <fmt/format.h>
+
+#include "common/json_integer.h"
 #include "src/tokenizer/byte_level.h"
 #include "src/tokenizer/utf8.h"
 
@@ -93,8 +96,13 @@ void Decoder::add(const json& j, const Parser& parser) {
   } else if (type == "Fuse") {
     steps_.push_back(Fuse{});
   } else if (type == "Strip") {
-    steps_.push_back(Strip{parser.one_character(j, "content", "Strip decoder"),
-                           j.at("start").get<size_t>(), j.at("stop").get<size_t>()});
+    const auto count = [&](const char* key) {
+      const auto n = json_integer<size_t>(j.at(key));
+      if (!n) parser.invalid(fmt::format("the Strip decoder's {} is {}", key, j.at(key).dump()));
+      return *n;
+    };
+    steps_.push_back(
+        Strip{parser.one_character(j, "content", "Strip decoder"), count("start"), count("stop")});
   } else if (type == "Metaspace") {
     steps_.push_back(parse_metaspace(j, parser));
   } else {

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "common/json_integer.h"
 #include "src/tokenizer/tokenizer.h"
 #include "src/tokenizer/added.h"
 #include "src/tokenizer/bpe.h"
@@ -82,18 +83,18 @@ void HfTokenizer::read_added_tokens(const hf::Parser& parser, const json& added)
   if (!added.is_array()) parser.invalid("\"added_tokens\" is not a list");
   std::vector<hf::AddedToken> tokens;
   for (const json& t : added) {
-    const auto id = t.at("id").get<int64_t>();
-    if (id < 0 || id > INT32_MAX) parser.invalid(fmt::format("added token id {}", id));
+    const auto id = json_integer<int32_t>(t.at("id"), 0, INT32_MAX);
+    if (!id) parser.invalid(fmt::format("added token id {}", t.at("id").dump()));
     hf::AddedToken token;
     token.content = t.at("content").get<std::string>();
-    token.id = static_cast<int32_t>(id);
+    token.id = *id;
     token.special = t.value("special", false);
     token.single_word = t.value("single_word", false);
     token.lstrip = t.value("lstrip", false);
     token.rstrip = t.value("rstrip", false);
     token.normalized = t.value("normalized", !token.special);
     if (!utf8_is_valid(token.content)) {
-      parser.invalid(fmt::format("added token {} is not valid UTF-8", id));
+      parser.invalid(fmt::format("added token {} is not valid UTF-8", *id));
     }
     tokens.push_back(std::move(token));
   }
@@ -146,7 +147,11 @@ void HfTokenizer::apply_post_processor(const hf::Parser& parser, const json& j) 
         parser.invalid(fmt::format("template token '{}' is not in special_tokens", name));
       }
       auto& target = seen_sequence ? suffix_ids_ : prefix_ids_;
-      for (const json& id : special.at(name).at("ids")) target.push_back(id.get<int32_t>());
+      for (const json& id : special.at(name).at("ids")) {
+        const auto value = json_integer<int32_t>(id, 0, INT32_MAX);
+        if (!value) parser.invalid(fmt::format("special token '{}' has id {}", name, id.dump()));
+        target.push_back(*value);
+      }
     } else {
       parser.invalid("a template item is neither SpecialToken nor Sequence");
     }

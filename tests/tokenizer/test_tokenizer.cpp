@@ -285,6 +285,38 @@ TEST_CASE("malformed or unsupported tokenizer.json is an error", "[tokenizer]") 
   }
 }
 
+// Found by fuzz_tokenizer_json in CI: a token id written as 1.98e70 reached nlohmann's get<int>,
+// a float-to-int cast out of range (undefined behaviour, a UBSan abort). Every id and count of the
+// file is now a whole number in range or an error naming it.
+TEST_CASE("tokenizer.json ids and counts that are not whole numbers in range are errors",
+          "[tokenizer]") {
+  TempDir dir;
+  nlohmann::json j = stories_json();
+  std::string expected;
+  SECTION("a vocabulary id far past int's range, written as a float") {
+    j["model"]["vocab"]["<0xC3>"] = 1.98e70;
+    expected = "token '<0xC3>' has id 1.98e+70";
+  }
+  SECTION("a vocabulary id of 2^32 + 1 (not wrapped to 1)") {
+    j["model"]["vocab"]["<0xC3>"] = 4294967297LL;
+    expected = "token '<0xC3>' has id 4294967297";
+  }
+  SECTION("an added token's id 2.5") {
+    j["added_tokens"][0]["id"] = 2.5;
+    expected = "added token id 2.5";
+  }
+  SECTION("a template special token's id -1e300") {
+    j["post_processor"]["special_tokens"]["<s>"]["ids"][0] = -1e300;
+    expected = "special token '<s>' has id -1e+300";
+  }
+  SECTION("a Strip decoder's count below zero") {
+    j["decoder"]["decoders"][3]["start"] = -1;
+    expected = "the Strip decoder's start is -1";
+  }
+  const fs::path p = dir.write("tokenizer.json", j.dump());
+  CHECK_THROWS_WITH(ds::load_hf_tokenizer(p), Catch::Contains(expected));
+}
+
 TEST_CASE("tokenizer.json without tokenizer_config.json uses the template's BOS", "[tokenizer]") {
   TempDir dir;
   const fs::path p = dir.write("tokenizer.json", read_file(kStoriesJson));
