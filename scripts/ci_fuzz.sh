@@ -21,15 +21,17 @@ fi
 work=$(mktemp -d /tmp/driftscope-fuzz.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-# A timeout or a sanitizer report whose stack, below libFuzzer's handlers, the sanitizer's
-# interceptors and libc, starts inside libhdf5: HDF5 1.10.8 looping on, or misreading its own
-# memory for, a damaged file (tests/fuzz/known_hangs/README.md), not driftscope code. Such a fault
-# is reported and its input kept, and the target goes on for the rest of its time; anything else
-# (a driftscope frame on top, an escaped exception) fails the run.
+# A timeout, a sanitizer report or an allocation over the memory limit whose stack, below
+# libFuzzer's handlers, the sanitizer's interceptors, malloc and libc, starts inside libhdf5:
+# HDF5 1.10.8 looping on, misreading its own memory for, or trusting a size in a damaged file
+# (tests/fuzz/known_hangs/README.md), not driftscope code. Such a fault is reported and its input
+# kept, and the target goes on for the rest of its time; anything else (a driftscope frame on
+# top, an escaped exception) fails the run.
 hang_in_hdf5() {  # LOG
-  grep -q -E "ERROR: libFuzzer: timeout|ERROR: AddressSanitizer" "$1" &&
+  grep -q -E "ERROR: libFuzzer: (timeout|out-of-memory \(malloc)|ERROR: AddressSanitizer" "$1" &&
     grep -E "^ +#[0-9]+ " "$1" |
-    grep -v -E "libFuzzer|fuzzer::|sanitizer|__interceptor_|__asan|libc\.so" | head -1 | grep -q libhdf5
+    grep -v -E "libFuzzer|fuzzer::|sanitizer|__interceptor_|__asan|libc\.so| in (malloc|calloc|realloc) " |
+    head -1 | grep -q libhdf5
 }
 
 fuzz_one() {  # TARGET: libFuzzer runs for $seconds in all; logs $work/TARGET.N.log
