@@ -117,12 +117,17 @@ class Checker {
     static const std::set<std::string> reasons = {"eos",    "max_new",     "context",
                                                   "forced", "interrupted", "running"};
     if (!reasons.count(stop)) fail(fmt::format("attribute {}@stop_reason is '{}'", where, stop));
-    if (prompt_len < 1 || gen_len < 0) {
+    if (prompt_len < 1 || gen_len < 0 || prompt_len > kMaxSequenceTokens ||
+        gen_len > kMaxSequenceTokens) {
       fail(fmt::format("{}@prompt_len {} / gen_len {} out of range", where, prompt_len, gen_len));
     }
     const auto tokens = dataset(g, where, "tokens");
     expect(tokens, where + "/tokens", {h5::Elem::I32}, 1);
     const int64_t T = tokens.shape[0];
+    if (T > kMaxSequenceTokens) {
+      fail(fmt::format("{}/tokens holds {} tokens, more than the {} of the longest context", where,
+                       T, kMaxSequenceTokens));
+    }
     // A sequence cut by a kill or a full disk still says "running" (docs/trace-format.md, "Crash
     // consistency"): gen_len counts its committed tokens, and its datasets may hold rows written
     // after the last flush point, unequal in number. Only the committed part must be there.
@@ -178,6 +183,10 @@ class Checker {
     auto site = [&](hid_t loc, const std::string& rel, const std::string& name) {
       const auto info = dataset(loc, base, rel);
       expect(info, name, floats, 2);
+      if (info.shape[1] > kMaxHiddenWidth) {
+        fail(fmt::format("{} is {} wide, more than the {} of the widest model", name,
+                         info.shape[1], kMaxHiddenWidth));
+      }
       if (width >= 0 && info.shape[1] != width) {
         fail(fmt::format("{} is {} wide, other sites {}", name, info.shape[1], width));
       }
@@ -225,6 +234,10 @@ class Checker {
     expect(vals, base + "/topk_logits", {h5::Elem::F32}, 2);
     const auto lse = dataset(lg.get(), base, "lse");
     expect(lse, base + "/lse", {h5::Elem::F32}, 1);
+    if (ids.shape[1] > kMaxLogitsWidth) {
+      fail(fmt::format("{}/topk_ids has K = {}, more than the {} of the largest vocabulary", base,
+                       ids.shape[1], kMaxLogitsWidth));
+    }
     if (ids.shape[1] < 1 || vals.shape[1] != ids.shape[1]) {
       fail(fmt::format("{}/topk_logits has K = {}, topk_ids K = {}", base, vals.shape[1],
                        ids.shape[1]));
@@ -235,6 +248,10 @@ class Checker {
     if (kind(lg.get(), "full") != H5I_BADID) {
       const auto full = dataset(lg.get(), base, "full");
       expect(full, base + "/full", {h5::Elem::F32}, 2);
+      if (full.shape[1] > kMaxLogitsWidth) {
+        fail(fmt::format("{}/full has {} columns, more than the {} of the largest vocabulary", base,
+                         full.shape[1], kMaxLogitsWidth));
+      }
       if (full.shape[1] < ids.shape[1]) {
         fail(fmt::format("{}/full has {} columns, fewer than K = {}", base, full.shape[1],
                          ids.shape[1]));

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -163,6 +164,20 @@ void DatasetRows::read_chunked(int64_t begin, int64_t count, uint8_t* out) {
     std::vector<uint8_t> tmp;
   };
   std::vector<Piece> pieces;
+  // What a chunk's stored bytes can hold, checked before buffers are sized from the chunk index
+  // and the layout (a damaged file may claim a chunk of gigabytes in a file of kilobytes): the
+  // bytes lie inside the file, and inflate to at most 1032 times their size (deflate's limit, a
+  // 258-byte match in 2 bits) or, unfiltered, are the chunk. The file's size bounds them only in
+  // a file opened read-only: one open for writing here has chunks not yet on disk.
+  hsize_t file_size = std::numeric_limits<hsize_t>::max();
+  {
+    h5::Id file(DS_H5_ID(H5Iget_file_id(dset_.get())));
+    unsigned intent = 0;
+    if (H5Fget_intent(file.get(), &intent) >= 0 && (intent & H5F_ACC_RDWR) == 0) {
+      DS_H5(H5Fget_filesize(file.get(), &file_size));
+    }
+  }
+  constexpr uint64_t kMaxInflateRatio = 1032;
   for (int64_t c = begin / chunk_rows_; c * chunk_rows_ < end; ++c) {
     const int64_t c0 = c * chunk_rows_, c1 = c0 + chunk_rows_;
     if (c == cached_chunk_) continue;  // copied from the cache below
@@ -173,6 +188,13 @@ void DatasetRows::read_chunked(int64_t begin, int64_t count, uint8_t* out) {
     if (H5Dget_chunk_info_by_coord(dset_.get(), offset, &info_mask, &addr, &stored) < 0 ||
         stored == 0 || addr == HADDR_UNDEF) {
       return fallback(begin, count, out);  // not on disk (fill values): HDF5 knows what to give
+    }
+    if (addr > file_size || stored > file_size - addr ||
+        chunk_bytes > (deflate_ ? kMaxInflateRatio : 1) * stored) {
+      throw Error(fmt::format("chunk at row {} of {} is damaged ({} bytes at offset {} cannot "
+                              "hold its {} bytes)",
+                              c0, dataset_name(dset_.get()), stored, addr, chunk_bytes),
+                  "the file is damaged; the rest of the trace can still be read");
     }
     Piece p{c, std::vector<uint8_t>(static_cast<size_t>(stored)), nullptr, {}};
     uint32_t mask = 0;

@@ -2,6 +2,7 @@
 // runtime that writes traces and every tool that reads them.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,13 @@ inline constexpr int kFormatVersion = 1;
 // Tap sites of one layer, in forward order.
 inline constexpr const char* kLayerSiteKinds[] = {"attn_norm", "attn_out", "resid_mid",
                                                   "mlp_norm",  "mlp_out",  "out"};
+
+// Upper bounds on the sizes a trace declares, checked before anything is allocated from them:
+// those of the models driftscope runs (src/model/config.h, ConfigLimits; docs/cli.md "Input
+// limits"). A damaged or foreign file may declare a dataset of 2^60 fill values in a few bytes.
+inline constexpr int64_t kMaxSequenceTokens = int64_t{1} << 24;  // a context: max_seq_len
+inline constexpr int64_t kMaxHiddenWidth = int64_t{1} << 16;     // a hidden state: dim
+inline constexpr int64_t kMaxLogitsWidth = int64_t{1} << 22;     // logits/full, top-k K: vocab_size
 
 // The optional /kernels table (CUDA traces recorded with CUPTI): one row per kernel launch, one
 // dataset per column, all of the same length (docs/trace-format.md "/kernels").

@@ -41,6 +41,9 @@ size_t dtype_size(TensorDtype d) {
 }
 
 int64_t TensorInfo::numel() const {
+  // A 0 anywhere makes the count 0 whatever the other dimensions: [2^62, 4, 0] is a valid empty
+  // tensor, and multiplying its leading dimensions first would overflow int64.
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return 0;
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;

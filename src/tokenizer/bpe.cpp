@@ -64,8 +64,11 @@ BpeModel::BpeModel(const json& j, const Parser& parser) {
   const json& vocab = j.at("vocab");
   vocab_.reserve(vocab.size());
   for (const auto& [token, id] : vocab.items()) {
-    const auto value = json_integer<int32_t>(id, 0, INT32_MAX);
-    if (!value) parser.invalid(fmt::format("token '{}' has id {}", token, id.dump()));
+    const auto value = json_integer<int32_t>(id, 0, kMaxTokenId);
+    if (!value) {
+      parser.invalid(fmt::format("token '{}' has id {}, not a whole number in 0..{}", token,
+                                 id.dump(), kMaxTokenId));
+    }
     vocab_.emplace(token, *value);
   }
   char_ids_.assign(0x10000, -1);

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "src/model/config.h"
 #include "src/tokenizer/regex.h"
 
 namespace ds::hf {
@@ -22,6 +23,11 @@ struct StringHash {
   size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
 };
 using IdMap = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
+
+// The largest id a vocabulary or added token may have: the tokenizer's id space (a table of the
+// largest id + 1 entries) stays within a model's vocab_size limit (docs/cli.md, "Input limits"),
+// so a file with the id 2147483647 is refused rather than allocating 2^31 strings.
+inline constexpr int32_t kMaxTokenId = ConfigLimits::vocab_size - 1;
 
 // Parses a JSON file; ds::Error naming the file when it is not JSON.
 json read_json(const std::filesystem::path& path);

@@ -43,9 +43,12 @@ MatchState& match_state() {
 Regex::Regex(std::string_view pattern, std::string_view where) : pattern_(pattern) {
   int error = 0;
   PCRE2_SIZE offset = 0;
+  // NEVER_BACKSLASH_C: \C matches one byte even in UTF mode, so a match could end inside a
+  // character and hand the BPE model, normalizers and decoders invalid UTF-8, which they do not
+  // expect (the text was validated once, up front). No tokenizer pattern needs it.
   pcre2_code* code =
       pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                    PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
+                    PCRE2_UTF | PCRE2_UCP | PCRE2_NEVER_BACKSLASH_C, &error, &offset, nullptr);
   if (code == nullptr) {
     throw Error(fmt::format("{}: invalid regex '{}': {} at offset {}", where, pattern,
                             pcre2_message(error), offset),

@@ -83,8 +83,11 @@ void HfTokenizer::read_added_tokens(const hf::Parser& parser, const json& added)
   if (!added.is_array()) parser.invalid("\"added_tokens\" is not a list");
   std::vector<hf::AddedToken> tokens;
   for (const json& t : added) {
-    const auto id = json_integer<int32_t>(t.at("id"), 0, INT32_MAX);
-    if (!id) parser.invalid(fmt::format("added token id {}", t.at("id").dump()));
+    const auto id = json_integer<int32_t>(t.at("id"), 0, hf::kMaxTokenId);
+    if (!id) {
+      parser.invalid(fmt::format("added token id {}, not a whole number in 0..{}",
+                                 t.at("id").dump(), hf::kMaxTokenId));
+    }
     hf::AddedToken token;
     token.content = t.at("content").get<std::string>();
     token.id = *id;

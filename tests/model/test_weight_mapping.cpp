@@ -7,6 +7,7 @@
 #include <iterator>
 
 #include "src/model/model.h"
+#include "src/model/safetensors.h"
 #include "tests/support/paths.h"
 #include "tests/support/synthetic_checkpoint.h"
 #include "tests/support/temp_dir.h"
@@ -69,4 +70,24 @@ TEST_CASE("mapped weights outlive the model they were loaded into", "[model][map
   // read after the model (and its loader's mapping handle) is gone: the same values as a new load
   const ds::Model again = ds::load_model(ds::test::stories_bin());
   CHECK(std::memcmp(wv.data(), again.weights.layers[0].wv.data(), 4 * wv.size()) == 0);
+}
+
+TEST_CASE("an empty safetensors tensor with huge other dimensions counts 0 elements",
+          "[model][safetensors]") {
+  ds::test::TempDir dir;
+  // [2^62, 4, 0]: no elements and no bytes, but 2^62 * 4 overflows int64 if multiplied first
+  // (found by reading the code the fuzz_safetensors target reaches).
+  const std::string header =
+      R"({"w":{"dtype":"F32","shape":[4611686018427387904,4,0],"data_offsets":[0,0]}})";
+  const auto path = dir.path() / "empty.safetensors";
+  {
+    std::ofstream out(path, std::ios::binary);
+    const uint64_t n = header.size();
+    for (int i = 0; i < 8; ++i) out.put(static_cast<char>((n >> (8 * i)) & 0xff));
+    out << header;
+  }
+  const auto ck = ds::SafetensorsCheckpoint::open(path);
+  const ds::TensorInfo& t = ck.get("w");
+  CHECK(t.numel() == 0);
+  CHECK(ds::SafetensorsCheckpoint::to_f32(t).empty());
 }

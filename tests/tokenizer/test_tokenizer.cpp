@@ -317,6 +317,42 @@ TEST_CASE("tokenizer.json ids and counts that are not whole numbers in range are
   CHECK_THROWS_WITH(ds::load_hf_tokenizer(p), Catch::Contains(expected));
 }
 
+// An id of 2147483647 made the id space 2^31 strings (and its + 1 overflowed int32): ids are
+// bounded by the vocab_size limit of models, 2^22 (found by reading the code fuzz_tokenizer_json
+// reaches).
+TEST_CASE("tokenizer.json ids past the vocabulary size limit are errors", "[tokenizer]") {
+  TempDir dir;
+  nlohmann::json j = stories_json();
+  std::string expected;
+  SECTION("a vocabulary id of 2^22") {
+    j["model"]["vocab"]["<0xC3>"] = 4194304;
+    expected = "token '<0xC3>' has id 4194304, not a whole number in 0..4194303";
+  }
+  SECTION("an added token's id of 2^31 - 1") {
+    j["added_tokens"][0]["id"] = 2147483647;
+    expected = "added token id 2147483647, not a whole number in 0..4194303";
+  }
+  const fs::path p = dir.write("tokenizer.json", j.dump());
+  CHECK_THROWS_AS(ds::load_hf_tokenizer(p), ds::Error);
+  CHECK_THROWS_WITH(ds::load_hf_tokenizer(p), Catch::Contains(expected));
+}
+
+TEST_CASE("tokenizer.json with the largest allowed id has 2^22 ids", "[tokenizer]") {
+  TempDir dir;
+  nlohmann::json j = stories_json();
+  j["added_tokens"][0]["id"] = 4194303;
+  const auto tok = ds::load_hf_tokenizer(dir.write("tokenizer.json", j.dump()));
+  CHECK(tok->vocab_size() == 4194304);
+}
+
+TEST_CASE("tokenizer.json with a Split on backslash-C is refused", "[tokenizer]") {
+  TempDir dir;
+  nlohmann::json j = stories_json();
+  j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "\\C"}}}, {"behavior", "Isolated"}};
+  CHECK_THROWS_WITH(ds::load_hf_tokenizer(dir.write("tokenizer.json", j.dump())),
+                    Catch::Contains("invalid regex '\\C'"));
+}
+
 TEST_CASE("tokenizer.json without tokenizer_config.json uses the template's BOS", "[tokenizer]") {
   TempDir dir;
   const fs::path p = dir.write("tokenizer.json", read_file(kStoriesJson));

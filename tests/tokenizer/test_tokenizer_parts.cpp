@@ -262,6 +262,15 @@ TEST_CASE("regex: Unicode classes, and errors that name the pattern", "[tokenize
   CHECK(ds::unicode_library_version().starts_with("ICU "));
 }
 
+// \C matches a single byte even in UTF mode: a Split on it cut "é" into two invalid halves, which
+// the BPE model decoded with *utf8_decode_char of an empty optional (found by reading the code
+// fuzz_tokenizer_json reaches). The pattern is refused when the tokenizer is loaded.
+TEST_CASE("regex: a pattern with the one-byte escape backslash-C is refused", "[tokenizer][parts]") {
+  CHECK_THROWS_WITH(ds::Regex(R"(\C)", "tokenizer.json: Split pre_tokenizer"),
+                    Catch::Contains("tokenizer.json: Split pre_tokenizer: invalid regex '\\C'"));
+  CHECK_THROWS_AS(ds::Regex(R"(a\C+)", "test"), ds::Error);
+}
+
 TEST_CASE("a small Llama 3 shaped tokenizer.json: ignore_merges, Sequence post-processor",
           "[tokenizer][parts]") {
   // Llama 3's layout on a toy vocabulary: Split (digits in groups of up to three) + ByteLevel

@@ -199,3 +199,44 @@ TEST_CASE("dataset rows: a chunk overwritten with zeros is an error naming it", 
   Id d(H5Dopen2(file.get(), "x", H5P_DEFAULT));
   CHECK_THROWS_AS(ds::h5::read_rows(d.get(), Elem::F32, 16, 8, width, got.data()), ds::Error);
 }
+
+// A damaged layout or chunk index may claim a chunk of gigabytes for a few stored bytes (a
+// one-byte change to the chunk dimensions of a fuzzed trace image): the read buffers were sized
+// from the claim before inflating (found by reading the code fuzz_trace_reader reaches). The
+// claim is now checked against the stored bytes first. Here 64 stored bytes claim 16 MiB, more
+// than deflate's 1032-fold expansion can give.
+TEST_CASE("dataset rows: a chunk claiming more bytes than it stores is refused before reading",
+          "[trace][read]") {
+  ds::h5::silence_errors();
+  ds::test::TempDir dir;
+  const auto path = dir.path() / "claim.h5";
+  const hsize_t width = hsize_t{1} << 20;
+  {
+    Id file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+    hsize_t dims[2] = {4, width};
+    Id space(H5Screate_simple(2, dims, nullptr));
+    Id dcpl(H5Pcreate(H5P_DATASET_CREATE));
+    H5Pset_chunk(dcpl.get(), 2, dims);
+    H5Pset_shuffle(dcpl.get());
+    H5Pset_deflate(dcpl.get(), 1);
+    Id d(H5Dcreate2(file.get(), "big", H5T_IEEE_F32LE, space.get(), H5P_DEFAULT, dcpl.get(),
+                    H5P_DEFAULT));
+    REQUIRE(d);
+    const std::vector<uint8_t> garbage(64, 0x5a);
+    hsize_t offset[2] = {0, 0};
+    REQUIRE(H5Dwrite_chunk(d.get(), H5P_DEFAULT, 0, offset, garbage.size(), garbage.data()) >= 0);
+  }
+  Id file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  ds::trace::DatasetRows r(Id(H5Dopen2(file.get(), "big", H5P_DEFAULT)), Elem::F32);
+  REQUIRE(r.fast());
+  std::vector<float> got(width);
+  try {
+    r.read(0, 1, got.data());
+    FAIL("read a chunk that cannot hold its size without an error");
+  } catch (const ds::Error& e) {
+    INFO(e.what());
+    CHECK(std::string(e.what()).find("chunk at row 0 of /big is damaged (64 bytes at offset") !=
+          std::string::npos);
+    CHECK(std::string(e.what()).find("cannot hold its 16777216 bytes)") != std::string::npos);
+  }
+}

@@ -134,3 +134,66 @@ TEST_CASE("conformance: each defect is named", "[trace][conformance]") {
     }
   }
 }
+
+// Sizes a 40 kB image can declare in a few bytes (datasets of fill values): a tokens count or a
+// logits width of 2^40 sized the reader's vectors (std::length_error / bad_alloc escaping), a
+// top-k K of 2^32 + 1 was truncated to 1 in an int and the read of its rows overran a buffer of
+// that width, prompt_len + gen_len overflowed int64. They are refused by the limits of the models
+// driftscope runs (found by reading the code fuzz_trace_reader reaches).
+TEST_CASE("conformance: sizes past the model limits are refused before anything is allocated",
+          "[trace][conformance]") {
+  ds::test::TempDir dir;
+  // Replaces the dataset `path` with a [rows, width] one of `type` that holds no data.
+  const auto replace = [](hid_t f, const char* path, hid_t type, hsize_t rows, hsize_t width) {
+    H5Ldelete(f, path, H5P_DEFAULT);
+    hsize_t dims[2] = {rows, width};
+    hid_t space = H5Screate_simple(2, dims, nullptr);
+    hid_t d = H5Dcreate2(f, path, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Dclose(d);
+    H5Sclose(space);
+  };
+  struct Case {
+    const char* name;
+    std::function<void(hid_t)> change;
+    const char* expected;
+  };
+  const std::vector<Case> cases = {
+      {"gen_len",
+       [](hid_t f) {
+         hid_t g = H5Gopen2(f, "seq/0", H5P_DEFAULT);
+         ds::h5::write_attr(g, "gen_len", int64_t{9223372036854775807});
+         H5Gclose(g);
+       },
+       "/seq/0@prompt_len 2 / gen_len 9223372036854775807 out of range"},
+      {"tokens",
+       [](hid_t f) {
+         hid_t g = H5Gopen2(f, "seq/0", H5P_DEFAULT);
+         ds::h5::write_attr(g, "stop_reason", std::string("running"));
+         H5Gclose(g);
+         cut_rows(f, "seq/0/tokens", hsize_t{1} << 40);
+       },
+       "/seq/0/tokens holds 1099511627776 tokens, more than the 16777216 of the longest context"},
+      {"topk",
+       [&](hid_t f) {
+         replace(f, "seq/0/logits/topk_ids", H5T_STD_I32LE, 5, (hsize_t{1} << 32) + 1);
+         replace(f, "seq/0/logits/topk_logits", H5T_IEEE_F32LE, 5, (hsize_t{1} << 32) + 1);
+       },
+       "/seq/0/logits/topk_ids has K = 4294967297, more than the 4194304 of the largest "
+       "vocabulary"},
+      {"full",
+       [&](hid_t f) { replace(f, "seq/0/logits/full", H5T_IEEE_F32LE, 5, hsize_t{1} << 23); },
+       "/seq/0/logits/full has 8388608 columns, more than the 4194304 of the largest vocabulary"},
+      {"hidden",
+       [&](hid_t f) { replace(f, "seq/0/hidden/embed", H5T_IEEE_F32LE, 5, hsize_t{1} << 17); },
+       "/seq/0/hidden/embed is 131072 wide, more than the 65536 of the widest model"},
+  };
+  for (const auto& c : cases) {
+    SECTION(c.name) {
+      const std::string err =
+          open_error(foreign_trace(dir.path(), std::string(c.name) + ".h5", c.change));
+      INFO(err);
+      CHECK_THAT(err,
+                 Catch::Contains("written by other-engine 1.0") && Catch::Contains(c.expected));
+    }
+  }
+}
