@@ -104,12 +104,19 @@ constexpr size_t kFlushKernelRows = 4096;
 // Rows per chunk: the largest power of two whose chunk stays within 256 KiB (large enough to
 // compress, small for decode), at most 1024. A power of two divides the writer's 64-row batches
 // (each batch fills whole chunks, none is rewritten) and the diff's power-of-two read blocks (a
-// block covers whole chunks, each inflated once).
-int64_t chunk_rows_for(int64_t width, size_t elem) {
+// block covers whole chunks, each inflated once). Rank-1 datasets (width 0: tokens, lse): 4096.
+// Unfiltered (--compression none): at most 16 rows. HDF5 stores every chunk whole, filled or
+// not; deflate shrinks the unfilled rows of a sequence's last chunk to almost nothing, but without
+// it they take their full size: with these chunks a 200-token stories260K trace was 5.5 times
+// its deflated size, with 64-row chunks 1.4 times, with 16-row chunks 1.2 times (an uncompressed
+// trace cannot be smaller than its raw values: 1.13 times here). bench/RESULTS.md.
+int64_t chunk_rows_for(int64_t width, size_t elem, int deflate_level) {
+  const int64_t cap = deflate_level == 0 ? 16 : width == 0 ? 4096 : 1024;
+  if (width == 0) return cap;
   const int64_t target = 256 * 1024;
   const int64_t fit = target / std::max<int64_t>(1, width * static_cast<int64_t>(elem));
   int64_t rows = 1;
-  while (rows * 2 <= std::min<int64_t>(fit, 1024)) rows *= 2;
+  while (rows * 2 <= std::min<int64_t>(fit, cap)) rows *= 2;
   return rows;
 }
 
@@ -312,7 +319,8 @@ namespace {
 void create_sequence(hid_t file, int index, const std::vector<int32_t>& prompt, int deflate_level) {
   h5::Id seq_group = h5::open_group(file, "seq");
   h5::Id g = h5::create_group(seq_group.get(), std::to_string(index));
-  h5::Id tokens = h5::create_growing(g.get(), "tokens", h5::Elem::I32, 0, 4096, deflate_level);
+  h5::Id tokens = h5::create_growing(g.get(), "tokens", h5::Elem::I32, 0,
+                                     chunk_rows_for(0, 4, deflate_level), deflate_level);
   h5::write_rows(tokens.get(), h5::Elem::I32, 0, static_cast<int64_t>(prompt.size()), 0,
                  prompt.data());
   h5::write_attr(g.get(), "prompt_len", static_cast<int64_t>(prompt.size()));
@@ -361,13 +369,13 @@ void TraceWriter::create_ahead(hid_t f, int from) {
     const std::string p = "seq/" + std::to_string(i);
     for (const auto& [site, width] : opt_.planned_sites) {
       h5::create_growing(f, p + "/hidden/" + site, he, width,
-                         chunk_rows_for(width, h5::elem_size(he)), z);
+                         chunk_rows_for(width, h5::elem_size(he), z), z);
     }
-    h5::create_growing(f, p + "/logits/topk_ids", h5::Elem::I32, K, chunk_rows_for(K, 4), z);
-    h5::create_growing(f, p + "/logits/topk_logits", h5::Elem::F32, K, chunk_rows_for(K, 4), z);
-    h5::create_growing(f, p + "/logits/lse", h5::Elem::F32, 0, 4096, z);
+    h5::create_growing(f, p + "/logits/topk_ids", h5::Elem::I32, K, chunk_rows_for(K, 4, z), z);
+    h5::create_growing(f, p + "/logits/topk_logits", h5::Elem::F32, K, chunk_rows_for(K, 4, z), z);
+    h5::create_growing(f, p + "/logits/lse", h5::Elem::F32, 0, chunk_rows_for(0, 4, z), z);
     if (opt_.full_logits) {
-      h5::create_growing(f, p + "/logits/full", h5::Elem::F32, V, chunk_rows_for(V, 4), z);
+      h5::create_growing(f, p + "/logits/full", h5::Elem::F32, V, chunk_rows_for(V, 4, z), z);
     }
     created_ahead_ = i + 1;
   }
@@ -452,16 +460,16 @@ void TraceWriter::handle(StepRecord& m) {
         for (const auto& [site, width] : t.site_order) {
           const std::string p = t.path() + "/hidden/" + site;
           if (!h5::exists(f, p)) {
-            h5::create_growing(f, p, he, width, chunk_rows_for(width, h5::elem_size(he)), z);
+            h5::create_growing(f, p, he, width, chunk_rows_for(width, h5::elem_size(he), z), z);
           }
         }
         if (t.K > 0 && !h5::exists(f, t.path() + "/logits/topk_ids")) {
           const std::string p = t.path() + "/logits/";
-          h5::create_growing(f, p + "topk_ids", h5::Elem::I32, t.K, chunk_rows_for(t.K, 4), z);
-          h5::create_growing(f, p + "topk_logits", h5::Elem::F32, t.K, chunk_rows_for(t.K, 4), z);
-          h5::create_growing(f, p + "lse", h5::Elem::F32, 0, 4096, z);
+          h5::create_growing(f, p + "topk_ids", h5::Elem::I32, t.K, chunk_rows_for(t.K, 4, z), z);
+          h5::create_growing(f, p + "topk_logits", h5::Elem::F32, t.K, chunk_rows_for(t.K, 4, z), z);
+          h5::create_growing(f, p + "lse", h5::Elem::F32, 0, chunk_rows_for(0, 4, z), z);
           if (opt_.full_logits) {
-            h5::create_growing(f, p + "full", h5::Elem::F32, t.V, chunk_rows_for(t.V, 4), z);
+            h5::create_growing(f, p + "full", h5::Elem::F32, t.V, chunk_rows_for(t.V, 4, z), z);
           }
         }
       }

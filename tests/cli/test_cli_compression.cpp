@@ -35,9 +35,15 @@ namespace {
 // The filter pipeline of one dataset: (filter id, first client value) in pipeline order.
 using Pipeline = std::vector<std::pair<H5Z_filter_t, unsigned>>;
 
+// Rows per chunk of every dataset seen by filters_of (path -> rows), for the size check below.
+std::map<std::string, hsize_t> g_chunk_rows;
+
 // The filters of one dataset, read from its creation property list.
-Pipeline filters_of(hid_t dset) {
+Pipeline filters_of(hid_t dset, const std::string& path) {
   const hid_t dcpl = H5Dget_create_plist(dset);
+  hsize_t chunk[2] = {0, 0};
+  H5Pget_chunk(dcpl, 2, chunk);
+  g_chunk_rows[path] = chunk[0];
   Pipeline p;
   const int n = H5Pget_nfilters(dcpl);
   for (int i = 0; i < n; ++i) {
@@ -58,7 +64,7 @@ void collect(hid_t group, const std::string& prefix, std::map<std::string, Pipel
     const hid_t obj = H5Oopen(group, name.c_str(), H5P_DEFAULT);
     REQUIRE(obj >= 0);
     if (H5Iget_type(obj) == H5I_GROUP) collect(obj, prefix + name + "/", out);
-    if (H5Iget_type(obj) == H5I_DATASET) out[prefix + name] = filters_of(obj);
+    if (H5Iget_type(obj) == H5I_DATASET) out[prefix + name] = filters_of(obj, prefix + name);
     H5Oclose(obj);
   }
 }
@@ -116,6 +122,14 @@ TEST_CASE("run --compression none stores no filter and the same bits as the defa
     CHECK(pipeline[1] == std::pair<H5Z_filter_t, unsigned>{H5Z_FILTER_DEFLATE, 9u});
   }
   CHECK(fs::file_size(plain) > fs::file_size(deflated));
+  // Unfiltered chunks are stored whole, filled or not: they are kept small (16 rows), so the
+  // unfilled rows of each sequence's last chunk do not make an uncompressed trace several times
+  // larger than a deflated one (docs/trace-format.md, "Storage").
+  dataset_filters(plain);
+  for (const auto& [name, pipeline] : fn) {
+    INFO(name);
+    CHECK(g_chunk_rows.at(name) <= 16);
+  }
 
   // The same values through the trace reader: every token, hidden row, top-K, lse and full
   // logits row, raw bits.
