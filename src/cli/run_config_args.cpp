@@ -91,7 +91,7 @@ void add_compression_option(CLI::App& cmd, std::string& compression) {
   cmd.add_option("--compression", compression,
                  "filters of the trace's datasets: deflate (HDF5 shuffle + deflate level 1), "
                  "deflate1 ... deflate9 (shuffle + deflate at that level), or none (no filter: "
-                 "traces 20-35% larger, several times cheaper to write, faster to diff); the "
+                 "traces 19-35% larger, several times cheaper to write, faster to diff); the "
                  "values read back are the same bits with any choice (docs/trace-format.md)")
       ->type_name("NAME")
       ->capture_default_str();
