@@ -13,8 +13,12 @@
 //   bench_diff_throughput --compression [--shape S] [--mb N] [--dir DIR] [--reps 3]
 //       the pair rewritten by bench/trace_repack.py with each filter pipeline: size, write
 //       seconds of the datasets, diff time against cat
+//   bench_diff_throughput --writer-compression [--shape S] [--mb N] [--dir DIR] [--reps 3]
+//       the pair written by the trace writer with --compression deflate1 (the default) and none,
+//       interleaved: size, write seconds, cat, diff
 //   bench_diff_throughput --diff-only A.h5 B.h5           (child: one diff, rendered)
-//   bench_diff_throughput --write-pair A.h5 B.h5 ROWS SHAPE (child: writes the pair)
+//   bench_diff_throughput --write-pair A.h5 B.h5 ROWS SHAPE [DEFLATE_LEVEL]
+//                                                        (child: writes the pair; level 0 = none)
 // Every heavy step runs in a child forked from this small process: Linux counts the RSS a child
 // inherited at fork in its ru_maxrss, so a big parent would inflate the measurement.
 #include <fmt/format.h>
@@ -88,13 +92,15 @@ double row_bytes(const Shape& sh) {
 }
 
 // Writes A and B with `rows` positions per sequence; B = A·(1 + 1e-6·noise), logits + 1e-4·noise.
-void write_pair(const fs::path& a, const fs::path& b, int rows, const Shape& sh) {
+void write_pair(const fs::path& a, const fs::path& b, int rows, const Shape& sh,
+                int deflate_level = 1) {
   const auto names = sites(sh);
   auto make = [&](const fs::path& p, bool is_b) {
     ds::trace::WriterOptions w;
     w.path = p;
     w.force = true;
     w.full_logits = sh.full_logits;
+    w.deflate_level = deflate_level;
     w.queue_steps = 2;  // steps are large here: keep the writer's queue small
     ds::trace::RunInfo info;
     info.tool_version = "bench";
@@ -243,18 +249,64 @@ int compression_study(const std::string& self, const fs::path& dir, int reps, co
   return 0;
 }
 
+// The pair written by the trace writer itself with each --compression choice (deflate1, the
+// default, and none), interleaved: every repetition writes, cats and diffs each choice in turn.
+int writer_compression_study(const std::string& self, const fs::path& dir, int reps,
+                             const Shape& sh, int mb) {
+  const int levels[] = {1, 0};
+  struct Acc {
+    std::vector<double> write, cat, diff;
+    long rss_kb = 0;
+    double mb_a = 0;
+  };
+  Acc acc[2];
+  const int rows = rows_for(sh, mb);
+  std::fflush(stdout);
+  for (int r = 0; r < reps; ++r) {
+    for (int i = 0; i < 2; ++i) {
+      const std::string z = std::to_string(levels[i]);
+      const fs::path a = dir / ("a_writer" + z + ".h5"), b = dir / ("b_writer" + z + ".h5");
+      acc[i].write.push_back(
+          run_child({self, "--write-pair", a.string(), b.string(), std::to_string(rows), sh.name, z})
+              .wall);
+      acc[i].mb_a = fs::file_size(a) / 1e6;
+      const std::string cat = fmt::format("cat '{}' '{}' > /dev/null", a.string(), b.string());
+      if (std::system(cat.c_str()) != 0) return 2;  // page cache warm, as for the diff
+      acc[i].cat.push_back(run_child({"/bin/sh", "-c", cat}).wall);
+      const ChildRun d = run_child({self, "--diff-only", a.string(), b.string()});
+      acc[i].diff.push_back(d.wall);
+      acc[i].rss_kb = std::max(acc[i].rss_kb, d.max_rss_kb);
+    }
+  }
+  fmt::print("{}-shape pair written by the trace writer with each --compression, {} interleaved "
+             "repetitions (medians); write s = the child generating and writing A and B\n",
+             sh.name, reps);
+  fmt::print("{:>12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}\n", "compression", "A MB", "write s",
+             "cat s", "diff s", "diff/cat", "diff RSS");
+  for (int i = 0; i < 2; ++i) {
+    const double c = median(acc[i].cat), d = median(acc[i].diff);
+    fmt::print("{:>12} {:>9.1f} {:>9.2f} {:>9.3f} {:>9.3f} {:>8.1f}x {:>7.1f} MB\n",
+               ds::trace::compression_name(levels[i]), acc[i].mb_a, median(acc[i].write), c, d,
+               d / c, acc[i].rss_kb / 1024.0);
+    fs::remove(dir / fmt::format("a_writer{}.h5", levels[i]));
+    fs::remove(dir / fmt::format("b_writer{}.h5", levels[i]));
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc == 4 && std::string(argv[1]) == "--diff-only") return diff_only(argv[2], argv[3]);
-  if (argc == 6 && std::string(argv[1]) == "--write-pair") {
-    write_pair(argv[2], argv[3], std::atoi(argv[4]), shape_named(argv[5]));
+  if ((argc == 6 || argc == 7) && std::string(argv[1]) == "--write-pair") {
+    write_pair(argv[2], argv[3], std::atoi(argv[4]), shape_named(argv[5]),
+               argc == 7 ? std::atoi(argv[6]) : 1);
     return 0;
   }
   std::vector<int> sizes = {200, 400};
   fs::path dir = fs::temp_directory_path() / "ds-bench-diff";
   int reps = 3;
-  bool keep = false, compression = false;
+  bool keep = false, compression = false, writer_compression = false;
   const Shape* sh = &kBench;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -276,10 +328,12 @@ int main(int argc, char** argv) {
       keep = true;
     } else if (arg == "--compression") {
       compression = true;
+    } else if (arg == "--writer-compression") {
+      writer_compression = true;
     } else {
       fmt::print(stderr,
                  "usage: {} [--shape bench|110m] [--mb 200,400] [--dir DIR] [--reps N] [--keep] "
-                 "[--compression]\n",
+                 "[--compression | --writer-compression]\n",
                  argv[0]);
       return 2;
     }
@@ -287,6 +341,7 @@ int main(int argc, char** argv) {
   fs::create_directories(dir);
   const std::string self = fs::canonical("/proc/self/exe").string();
   if (compression) return compression_study(self, dir, reps, *sh, sizes.front());
+  if (writer_compression) return writer_compression_study(self, dir, reps, *sh, sizes.front());
   if (sh == &k110m) sizes = {0};
   fmt::print("synthetic traces ({}): {} sequences, {} hidden sites of width {}, {} V={}, f32\n",
              sh->name, sh->sequences, sites(*sh).size(), sh->width,

@@ -1,7 +1,8 @@
 // Tracing overhead and the trace writer's memory (issue 19):
 //  260k  wall time of the same generation on the bundled stories260K untraced, traced with the
-//        default probes and with all probes, measured interleaved (A B C A B C ...) so machine
-//        noise hits all three alike; medians and traced / untraced ratios.
+//        default probes and with all probes, each with the default compression (shuffle +
+//        deflate 1) and with none (--compression none), measured interleaved (A B C D E A B ...)
+//        so machine noise hits all alike; medians, traced / untraced ratios and trace sizes.
 //  110m  the same on a llama2.c checkpoint of the 110M shape (dim 768, 12 layers, 12 heads,
 //        hidden 2048, vocab 32000) with random weights, written to a temporary file.
 //  rss   peak RSS (ru_maxrss of a child) of `driftscope run --probes all` writing a ~30 MB and a
@@ -25,6 +26,7 @@
 #include "src/run/trace_recorder.h"
 #include "src/run/traced_run.h"
 #include "src/tokenizer/load.h"
+#include "trace/writer.h"
 
 namespace fs = std::filesystem;
 
@@ -42,7 +44,8 @@ double seconds(F&& f) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Untraced, default probes, all probes: interleaved repetitions, medians and ratios.
+// Untraced, then default probes and all probes each written with the default compression
+// (shuffle + deflate 1) and with none: interleaved repetitions, medians and ratios.
 void overhead(const char* label, const ds::Model& m, const std::vector<ds::Prompt>& prompts,
               int max_new, int reps) {
   const fs::path out = fs::temp_directory_path() / "driftscope_bench_trace.h5";
@@ -53,33 +56,43 @@ void overhead(const char* label, const ds::Model& m, const std::vector<ds::Promp
     g.eos_id = std::nullopt;  // every prompt generates max_new tokens, traced or not
     for (const auto& p : prompts) ds::generate(*rt, p.ids, g);
   };
-  auto traced = [&](const char* probes) {
+  auto traced = [&](const char* probes, int deflate_level) {
     ds::TracedRunOptions o;
     o.config.max_new = max_new;
     o.sites = ds::resolve_probes(probes, m.config.n_layers);
     o.writer.path = out;
     o.writer.force = true;
+    o.writer.deflate_level = deflate_level;
     o.eos_id = std::nullopt;
     ds::run_traced(m, prompts, o);
   };
-  std::vector<double> t_none, t_default, t_all;
+  struct Variant {
+    const char* probes;
+    int deflate_level;
+    std::vector<double> t;
+    uint64_t bytes = 0;
+  };
+  std::vector<Variant> variants = {{"default", 1, {}}, {"default", 0, {}}, {"all", 1, {}},
+                                   {"all", 0, {}}};
+  std::vector<double> t_none;
   untraced();  // warm-up
-  uint64_t default_bytes = 0, all_bytes = 0;
   for (int r = 0; r < reps; ++r) {
     t_none.push_back(seconds(untraced));
-    t_default.push_back(seconds([&] { traced("default"); }));
-    default_bytes = fs::file_size(out);
-    t_all.push_back(seconds([&] { traced("all"); }));
-    all_bytes = fs::file_size(out);
+    for (auto& v : variants) {
+      v.t.push_back(seconds([&] { traced(v.probes, v.deflate_level); }));
+      v.bytes = fs::file_size(out);
+    }
   }
-  const double a = median(t_none), b = median(t_default), c = median(t_all);
+  const double a = median(t_none);
   fmt::print("{} fp32, {} prompts x {} new tokens, {} interleaved repetitions (medians)\n", label,
              prompts.size(), max_new, reps);
-  fmt::print("trace sizes: default probes {:.1f} KiB, all probes {:.1f} KiB\n",
-             default_bytes / 1024.0, all_bytes / 1024.0);
-  fmt::print("untraced             {:8.3f} s\n", a);
-  fmt::print("traced, default      {:8.3f} s   ratio {:.2f}x\n", b, b / a);
-  fmt::print("traced, all probes   {:8.3f} s   ratio {:.2f}x\n\n", c, c / a);
+  fmt::print("untraced                          {:8.3f} s\n", a);
+  for (const auto& v : variants) {
+    const double b = median(v.t);
+    fmt::print("traced, {:7} probes, {:8}  {:8.3f} s   ratio {:.2f}x   trace {:9.1f} KiB\n",
+               v.probes, ds::trace::compression_name(v.deflate_level), b, b / a, v.bytes / 1024.0);
+  }
+  fmt::print("\n");
   fs::remove(out);
 }
 

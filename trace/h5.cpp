@@ -208,10 +208,13 @@ int64_t read_attr_int(hid_t obj, const std::string& name) {
 
 namespace {
 
-// A chunked, shuffled, deflate-compressed dataset of `type`, rank 1 (width 0) or 2, growing along
-// rows from 0; intermediate groups of `name` are created.
+// A chunked dataset of `type`, rank 1 (width 0) or 2, growing along rows from 0, shuffled and
+// deflated at `deflate_level` (0: no filter); intermediate groups of `name` are created.
 Id create_growing_of(hid_t loc, const std::string& name, hid_t type, int64_t width,
-                     int64_t chunk_rows) {
+                     int64_t chunk_rows, int deflate_level) {
+  if (deflate_level < 0 || deflate_level > 9) {
+    throw Error(fmt::format("deflate level {} is outside 0..9", deflate_level));
+  }
   const int rank = width > 0 ? 2 : 1;
   hsize_t dims[2] = {0, static_cast<hsize_t>(width)};
   hsize_t maxdims[2] = {H5S_UNLIMITED, static_cast<hsize_t>(width)};
@@ -220,8 +223,10 @@ Id create_growing_of(hid_t loc, const std::string& name, hid_t type, int64_t wid
   Id space(DS_H5_ID(H5Screate_simple(rank, dims, maxdims)));
   Id dcpl(DS_H5_ID(H5Pcreate(H5P_DATASET_CREATE)));
   DS_H5(H5Pset_chunk(dcpl.get(), rank, chunk));
-  DS_H5(H5Pset_shuffle(dcpl.get()));
-  DS_H5(H5Pset_deflate(dcpl.get(), 1));
+  if (deflate_level > 0) {
+    DS_H5(H5Pset_shuffle(dcpl.get()));
+    DS_H5(H5Pset_deflate(dcpl.get(), static_cast<unsigned>(deflate_level)));
+  }
   Id lcpl(DS_H5_ID(H5Pcreate(H5P_LINK_CREATE)));
   DS_H5(H5Pset_create_intermediate_group(lcpl.get(), 1));
   return Id(DS_H5_ID(
@@ -255,8 +260,9 @@ std::pair<Id, Id> select_rows(hid_t dset, int64_t begin, int64_t count, int64_t 
 
 }  // namespace
 
-Id create_growing(hid_t loc, const std::string& name, Elem e, int64_t width, int64_t chunk_rows) {
-  Id d = create_growing_of(loc, name, file_type(e), width, chunk_rows);
+Id create_growing(hid_t loc, const std::string& name, Elem e, int64_t width, int64_t chunk_rows,
+                  int deflate_level) {
+  Id d = create_growing_of(loc, name, file_type(e), width, chunk_rows, deflate_level);
   if (e == Elem::BF16) write_attr(d.get(), "dtype", std::string("bf16"));
   return d;
 }
@@ -315,8 +321,9 @@ H5T_class_t dataset_class(hid_t dset) {
   return H5Tget_class(type.get());
 }
 
-Id create_growing_strings(hid_t loc, const std::string& name, int64_t chunk_rows) {
-  return create_growing_of(loc, name, utf8_string_type(), 0, chunk_rows);
+Id create_growing_strings(hid_t loc, const std::string& name, int64_t chunk_rows,
+                          int deflate_level) {
+  return create_growing_of(loc, name, utf8_string_type(), 0, chunk_rows, deflate_level);
 }
 
 void write_string_rows(hid_t dset, int64_t at, const std::vector<std::string>& rows) {

@@ -61,8 +61,14 @@ bool has_attr(hid_t obj, const std::string& name);
 std::string read_attr_string(hid_t obj, const std::string& name);
 int64_t read_attr_int(hid_t obj, const std::string& name);
 
-// A chunked, compressed dataset of `rank` 1 or 2 ([rows] or [rows, width]) that grows along rows.
-Id create_growing(hid_t loc, const std::string& name, Elem e, int64_t width, int64_t chunk_rows);
+// The filter pipeline of a growing dataset: 0 = none (chunks stored as they are); 1..9 = HDF5's
+// shuffle, then deflate at that level. Both are built into every HDF5 (h5py needs no plugin).
+constexpr int kDefaultDeflateLevel = 1;
+
+// A chunked dataset of `rank` 1 or 2 ([rows] or [rows, width]) that grows along rows, with the
+// filters of `deflate_level` (see above).
+Id create_growing(hid_t loc, const std::string& name, Elem e, int64_t width, int64_t chunk_rows,
+                  int deflate_level = kDefaultDeflateLevel);
 // Appends `rows` rows (row-major, in the element's in-memory layout: int32, float, or uint16
 // bits for F16/BF16) at row `at` (the dataset is extended to at + rows).
 void write_rows(hid_t dset, Elem e, int64_t at, int64_t rows, int64_t width, const void* data);
@@ -81,9 +87,10 @@ void read_rows(hid_t dset, Elem e, int64_t begin, int64_t count, int64_t width, 
 std::vector<int64_t> dataset_shape(hid_t dset);
 H5T_class_t dataset_class(hid_t dset);
 
-// Growing rank-1 datasets of variable-length UTF-8 strings (chunked and compressed like
+// Growing rank-1 datasets of variable-length UTF-8 strings (chunked and filtered like
 // create_growing; h5py reads the elements as bytes, `.asstr()` as str).
-Id create_growing_strings(hid_t loc, const std::string& name, int64_t chunk_rows);
+Id create_growing_strings(hid_t loc, const std::string& name, int64_t chunk_rows,
+                          int deflate_level = kDefaultDeflateLevel);
 void write_string_rows(hid_t dset, int64_t at, const std::vector<std::string>& rows);
 // Rows [begin, begin + count) of a rank-1 string dataset, variable- or fixed-length.
 std::vector<std::string> read_string_rows(hid_t dset, int64_t begin, int64_t count);

@@ -80,13 +80,14 @@ void KernelTableWriter::flush(hid_t file) {
 }
 
 void KernelTableWriter::create(hid_t file) {
-  pass_ = h5::create_growing(file, column_path("pass"), h5::Elem::I32, 0, kChunkRows);
-  site_ = h5::create_growing_strings(file, column_path("site"), kChunkRows);
-  op_ = h5::create_growing_strings(file, column_path("op"), kChunkRows);
-  name_ = h5::create_growing_strings(file, column_path("name"), kChunkRows);
-  grid_ = h5::create_growing(file, column_path("grid"), h5::Elem::I32, 3, kChunkRows);
-  block_ = h5::create_growing(file, column_path("block"), h5::Elem::I32, 3, kChunkRows);
-  duration_ = h5::create_growing(file, column_path("duration_ns"), h5::Elem::I64, 0, kChunkRows);
+  const int z = deflate_level_;
+  pass_ = h5::create_growing(file, column_path("pass"), h5::Elem::I32, 0, kChunkRows, z);
+  site_ = h5::create_growing_strings(file, column_path("site"), kChunkRows, z);
+  op_ = h5::create_growing_strings(file, column_path("op"), kChunkRows, z);
+  name_ = h5::create_growing_strings(file, column_path("name"), kChunkRows, z);
+  grid_ = h5::create_growing(file, column_path("grid"), h5::Elem::I32, 3, kChunkRows, z);
+  block_ = h5::create_growing(file, column_path("block"), h5::Elem::I32, 3, kChunkRows, z);
+  duration_ = h5::create_growing(file, column_path("duration_ns"), h5::Elem::I64, 0, kChunkRows, z);
 }
 
 void KernelTableWriter::open(hid_t file) {

@@ -29,6 +29,8 @@ class KernelTableWriter {
   // The columns: created (empty) in a file without them, or opened; closed (so that the file can
   // be closed and reopened: the trace writer's SWMR mode creates nothing, see swmr_file.h).
   void create(hid_t file);
+  // The filters of the columns create() makes, as h5::create_growing (the trace's --compression).
+  void set_deflate_level(int deflate_level) { deflate_level_ = deflate_level; }
   void open(hid_t file);
   void close();
   bool is_open() const { return static_cast<bool>(pass_); }
@@ -38,6 +40,7 @@ class KernelTableWriter {
   void rollback();
   h5::Id pass_, site_, op_, name_, grid_, block_, duration_;
   int64_t rows_ = 0;
+  int deflate_level_ = h5::kDefaultDeflateLevel;
   std::vector<KernelRecord> buf_;
 };
 

@@ -36,6 +36,19 @@ const char* hidden_dtype_name(Storage d) {
   return "?";
 }
 
+int parse_compression(const std::string& s) {
+  if (s == "none") return 0;
+  if (s == "deflate") return h5::kDefaultDeflateLevel;
+  if (s.size() == 8 && s.starts_with("deflate") && s[7] >= '1' && s[7] <= '9') return s[7] - '0';
+  throw Error(fmt::format("unknown compression '{}'", s),
+              "--compression takes none, deflate (shuffle + deflate level 1, the default) or "
+              "deflate1 ... deflate9 (shuffle + deflate at that level)");
+}
+
+std::string compression_name(int deflate_level) {
+  return deflate_level == 0 ? std::string("none") : fmt::format("deflate{}", deflate_level);
+}
+
 struct WriterFile {
   explicit WriterFile(const fs::path& path) : swmr(path) {}
   SwmrFile swmr;
@@ -91,12 +104,19 @@ constexpr size_t kFlushKernelRows = 4096;
 // Rows per chunk: the largest power of two whose chunk stays within 256 KiB (large enough to
 // compress, small for decode), at most 1024. A power of two divides the writer's 64-row batches
 // (each batch fills whole chunks, none is rewritten) and the diff's power-of-two read blocks (a
-// block covers whole chunks, each inflated once).
-int64_t chunk_rows_for(int64_t width, size_t elem) {
+// block covers whole chunks, each inflated once). Rank-1 datasets (width 0: tokens, lse): 4096.
+// Unfiltered (--compression none): at most 16 rows. HDF5 stores every chunk whole, filled or
+// not; deflate shrinks the unfilled rows of a sequence's last chunk to almost nothing, but without
+// it they take their full size: with these chunks a 200-token stories260K trace was 5.5 times
+// its deflated size, with 64-row chunks 1.4 times, with 16-row chunks 1.2 times (an uncompressed
+// trace cannot be smaller than its raw values: 1.13 times here). bench/RESULTS.md.
+int64_t chunk_rows_for(int64_t width, size_t elem, int deflate_level) {
+  const int64_t cap = deflate_level == 0 ? 16 : width == 0 ? 4096 : 1024;
+  if (width == 0) return cap;
   const int64_t target = 256 * 1024;
   const int64_t fit = target / std::max<int64_t>(1, width * static_cast<int64_t>(elem));
   int64_t rows = 1;
-  while (rows * 2 <= std::min<int64_t>(fit, 1024)) rows *= 2;
+  while (rows * 2 <= std::min<int64_t>(fit, cap)) rows *= 2;
   return rows;
 }
 
@@ -158,6 +178,10 @@ TraceWriter::TraceWriter(WriterOptions options, RunInfo info) : opt_(std::move(o
   (void)kNoHdf5Atexit;
   h5::silence_errors();
   if (opt_.topk < 1) throw Error(fmt::format("topk {} must be >= 1", opt_.topk), "--trace-topk takes N >= 1");
+  if (opt_.deflate_level < 0 || opt_.deflate_level > 9) {
+    throw Error(fmt::format("deflate level {} is outside 0..9", opt_.deflate_level),
+                "--compression takes none, deflate or deflate1 ... deflate9");
+  }
   if (fs::exists(opt_.path) && !opt_.force) {
     throw Error(fmt::format("trace '{}' already exists", opt_.path.string()),
                 "pass --force to overwrite it, or choose another -o path");
@@ -168,6 +192,7 @@ TraceWriter::TraceWriter(WriterOptions options, RunInfo info) : opt_(std::move(o
   if (const char* f = std::getenv("DRIFTSCOPE_TRACE_FAIL_AFTER_STEPS")) fail_after_steps_ = std::atoi(f);
   keep_hdf5_errors_in_this_thread();
   file_ = std::make_unique<WriterFile>(opt_.path);
+  file_->kernels.set_deflate_level(opt_.deflate_level);
   try {
     const hid_t root = file_->swmr.id();
     h5::write_attr(root, "format", std::string(kFormatName));
@@ -291,10 +316,11 @@ void TraceWriter::run() {
 namespace {
 
 // The group of a sequence, its attributes and its tokens dataset holding the prompt.
-void create_sequence(hid_t file, int index, const std::vector<int32_t>& prompt) {
+void create_sequence(hid_t file, int index, const std::vector<int32_t>& prompt, int deflate_level) {
   h5::Id seq_group = h5::open_group(file, "seq");
   h5::Id g = h5::create_group(seq_group.get(), std::to_string(index));
-  h5::Id tokens = h5::create_growing(g.get(), "tokens", h5::Elem::I32, 0, 4096);
+  h5::Id tokens = h5::create_growing(g.get(), "tokens", h5::Elem::I32, 0,
+                                     chunk_rows_for(0, 4, deflate_level), deflate_level);
   h5::write_rows(tokens.get(), h5::Elem::I32, 0, static_cast<int64_t>(prompt.size()), 0,
                  prompt.data());
   h5::write_attr(g.get(), "prompt_len", static_cast<int64_t>(prompt.size()));
@@ -337,19 +363,19 @@ void TraceWriter::create_ahead(hid_t f, int from) {
   constexpr int kAhead = 256;
   const int n = static_cast<int>(opt_.planned_prompts.size());
   const h5::Elem he = hidden_elem(opt_.hidden_dtype);
-  const int V = opt_.planned_vocab, K = std::min(opt_.topk, V);
+  const int V = opt_.planned_vocab, K = std::min(opt_.topk, V), z = opt_.deflate_level;
   for (int i = std::max(from, created_ahead_); i < std::min(n, from + kAhead); ++i) {
-    create_sequence(f, i, opt_.planned_prompts[i]);
+    create_sequence(f, i, opt_.planned_prompts[i], z);
     const std::string p = "seq/" + std::to_string(i);
     for (const auto& [site, width] : opt_.planned_sites) {
       h5::create_growing(f, p + "/hidden/" + site, he, width,
-                         chunk_rows_for(width, h5::elem_size(he)));
+                         chunk_rows_for(width, h5::elem_size(he), z), z);
     }
-    h5::create_growing(f, p + "/logits/topk_ids", h5::Elem::I32, K, chunk_rows_for(K, 4));
-    h5::create_growing(f, p + "/logits/topk_logits", h5::Elem::F32, K, chunk_rows_for(K, 4));
-    h5::create_growing(f, p + "/logits/lse", h5::Elem::F32, 0, 4096);
+    h5::create_growing(f, p + "/logits/topk_ids", h5::Elem::I32, K, chunk_rows_for(K, 4, z), z);
+    h5::create_growing(f, p + "/logits/topk_logits", h5::Elem::F32, K, chunk_rows_for(K, 4, z), z);
+    h5::create_growing(f, p + "/logits/lse", h5::Elem::F32, 0, chunk_rows_for(0, 4, z), z);
     if (opt_.full_logits) {
-      h5::create_growing(f, p + "/logits/full", h5::Elem::F32, V, chunk_rows_for(V, 4));
+      h5::create_growing(f, p + "/logits/full", h5::Elem::F32, V, chunk_rows_for(V, 4, z), z);
     }
     created_ahead_ = i + 1;
   }
@@ -418,6 +444,7 @@ void TraceWriter::handle(StepRecord& m) {
   if (new_layout) {
     with_structure([&](hid_t f) {
       const h5::Elem he = hidden_elem(opt_.hidden_dtype);
+      const int z = opt_.deflate_level;
       // The other sequences begun with this one (a batch) get the same layout in the same
       // window; a later step with other sites opens another.
       for (auto& [i, tp] : seqs_) {
@@ -428,21 +455,21 @@ void TraceWriter::handle(StepRecord& m) {
           t.K = s.K;
           t.V = s.V;
         }
-        if (!t.created) create_sequence(f, t.index, t.prompt);
+        if (!t.created) create_sequence(f, t.index, t.prompt, z);
         t.created = true;
         for (const auto& [site, width] : t.site_order) {
           const std::string p = t.path() + "/hidden/" + site;
           if (!h5::exists(f, p)) {
-            h5::create_growing(f, p, he, width, chunk_rows_for(width, h5::elem_size(he)));
+            h5::create_growing(f, p, he, width, chunk_rows_for(width, h5::elem_size(he), z), z);
           }
         }
         if (t.K > 0 && !h5::exists(f, t.path() + "/logits/topk_ids")) {
           const std::string p = t.path() + "/logits/";
-          h5::create_growing(f, p + "topk_ids", h5::Elem::I32, t.K, chunk_rows_for(t.K, 4));
-          h5::create_growing(f, p + "topk_logits", h5::Elem::F32, t.K, chunk_rows_for(t.K, 4));
-          h5::create_growing(f, p + "lse", h5::Elem::F32, 0, 4096);
+          h5::create_growing(f, p + "topk_ids", h5::Elem::I32, t.K, chunk_rows_for(t.K, 4, z), z);
+          h5::create_growing(f, p + "topk_logits", h5::Elem::F32, t.K, chunk_rows_for(t.K, 4, z), z);
+          h5::create_growing(f, p + "lse", h5::Elem::F32, 0, chunk_rows_for(0, 4, z), z);
           if (opt_.full_logits) {
-            h5::create_growing(f, p + "full", h5::Elem::F32, t.V, chunk_rows_for(t.V, 4));
+            h5::create_growing(f, p + "full", h5::Elem::F32, t.V, chunk_rows_for(t.V, 4, z), z);
           }
         }
       }
@@ -657,7 +684,7 @@ void TraceWriter::finish_file(bool complete, const std::string& stop_reason, boo
     const hid_t f = file_->swmr.id();
     for (auto& [i, sp] : seqs_) {
       SeqState& s = *sp;
-      if (!s.created) create_sequence(f, s.index, s.prompt);
+      if (!s.created) create_sequence(f, s.index, s.prompt, opt_.deflate_level);
       h5::Id g = h5::open_group(f, s.path());
       auto cut = [&](const std::string& rel, int64_t rows) {
         if (!h5::exists(g.get(), rel)) return;

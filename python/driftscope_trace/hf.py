@@ -128,7 +128,8 @@ def run_config(a, engine):
         "cuda_graphs": "off", "tf32": engine.pop("_tf32"),
         "engine": engine,
         "trace": {"probes": a.probes, "hidden_dtype": a.hidden_dtype, "topk": a.topk,
-                  "full_logits": a.full_logits, "kernels": "off", "force_tokens": a.force_tokens},
+                  "full_logits": a.full_logits, "kernels": "off", "force_tokens": a.force_tokens,
+                  "compression": "deflate1"},  # writer.py: shuffle + gzip level 1, as driftscope's default
     })
 
 

@@ -35,6 +35,7 @@ struct DemoArgs {
   bool force = false;
   ReportStyle style;
   bool html = false;  // also write report.html to --out and print its path
+  std::string compression = "deflate";  // both traces' filters
 };
 
 constexpr int kDemoMaxNew = 120;
@@ -85,12 +86,13 @@ std::string differing_fields(const RunConfig& c, const RunConfig& other) {
 }
 
 void run_one(const char* name, const RunConfig& c, const RunConfig& other, const LoadedModel& lm,
-             std::vector<Prompt> prompts, const fs::path& out) {
+             std::vector<Prompt> prompts, const fs::path& out, int deflate_level) {
   validate_for_model(c, lm.model.config);
   apply_add_bos(prompts, c.add_bos, lm.bos_id());
   trace::WriterOptions writer;
   writer.path = out;
   writer.force = true;  // refused up front in run_demo unless --force
+  writer.deflate_level = deflate_level;
   fmt::print(stderr, "run {}: {} over {} prompts -> {}\n", name, differing_fields(c, other),
              prompts.size(), out.string());
   const auto res =
@@ -114,6 +116,7 @@ void check_outputs(const std::vector<fs::path>& outputs, bool force) {
 int run_demo(const CLI::App& cmd, DemoArgs& a) {
   const auto [ca, cb] = run_configs(cmd, a);
   apply_threads(a.run);
+  const int deflate_level = trace::parse_compression(a.compression);
   if (a.run.dry_run) {
     fmt::print("# run A\n{}\n# run B\n{}", to_toml(ca), to_toml(cb));
     return 0;
@@ -133,8 +136,8 @@ int run_demo(const CLI::App& cmd, DemoArgs& a) {
   }
   const std::vector<Prompt> prompts = read_prompts_file(prompts_file, lm.tokenizer.get());
   fs::create_directories(out);
-  run_one("A", ca, cb, lm, prompts, path_a);
-  run_one("B", cb, ca, lm, prompts, path_b);
+  run_one("A", ca, cb, lm, prompts, path_a, deflate_level);
+  run_one("B", cb, ca, lm, prompts, path_b, deflate_level);
   const auto ta = trace::TraceReader::open(path_a);
   const auto tb = trace::TraceReader::open(path_b);
   const diff::Report report = diff_with_recorded_tokenizer(ta, tb, {});
@@ -184,6 +187,7 @@ CommandRun register_demo(CLI::App& app) {
   cmd->add_option("--out", args->out, "folder for a.h5, b.h5, report.json (and report.html)")
       ->capture_default_str();
   cmd->add_flag("--html", args->html, "also write report.html to --out and print its path");
+  add_compression_option(*cmd, args->compression);
   cmd->add_flag("--force", args->force,
                 "overwrite a.h5, b.h5, report.json (and report.html) in --out");
   add_report_style_options(*cmd, args->style);

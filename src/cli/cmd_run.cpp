@@ -25,6 +25,7 @@ struct RunArgs {
   std::string force_tokens;
   std::string probes = "default";
   std::string hidden_dtype = "f32";
+  std::string compression = "deflate";
   int topk = 20;
   std::optional<std::string> old_topk;  // --topk, the name before --trace-topk: refused with a hint
   bool full_logits = false;
@@ -39,6 +40,7 @@ int run_run(const RunArgs& a) {
   const RunConfig& rc = a.run.config;
   validate(rc);
   apply_threads(a.run);
+  const int deflate_level = trace::parse_compression(a.compression);
   if (print_dry_run(a.run)) return 0;
   if (a.output.empty()) {
     throw Error("run needs an output file", "pass -o trace.h5");
@@ -84,6 +86,7 @@ int run_run(const RunArgs& a) {
   writer.hidden_dtype = hidden_dtype;
   writer.topk = a.topk;
   writer.full_logits = a.full_logits;
+  writer.deflate_level = deflate_level;
   writer.force = a.force;
   std::string write_error_detail;
   TracedRunResult res;
@@ -137,6 +140,7 @@ CommandRun register_run(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--topk", args->old_topk)->group("");  // hidden: the old name, refused
   cmd->add_flag("--full-logits", args->full_logits, "also store every logits row in full");
+  add_compression_option(*cmd, args->compression);
   cmd->add_option("--kernels", args->kernels,
                   "record every GPU kernel with its tap site into /kernels (CUPTI): auto (on for "
                   "--device cuda when built with CUPTI), on, off")

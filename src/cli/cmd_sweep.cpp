@@ -14,6 +14,7 @@
 #include "src/cli/run_config_args.h"
 #include "src/cli/sweep_exec.h"
 #include "src/run/sweep.h"
+#include "trace/writer.h"
 
 namespace ds {
 namespace {
@@ -32,6 +33,7 @@ struct SweepArgs {
   SlurmOptions slurm_opt;
   int poll_s = 5;
   bool quiet = false;
+  std::string compression = "deflate";  // passed to each run when given
 };
 
 std::string absolute_or_empty(const std::string& p) {
@@ -94,10 +96,17 @@ std::string names_of(const SweepState& s, const std::vector<size_t>& idx) {
   return out;
 }
 
-int run_sweep(const SweepArgs& a) {
+int run_sweep(const CLI::App& cmd, const SweepArgs& a) {
   if (a.output.empty()) throw Error("sweep needs an output directory", "pass -o DIR");
   if (a.jobs < 1) throw Error(fmt::format("-j {} must be >= 1", a.jobs), "-j takes N >= 1");
   apply_threads(a.run);
+  // --compression goes to every `driftscope run` of the sweep when given (checked here first).
+  // Not part of sweep.json: it does not change the values, and a resumed sweep keeps the traces
+  // it finds whatever their compression (trace_done compares the run config only).
+  std::vector<std::string> writer_flags;
+  if (cmd.get_option("--compression")->count() > 0) {
+    writer_flags = {"--compression", trace::compression_name(trace::parse_compression(a.compression))};
+  }
   if (a.poll_s < 1) {
     throw Error(fmt::format("--poll {} must be >= 1", a.poll_s),
                 "--poll takes the seconds between squeue polls, N >= 1");
@@ -162,7 +171,7 @@ int run_sweep(const SweepArgs& a) {
 
   if (a.slurm) {
     if (!todo.empty()) {
-      const std::string job = submit_slurm(dir, s, todo, a.slurm_opt);
+      const std::string job = submit_slurm(dir, s, todo, a.slurm_opt, writer_flags);
       s.slurm_jobs.push_back(job);
       for (size_t i : todo) s.entries[i].status = "submitted";
       write_sweep_state(dir, s);
@@ -179,7 +188,7 @@ int run_sweep(const SweepArgs& a) {
     }
   } else if (!a.wait && !todo.empty()) {
     if (!a.quiet && kept > 0) fmt::print(stderr, "sweep: kept {} complete trace(s)\n", kept);
-    run_local(dir, s, todo, a.jobs, a.quiet);
+    run_local(dir, s, todo, a.jobs, a.quiet, writer_flags);
     todo = refresh(dir, s, false);
   }
   write_sweep_state(dir, s);
@@ -220,6 +229,7 @@ CommandRun register_sweep(CLI::App& app) {
   cmd->add_option("-o,--output", args->output, "sweep directory; required");
   cmd->add_option("-j,--jobs", args->jobs, "configurations run at once on this machine")
       ->capture_default_str();
+  add_compression_option(*cmd, args->compression);
   cmd->add_option("--samples", args->samples,
                   "K sampled runs per configuration, with seeds --seed .. --seed+K-1 (use with "
                   "--temperature > 0)");
@@ -238,7 +248,7 @@ CommandRun register_sweep(CLI::App& app) {
   cmd->add_flag("-q,--quiet", args->quiet, "no progress lines on stderr");
   return [args, cmd] {
     apply_config_file(*cmd, args->run);
-    return run_sweep(*args);
+    return run_sweep(*cmd, *args);
   };
 }
 

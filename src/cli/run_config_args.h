@@ -28,6 +28,13 @@ void add_run_config_options(CLI::App& cmd, RunConfigArgs& args);
 // command that runs the model calls it first.
 void apply_threads(const RunConfigArgs& args);
 
+// --compression NAME, for the commands that write traces (run, demo, sweep): the filters of every
+// dataset of the trace, parsed by trace::parse_compression ("deflate" by default). Like --threads
+// it is not a run-configuration field: it changes how the trace's bytes are stored, never the
+// values a run computes, so it is recorded in the trace's config_json "trace" object beside
+// hidden_dtype, and --config files do not take it.
+void add_compression_option(CLI::App& cmd, std::string& compression);
+
 // Refuses a negative --seed, which CLI11 would store in a uint64_t as 2^64 - 1.
 CLI::Validator non_negative_seed();
 

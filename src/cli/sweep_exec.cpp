@@ -63,17 +63,19 @@ pid_t spawn(const std::vector<std::string>& argv, const std::filesystem::path& l
 }  // namespace
 
 std::vector<std::string> run_argv(const std::filesystem::path& dir, const SweepState& s,
-                                  const SweepEntry& e) {
+                                  const SweepEntry& e,
+                                  const std::vector<std::string>& writer_flags) {
   std::vector<std::string> argv = {self_exe().string(), "run", "--config",
                                    entry_config(dir, e).string(), "--prompts", s.prompts};
   if (!s.model.empty()) argv.insert(argv.end(), {"--model", s.model});
   if (!s.tokenizer.empty()) argv.insert(argv.end(), {"--tokenizer", s.tokenizer});
   argv.insert(argv.end(), {"-o", entry_trace(dir, e).string(), "--force", "-q"});
+  argv.insert(argv.end(), writer_flags.begin(), writer_flags.end());
   return argv;
 }
 
 void run_local(const std::filesystem::path& dir, SweepState& s, const std::vector<size_t>& todo,
-               int jobs, bool quiet) {
+               int jobs, bool quiet, const std::vector<std::string>& writer_flags) {
   std::filesystem::create_directories(dir / "logs");
   std::map<pid_t, std::pair<size_t, std::chrono::steady_clock::time_point>> running;
   size_t next = 0, finished = 0;
@@ -81,7 +83,7 @@ void run_local(const std::filesystem::path& dir, SweepState& s, const std::vecto
     while (next < todo.size() && static_cast<int>(running.size()) < jobs) {
       const SweepEntry& e = s.entries[todo[next]];
       // the CPU threads (--threads, else every core) shared among the runs going at once
-      std::vector<std::string> argv = run_argv(dir, s, e);
+      std::vector<std::string> argv = run_argv(dir, s, e, writer_flags);
       argv.insert(argv.end(), {"--threads", std::to_string(std::max(1, ops::cpu_threads() / jobs))});
       const pid_t pid = spawn(argv, dir / "logs" / (e.name + ".log"));
       running[pid] = {todo[next], std::chrono::steady_clock::now()};
@@ -110,7 +112,8 @@ void run_local(const std::filesystem::path& dir, SweepState& s, const std::vecto
 }
 
 std::string submit_slurm(const std::filesystem::path& dir, const SweepState& s,
-                         const std::vector<size_t>& todo, const SlurmOptions& opt) {
+                         const std::vector<size_t>& todo, const SlurmOptions& opt,
+                         const std::vector<std::string>& writer_flags) {
   std::filesystem::create_directories(dir / "logs");
   const auto abs = std::filesystem::absolute(dir);
   std::string indices;
@@ -127,7 +130,7 @@ std::string submit_slurm(const std::filesystem::path& dir, const SweepState& s,
   script += "set -euo pipefail\ncase \"$SLURM_ARRAY_TASK_ID\" in\n";
   for (size_t i = 0; i < s.entries.size(); ++i) {
     std::string cmd;
-    for (const auto& a : run_argv(abs, s, s.entries[i])) {
+    for (const auto& a : run_argv(abs, s, s.entries[i], writer_flags)) {
       cmd += fmt::format("{}{}", cmd.empty() ? "" : " ", sh_quote(a));
     }
     script += fmt::format("  {}) exec {} ;;\n", i, cmd);

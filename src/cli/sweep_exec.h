@@ -11,16 +11,18 @@
 
 namespace ds {
 
-// The `driftscope run` command line of one configuration (argv, the executable first).
+// The `driftscope run` command line of one configuration (argv, the executable first), with
+// `writer_flags` (options of the trace writer, such as --compression NAME) at the end.
 std::vector<std::string> run_argv(const std::filesystem::path& dir, const SweepState& s,
-                                  const SweepEntry& e);
+                                  const SweepEntry& e,
+                                  const std::vector<std::string>& writer_flags = {});
 
 // Runs the entries at `todo` (indices into s.entries), `jobs` at a time (each with --threads the
 // CPU threads / jobs), each with its stdout and
 // stderr in DIR/logs/<name>.log; sets each one's status to done or missing. Prints one line per
 // finished configuration on stderr unless `quiet`.
 void run_local(const std::filesystem::path& dir, SweepState& s, const std::vector<size_t>& todo,
-               int jobs, bool quiet);
+               int jobs, bool quiet, const std::vector<std::string>& writer_flags = {});
 
 struct SlurmOptions {
   std::string partition;
@@ -31,7 +33,8 @@ struct SlurmOptions {
 // Writes DIR/sweep.sbatch (one array task per entry at `todo`, index = its position in
 // sweep.json) and submits it with `sbatch --parsable`; returns the job id.
 std::string submit_slurm(const std::filesystem::path& dir, const SweepState& s,
-                         const std::vector<size_t>& todo, const SlurmOptions& opt);
+                         const std::vector<size_t>& todo, const SlurmOptions& opt,
+                         const std::vector<std::string>& writer_flags = {});
 
 // Whether the job array still has tasks in `squeue` (pending or running).
 bool slurm_job_active(const std::string& job_id);

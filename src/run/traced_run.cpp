@@ -24,7 +24,8 @@ std::string traced_config_json(const RunConfig& config, const std::string& probe
                 {"full_logits", writer.full_logits},
                 {"kernels", kernels},
                 {"force_tokens", force_tokens.empty() ? nlohmann::ordered_json()
-                                                      : nlohmann::ordered_json(force_tokens)}};
+                                                      : nlohmann::ordered_json(force_tokens)},
+                {"compression", trace::compression_name(writer.deflate_level)}};
   if (!perturbation_env_text().empty()) j["test_perturb"] = perturbation_env_text();  // test-only
   return j.dump();
 }

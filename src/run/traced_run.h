@@ -36,8 +36,9 @@ struct TracedRunResult {
 };
 
 // The fully resolved configuration recorded as /meta config_json: the run config's fields plus
-// a "trace" object (probes, hidden_dtype, topk, full_logits, force_tokens: the trace whose
-// tokens were consumed, or null).
+// a "trace" object of recording options (probes, hidden_dtype, topk, full_logits, kernels,
+// force_tokens: the trace whose tokens were consumed, or null; compression: the datasets'
+// filters, "none" or "deflate1" ... "deflate9").
 std::string traced_config_json(const RunConfig& config, const std::string& probes,
                                const trace::WriterOptions& writer,
                                const std::string& force_tokens = {},

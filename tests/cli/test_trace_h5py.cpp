@@ -1,22 +1,29 @@
 // The trace format read by an independent reader: the documented h5py example
-// (docs/examples/read_trace.py) run on a real trace, its numbers checked against our reader.
+// (docs/examples/read_trace.py) run on a real trace, its numbers checked against our reader;
+// with the default filters (shuffle + deflate) and with --compression none.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <utility>
 
 #include "tests/support/paths.h"
 #include "tests/support/run_cli.h"
 #include "tests/support/temp_dir.h"
 #include "trace/reader.h"
 
-TEST_CASE("the documented h5py example reads a trace (f32 and bf16 storage)", "[trace][h5py]") {
+TEST_CASE("the documented h5py example reads a trace (f32 and bf16 storage, with and without compression)",
+          "[trace][h5py]") {
   ds::test::TempDir dir;
-  for (const char* hd : {"f32", "bf16"}) {
-    const auto t = dir.path() / (std::string(hd) + ".h5");
+  const std::pair<const char*, const char*> cases[] = {
+      {"f32", "deflate"}, {"bf16", "deflate"}, {"f32", "none"}, {"bf16", "none"}};
+  for (const auto& [hd, compression] : cases) {
+    INFO(hd << " " << compression);
+    const auto t = dir.path() / (std::string(hd) + "-" + compression + ".h5");
     REQUIRE(ds::test::run_cli("run --prompt 'Once upon a time' -n 20 -q --hidden-dtype " +
-                              std::string(hd) + " -o " + t.string()).exit_code == 0);
+                              std::string(hd) + " --compression " + compression + " -o " +
+                              t.string()).exit_code == 0);
     const std::string cmd = "/usr/bin/python3 " + ds::test::source_dir() +
                             "/docs/examples/read_trace.py " + t.string() + " 2>&1";
     FILE* p = popen(cmd.c_str(), "r");

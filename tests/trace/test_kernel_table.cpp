@@ -181,6 +181,38 @@ TEST_CASE("kernel table: records written through the writer read back equal",
   }
 }
 
+TEST_CASE("kernel table: with --compression none the columns carry no filter and read back equal",
+          "[trace][kernels][kernel_table][compression]") {
+  ds::test::TempDir dir;
+  const auto path = dir.path() / "k.h5";
+  {
+    auto o = options(path);
+    o.deflate_level = 0;
+    ds::trace::TraceWriter w(o, {});
+    w.begin_sequence(0, {1, 5, 6});
+    w.append_kernels(pass0());
+    w.append(step(3, {7}));
+    w.append_kernels(pass1());
+    w.end_sequence(0, "max_new");
+    REQUIRE(w.finish(true, "finished"));
+  }
+  const auto got = ds::trace::TraceReader::open(path).kernels();
+  const auto want = concat(pass0(), pass1());
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < want.size(); ++i) CHECK(got[i] == want[i]);
+  for (const char* c : {"pass", "site", "op", "name", "grid", "block", "duration_ns"}) {
+    INFO(c);
+    hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t d = H5Dopen2(f, (std::string("kernels/") + c).c_str(), H5P_DEFAULT);
+    hid_t pl = H5Dget_create_plist(d);
+    CHECK(H5Pget_layout(pl) == H5D_CHUNKED);
+    CHECK(H5Pget_nfilters(pl) == 0);
+    H5Pclose(pl);
+    H5Dclose(d);
+    H5Fclose(f);
+  }
+}
+
 TEST_CASE("kernel table: many batches across the flush size keep every row in order",
           "[trace][kernels][kernel_table]") {
   ds::test::TempDir dir;
