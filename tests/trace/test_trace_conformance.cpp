@@ -47,6 +47,26 @@ void cut_rows(hid_t f, const char* path, hsize_t rows) {
   H5Dclose(d);
 }
 
+// A defect made in a valid foreign trace by `change`, and the words its open error must hold.
+struct Case {
+  const char* name;
+  std::function<void(hid_t)> change;
+  const char* expected;
+};
+
+// Each case in its own section: the trace opens with an error naming the producer and the defect.
+void check_defects(const ds::test::TempDir& dir, const std::vector<Case>& cases) {
+  for (const auto& c : cases) {
+    SECTION(c.name) {
+      const std::string err =
+          open_error(foreign_trace(dir.path(), std::string(c.name) + ".h5", c.change));
+      INFO(err);
+      CHECK_THAT(err,
+                 Catch::Contains("written by other-engine 1.0") && Catch::Contains(c.expected));
+    }
+  }
+}
+
 }  // namespace
 
 TEST_CASE("conformance: a foreign trace that follows format v1 opens", "[trace][conformance]") {
@@ -70,11 +90,6 @@ TEST_CASE("conformance: driftscope's own traces report driftscope as producer",
 
 TEST_CASE("conformance: each defect is named", "[trace][conformance]") {
   ds::test::TempDir dir;
-  struct Case {
-    const char* name;
-    std::function<void(hid_t)> change;
-    const char* expected;
-  };
   const std::vector<Case> cases = {
       {"rows",
        [](hid_t f) {
@@ -124,15 +139,7 @@ TEST_CASE("conformance: each defect is named", "[trace][conformance]") {
        },
        "/seq/0/tokens holds float32 values"},
   };
-  for (const auto& c : cases) {
-    SECTION(c.name) {
-      const std::string err =
-          open_error(foreign_trace(dir.path(), std::string(c.name) + ".h5", c.change));
-      INFO(err);
-      CHECK_THAT(err,
-                 Catch::Contains("written by other-engine 1.0") && Catch::Contains(c.expected));
-    }
-  }
+  check_defects(dir, cases);
 }
 
 // Sizes a 40 kB image can declare in a few bytes (datasets of fill values): a tokens count or a
@@ -151,11 +158,6 @@ TEST_CASE("conformance: sizes past the model limits are refused before anything 
     hid_t d = H5Dcreate2(f, path, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     H5Dclose(d);
     H5Sclose(space);
-  };
-  struct Case {
-    const char* name;
-    std::function<void(hid_t)> change;
-    const char* expected;
   };
   const std::vector<Case> cases = {
       {"gen_len",
@@ -187,13 +189,5 @@ TEST_CASE("conformance: sizes past the model limits are refused before anything 
        [&](hid_t f) { replace(f, "seq/0/hidden/embed", H5T_IEEE_F32LE, 5, hsize_t{1} << 17); },
        "/seq/0/hidden/embed is 131072 wide, more than the 65536 of the widest model"},
   };
-  for (const auto& c : cases) {
-    SECTION(c.name) {
-      const std::string err =
-          open_error(foreign_trace(dir.path(), std::string(c.name) + ".h5", c.change));
-      INFO(err);
-      CHECK_THAT(err,
-                 Catch::Contains("written by other-engine 1.0") && Catch::Contains(c.expected));
-    }
-  }
+  check_defects(dir, cases);
 }
