@@ -1,7 +1,8 @@
 // The CPU reference at the machine's limit (issue 20): writes a 110M-parameter Llama-shaped
 // llama2.c checkpoint (dim 768, 12 layers, 12 heads, hidden 2048, vocab 32000, fp32) with random
 // weights and prints, in one run:
-//   - read bandwidth, measured by streaming the same weights the decode reads (1 thread, all cores)
+//   - read bandwidth, measured by streaming the same weights the decode reads (1 thread, all cores;
+//     the best of 5 passes before and 5 after each decode measurement)
 //   - fp32 greedy decode tokens/s at 1 thread and at all cores, each against its roofline
 //     (bytes of weights read per token / that bandwidth), and the scalar reference loops' speed
 //   - prefill GFLOP/s for 512 tokens at all cores
@@ -73,7 +74,7 @@ std::vector<const ds::WeightTensor*> decode_tensors(const ds::Model& m) {
   return t;
 }
 
-// GB/s reading every byte of the tensors once, split across the CPU threads (best of 5).
+// GB/s reading every byte of the tensors once, split across the CPU threads (best of 5 passes).
 double stream_bandwidth(const std::vector<const ds::WeightTensor*>& tensors, uint64_t bytes) {
   double best = 0;
   std::atomic<uint64_t> sink{0};  // keeps the reads
@@ -213,9 +214,13 @@ int main(int argc, char** argv) {
   for (const Row& r : rows) {
     ds::ops::set_cpu_threads(r.threads);
     ds::ops::set_cpu_kernels(ds::ops::CpuKernels::simd);
-    const double bw = stream_bandwidth(tensors, bytes);
+    const double bw_before = stream_bandwidth(tensors, bytes);
     ds::ops::set_cpu_kernels(r.k);
     const double tps = decode_tokens_per_s(m, r.tokens);
+    ds::ops::set_cpu_kernels(ds::ops::CpuKernels::simd);
+    // the best streaming rate before and after the decode: a shared VM's bandwidth moves from one
+    // second to the next, and the roofline should be a ceiling, not one unlucky moment
+    const double bw = std::max(bw_before, stream_bandwidth(tensors, bytes));
     if (r.k == ds::ops::CpuKernels::reference) ref_tps = tps;
     const double roof = bw * 1e9 / bytes;
     fmt::print("{:<16} {:>7} {:>10.2f} {:>13.2f} {:>14.2f} {:>9.2f}{}\n", r.what, r.threads, tps,

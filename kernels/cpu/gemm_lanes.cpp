@@ -182,7 +182,11 @@ __attribute__((target("avx2"))) void rows_packed(float* y, const float* x, int l
 }
 
 // Rows [m0, m1) of x against weight rows [n0, n1) (a multiple of 8 rows): four rows of x share
-// each transposed tile; a single row works on four blocks at once (four independent add chains).
+// each transposed tile; a single row works on two blocks at once (two independent add chains).
+// Two, not four: a single row (decode) is bound by memory, and 16 weight rows streamed side by
+// side keep the hardware prefetchers ahead where 32 did not (bench/RESULTS.md, issue 20: 0.84 to
+// 1.10 of the roofline at two threads against 0.56 to 0.72 in the same runs; software prefetch
+// made it slower).
 void rows_blocks(float* y, const float* x, int ldx, const float* w, int ldw, const float* b, int N,
                  int K, int splits, Storage out, int m0, int m1, int n0, int n1) {
   int m = m0;
@@ -195,7 +199,7 @@ void rows_blocks(float* y, const float* x, int ldx, const float* w, int ldw, con
     float* ym = y + static_cast<size_t>(m) * N;
     const float* xm = x + static_cast<size_t>(m) * ldx;
     int n = n0;
-    for (; n + 32 <= n1; n += 32) run_tile<1, 4>(ym, xm, ldx, w, ldw, b, N, K, splits, out, n);
+    for (; n + 16 <= n1; n += 16) run_tile<1, 2>(ym, xm, ldx, w, ldw, b, N, K, splits, out, n);
     for (; n < n1; n += 8) run_tile<1, 1>(ym, xm, ldx, w, ldw, b, N, K, splits, out, n);
   }
 }
