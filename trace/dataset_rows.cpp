@@ -6,16 +6,15 @@
 #include <libdeflate.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "common/error.h"
+#include "common/work_pool.h"
 
 namespace ds::trace {
 namespace {
@@ -58,33 +57,12 @@ void unshuffle(const uint8_t* src, uint8_t* dst, size_t bytes, size_t elem) {
   std::memcpy(dst + n * elem, src + n * elem, bytes - n * elem);  // a tail shorter than an element
 }
 
-// Runs fn(i) for i in [0, n) on up to read_threads() threads; rethrows the first failure.
-template <class Fn>
-void parallel_for(size_t n, Fn fn) {
-  const size_t threads = std::min<size_t>(n, static_cast<size_t>(read_threads()));
-  if (threads <= 1) {
-    for (size_t i = 0; i < n; ++i) fn(i);
-    return;
-  }
-  std::atomic<size_t> next{0};
-  std::mutex mu;
-  std::exception_ptr failure;
-  auto work = [&] {
-    for (size_t i = next++; i < n; i = next++) {
-      try {
-        fn(i);
-      } catch (...) {
-        std::lock_guard lock(mu);
-        if (!failure) failure = std::current_exception();
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
-  if (failure) std::rethrow_exception(failure);
-}
+// A chunk that does not inflate or holds the wrong number of bytes, found on a pool thread (where
+// no HDF5 call may be made to name the dataset: the library is not thread-safe).
+struct BadChunk {
+  int64_t chunk;
+  std::string what;
+};
 
 struct Decompressor {
   libdeflate_decompressor* d = libdeflate_alloc_decompressor();
@@ -196,26 +174,34 @@ void DatasetRows::read_chunked(int64_t begin, int64_t count, uint8_t* out) {
                               c0, dataset_name(dset_.get()), stored, addr, chunk_bytes),
                   "the file is damaged; the rest of the trace can still be read");
     }
-    Piece p{c, std::vector<uint8_t>(static_cast<size_t>(stored)), nullptr, {}};
-    uint32_t mask = 0;
-    if (H5Dread_chunk(dset_.get(), H5P_DEFAULT, offset, &mask, p.raw.data()) < 0) {
-      throw Error(fmt::format("chunk at row {} of {} cannot be read", c0, dataset_name(dset_.get())));
-    }
-    // A filter was skipped for this chunk. (HDF5 1.10.8's H5Dread_chunk reports mask 0 for a
-    // chunk still in its cache: the chunk index's mask is asked too.)
-    if ((mask | info_mask) != 0) return fallback(begin, count, out);
+    Piece p{c, {}, nullptr, {}};
     if (c0 >= begin && c1 <= end) {
       p.dst = out + static_cast<size_t>(c0 - begin) * row_bytes;
     } else {
       p.tmp.resize(chunk_bytes);
     }
+    // An unfiltered chunk is read straight to where its rows go; a filtered one is read raw and
+    // inflated there below.
+    const bool plain = !deflate_ && !shuffle_ && stored == chunk_bytes;
+    uint8_t* raw = plain ? (p.dst ? p.dst : p.tmp.data()) : nullptr;
+    if (!plain) {
+      p.raw.resize(static_cast<size_t>(stored));
+      raw = p.raw.data();
+    }
+    uint32_t mask = 0;
+    if (H5Dread_chunk(dset_.get(), H5P_DEFAULT, offset, &mask, raw) < 0) {
+      throw Error(fmt::format("chunk at row {} of {} cannot be read", c0, dataset_name(dset_.get())));
+    }
+    // A filter was skipped for this chunk. (HDF5 1.10.8's H5Dread_chunk reports mask 0 for a
+    // chunk still in its cache: the chunk index's mask is asked too.)
+    if ((mask | info_mask) != 0) return fallback(begin, count, out);
     pieces.push_back(std::move(p));
   }
-  const std::string name = dataset_name(dset_.get());
-  parallel_for(pieces.size(), [&](size_t i) {
-    Piece& p = pieces[i];
+  // Inflate and unshuffle on the process's work pool (no HDF5 call in there).
+  auto decode = [&](Piece& p) {
+    if (p.raw.empty()) return;  // read in place above
     uint8_t* target = p.dst ? p.dst : p.tmp.data();
-    std::vector<uint8_t> plain;
+    thread_local std::vector<uint8_t> plain;
     const uint8_t* data = p.raw.data();
     size_t size = p.raw.size();
     if (deflate_) {
@@ -228,23 +214,30 @@ void DatasetRows::read_chunked(int64_t begin, int64_t count, uint8_t* out) {
       size_t got = 0;
       const auto rc = libdeflate_zlib_decompress(dec.d, data, size, into, chunk_bytes, &got);
       if (rc != LIBDEFLATE_SUCCESS || got != chunk_bytes) {
-        throw Error(fmt::format("chunk at row {} of {} is damaged (it does not inflate to {} bytes)",
-                                p.chunk * chunk_rows_, name, chunk_bytes));
+        throw BadChunk{p.chunk, fmt::format("it does not inflate to {} bytes", chunk_bytes)};
       }
       if (!shuffle_) return;
       data = plain.data();
       size = chunk_bytes;
     }
     if (size != chunk_bytes) {
-      throw Error(fmt::format("chunk at row {} of {} holds {} bytes, not {}", p.chunk * chunk_rows_,
-                              name, size, chunk_bytes));
+      throw BadChunk{p.chunk, fmt::format("it holds {} bytes, not {}", size, chunk_bytes)};
     }
     if (shuffle_) {
       unshuffle(data, target, chunk_bytes, elem_bytes_);
     } else {
       std::memcpy(target, data, chunk_bytes);
     }
-  });
+  };
+  try {
+    const size_t threads = std::min(pieces.size(), static_cast<size_t>(read_threads()));
+    WorkPool::instance().run(pieces.size(), pieces.size(), threads, [&](size_t b, size_t e) {
+      for (size_t i = b; i < e; ++i) decode(pieces[i]);
+    });
+  } catch (const BadChunk& bad) {
+    throw Error(fmt::format("chunk at row {} of {} is damaged ({})", bad.chunk * chunk_rows_,
+                            dataset_name(dset_.get()), bad.what));
+  }
   // Partial chunks: copy their rows in, and keep the last one for the next read.
   auto copy_rows = [&](int64_t chunk, const uint8_t* src) {
     const int64_t c0 = chunk * chunk_rows_;
