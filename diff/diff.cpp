@@ -423,8 +423,8 @@ class SequenceDiff {
       int64_t cos_at = -1, abs_at = -1;
       for (int64_t begin = 0; begin < n; begin += block) {
         const int64_t cnt = std::min(block, n - begin);
-        const auto va = A_.hidden(idx_, d.site, begin, cnt);
-        const auto vb = B_.hidden(idx_, d.site, begin, cnt);
+        const auto va = A_.hidden(idx_, d.site, begin, cnt, buf_a_);
+        const auto vb = B_.hidden(idx_, d.site, begin, cnt, buf_b_);
         for (int64_t r = 0; r < cnt; ++r) {
           const size_t off = static_cast<size_t>(r * width), w = static_cast<size_t>(width);
           const RowDrift rd = row_drift({va.data() + off, w}, {vb.data() + off, w});
@@ -487,6 +487,7 @@ class SequenceDiff {
   std::vector<Skipped>& skipped_;
   trace::SequenceInfo sa_, sb_;
   SequenceReport s_;
+  std::vector<float> buf_a_, buf_b_;  // hidden rows of the current block, reused by every site
 };
 
 // From the first sequence that can be read (a damaged one is skipped later, by name).

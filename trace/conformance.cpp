@@ -17,8 +17,8 @@ namespace {
 
 class Checker {
  public:
-  Checker(hid_t file, std::string path, std::string producer)
-      : file_(file), path_(std::move(path)), producer_(std::move(producer)) {}
+  Checker(hid_t file, std::string path, std::string producer, KeepDataset keep = {})
+      : file_(file), path_(std::move(path)), producer_(std::move(producer)), keep_(std::move(keep)) {}
 
   [[noreturn]] void fail(const std::string& what) const {
     if (producer_.empty()) throw Error(what);  // check_sequence: the reader names the trace
@@ -53,16 +53,24 @@ class Checker {
     }
   }
 
-  // The dataset `rel` under `loc`: its shape and element type, or a failure naming it.
-  h5::DatasetInfo dataset(hid_t loc, const std::string& where, const std::string& rel) const {
+  // The dataset `rel` under `loc`: its shape and element type, or a failure naming it. `keep_as`
+  // is its path under the sequence group, for keep_.
+  h5::DatasetInfo dataset(hid_t loc, const std::string& where, const std::string& rel,
+                          const std::string& keep_as = {}) const {
     const std::string name = where + "/" + rel;
-    if (kind(loc, rel) != H5I_DATASET) fail(fmt::format("{} is missing or not a dataset", name));
-    h5::Id d(H5Dopen2(loc, rel.c_str(), H5P_DEFAULT));
+    // one open (an object header read is most of what checking a dataset costs)
+    h5::Id d(H5Oopen(loc, rel.c_str(), H5P_DEFAULT));
+    if (!d || H5Iget_type(d.get()) != H5I_DATASET) {
+      fail(fmt::format("{} is missing or not a dataset", name));
+    }
+    h5::DatasetInfo info;
     try {
-      return h5::dataset_info(d.get());
+      info = h5::dataset_info(d.get());
     } catch (const Error& e) {
       fail(fmt::format("{}: {}", name, e.what()));
     }
+    if (keep_ && !keep_as.empty()) keep_(keep_as, info.elem, std::move(d));
+    return info;
   }
 
   void expect(const h5::DatasetInfo& info, const std::string& name, std::set<h5::Elem> elems,
@@ -121,7 +129,7 @@ class Checker {
         gen_len > kMaxSequenceTokens) {
       fail(fmt::format("{}@prompt_len {} / gen_len {} out of range", where, prompt_len, gen_len));
     }
-    const auto tokens = dataset(g, where, "tokens");
+    const auto tokens = dataset(g, where, "tokens", "tokens");
     expect(tokens, where + "/tokens", {h5::Elem::I32}, 1);
     const int64_t T = tokens.shape[0];
     if (T > kMaxSequenceTokens) {
@@ -181,7 +189,7 @@ class Checker {
     const std::set<h5::Elem> floats = {h5::Elem::F32, h5::Elem::F16, h5::Elem::BF16};
     int64_t width = -1;
     auto site = [&](hid_t loc, const std::string& rel, const std::string& name) {
-      const auto info = dataset(loc, base, rel);
+      const auto info = dataset(loc, base, rel, "hidden/" + rel);
       expect(info, name, floats, 2);
       if (info.shape[1] > kMaxHiddenWidth) {
         fail(fmt::format("{} is {} wide, more than the {} of the widest model", name,
@@ -228,11 +236,11 @@ class Checker {
                          child));
       }
     }
-    const auto ids = dataset(lg.get(), base, "topk_ids");
+    const auto ids = dataset(lg.get(), base, "topk_ids", "logits/topk_ids");
     expect(ids, base + "/topk_ids", {h5::Elem::I32}, 2);
-    const auto vals = dataset(lg.get(), base, "topk_logits");
+    const auto vals = dataset(lg.get(), base, "topk_logits", "logits/topk_logits");
     expect(vals, base + "/topk_logits", {h5::Elem::F32}, 2);
-    const auto lse = dataset(lg.get(), base, "lse");
+    const auto lse = dataset(lg.get(), base, "lse", "logits/lse");
     expect(lse, base + "/lse", {h5::Elem::F32}, 1);
     if (ids.shape[1] > kMaxLogitsWidth) {
       fail(fmt::format("{}/topk_ids has K = {}, more than the {} of the largest vocabulary", base,
@@ -246,7 +254,7 @@ class Checker {
     rows(base + "/topk_logits", vals.shape[0]);
     rows(base + "/lse", lse.shape[0]);
     if (kind(lg.get(), "full") != H5I_BADID) {
-      const auto full = dataset(lg.get(), base, "full");
+      const auto full = dataset(lg.get(), base, "full", "logits/full");
       expect(full, base + "/full", {h5::Elem::F32}, 2);
       if (full.shape[1] > kMaxLogitsWidth) {
         fail(fmt::format("{}/full has {} columns, more than the {} of the largest vocabulary", base,
@@ -263,12 +271,13 @@ class Checker {
  private:
   hid_t file_;
   std::string path_, producer_;
+  KeepDataset keep_;
 };
 
 }  // namespace
 
-void check_sequence(hid_t group, const std::string& where) {
-  Checker(group, "", "").sequence(group, where);
+void check_sequence(hid_t group, const std::string& where, const KeepDataset& keep) {
+  Checker(group, "", "", keep).sequence(group, where);
 }
 
 void check_conformance(hid_t file, const std::string& path, const std::string& producer) {

@@ -7,7 +7,10 @@
 
 #include <hdf5.h>
 
+#include <functional>
 #include <string>
+
+#include "trace/h5.h"
 
 namespace ds::trace {
 
@@ -19,6 +22,10 @@ void check_conformance(hid_t file, const std::string& path, const std::string& p
 // prompt_len + gen_len int32 ids; hidden sites of rank 2, one width, float elements; logits
 // datasets of the right ranks and K; every hidden and logits dataset with the same row count,
 // tokens - 1 (or the prompt's count, or 0). Throws ds::Error naming the first inconsistency.
-void check_sequence(hid_t group, const std::string& where);
+// `keep`, when given, receives every dataset the check opened (its path under the group, e.g.
+// "hidden/L0/out", its element type, and the open id) so that the caller can read it without
+// opening it again.
+using KeepDataset = std::function<void(const std::string& rel, h5::Elem elem, h5::Id dataset)>;
+void check_sequence(hid_t group, const std::string& where, const KeepDataset& keep = {});
 
 }  // namespace ds::trace

@@ -156,6 +156,9 @@ std::vector<int> TraceReader::sequence_indices() const {
 
 h5::Id TraceReader::dataset(int seq, const std::string& rel) const {
   const std::string p = fmt::format("seq/{}/{}", seq, rel);
+  // Opened first, asked about only on failure: checking each link of the path costs as much again.
+  h5::Id d(H5Oopen(file_->get(), p.c_str(), H5P_DEFAULT));
+  if (d && H5Iget_type(d.get()) == H5I_DATASET) return d;
   if (!h5::exists(file_->get(), p)) {
     throw Error(fmt::format("trace '{}' has no dataset /{}", path_.string(), p),
                 "see `driftscope show` for what the trace holds");
@@ -170,7 +173,12 @@ SequenceInfo TraceReader::sequence(int seq) const {
   }
   try {
     h5::Id group = h5::open_group(file_->get(), g);
-    check_sequence(group.get(), "/" + g);
+    // The datasets the check opens stay open in the reader's cache for the reads that follow.
+    open_->sets.clear();
+    open_->seq = seq;
+    check_sequence(group.get(), "/" + g, [&](const std::string& rel, h5::Elem elem, h5::Id d) {
+      open_->sets[rel] = std::make_unique<DatasetRows>(std::move(d), elem);
+    });
     return read_sequence(seq, group.get());
   } catch (const Error& e) {
     const std::string what = e.what();
@@ -187,10 +195,9 @@ SequenceInfo TraceReader::read_sequence(int seq, hid_t group) const {
   s.gen_len = static_cast<int>(h5::read_attr_int(group, "gen_len"));
   s.stop_reason = h5::read_attr_string(group, "stop_reason");
   {
-    h5::Id d = dataset(seq, "tokens");
-    auto info = h5::dataset_info(d.get());
-    s.tokens.resize(static_cast<size_t>(info.shape[0]));
-    h5::read_rows(d.get(), h5::Elem::I32, 0, info.shape[0], 0, s.tokens.data());
+    DatasetRows& d = rows_of(seq, "tokens", h5::Elem::I32);
+    s.tokens.resize(static_cast<size_t>(d.shape()[0]));
+    d.read(0, d.shape()[0], s.tokens.data());
   }
   int64_t rows = -1;
   auto take_rows = [&](int64_t r) { rows = rows < 0 ? r : std::min(rows, r); };
@@ -212,22 +219,21 @@ SequenceInfo TraceReader::read_sequence(int seq, hid_t group) const {
       return site_order(a) < site_order(b);
     });
     for (const auto& n : names) {
-      h5::Id d = dataset(seq, "hidden/" + n);
-      auto info = h5::dataset_info(d.get());
-      s.sites.push_back({n, info.shape, info.elem});
-      take_rows(info.shape[0]);
+      // opened through the reader's cache: the row reads that usually follow find it open
+      const DatasetRows& d = rows_of(seq, "hidden/" + n, std::nullopt);
+      s.sites.push_back({n, d.shape(), d.elem()});
+      take_rows(d.shape()[0]);
     }
   }
   if (h5::exists(group, "logits/topk_ids")) {
-    h5::Id d = dataset(seq, "logits/topk_ids");
-    auto info = h5::dataset_info(d.get());
-    s.topk = info.shape.size() == 2 ? static_cast<int>(info.shape[1]) : 0;
-    take_rows(info.shape[0]);
-    take_rows(h5::dataset_info(dataset(seq, "logits/lse").get()).shape[0]);
-    take_rows(h5::dataset_info(dataset(seq, "logits/topk_logits").get()).shape[0]);
+    const auto& shape = rows_of(seq, "logits/topk_ids", h5::Elem::I32).shape();
+    s.topk = shape.size() == 2 ? static_cast<int>(shape[1]) : 0;
+    take_rows(shape[0]);
+    take_rows(rows_of(seq, "logits/lse", h5::Elem::F32).shape()[0]);
+    take_rows(rows_of(seq, "logits/topk_logits", h5::Elem::F32).shape()[0]);
   }
   s.has_full_logits = h5::exists(group, "logits/full");
-  if (s.has_full_logits) take_rows(h5::dataset_info(dataset(seq, "logits/full").get()).shape[0]);
+  if (s.has_full_logits) take_rows(rows_of(seq, "logits/full", h5::Elem::F32).shape()[0]);
   s.rows = std::max<int64_t>(0, rows);
   if (s.stop_reason == "running") {
     // Cut by a kill or a full disk: only what gen_len vouches for (docs/trace-format.md, "Crash
@@ -246,7 +252,7 @@ DatasetRows& TraceReader::rows_of(int seq, const std::string& rel,
     open_->seq = seq;
   }
   auto& slot = open_->sets[rel];
-  if (!slot) {
+  if (!slot || (as && slot->elem() != *as)) {
     h5::Id d = dataset(seq, rel);
     const h5::Elem elem = as ? *as : h5::dataset_info(d.get()).elem;
     slot = std::make_unique<DatasetRows>(std::move(d), elem);
@@ -256,6 +262,13 @@ DatasetRows& TraceReader::rows_of(int seq, const std::string& rel,
 
 std::vector<float> TraceReader::hidden(int seq, const std::string& site, int64_t begin,
                                        int64_t count) const {
+  std::vector<float> out;
+  hidden(seq, site, begin, count, out);
+  return out;
+}
+
+std::span<const float> TraceReader::hidden(int seq, const std::string& site, int64_t begin,
+                                           int64_t count, std::vector<float>& buffer) const {
   DatasetRows& d = rows_of(seq, "hidden/" + site, std::nullopt);
   const h5::Elem elem = d.elem();
   if (elem == h5::Elem::I32 || elem == h5::Elem::I64) {
@@ -268,15 +281,17 @@ std::vector<float> TraceReader::hidden(int seq, const std::string& site, int64_t
                             begin + count, site, d.shape()[0]));
   }
   const int64_t width = d.shape()[1];
-  std::vector<float> out(static_cast<size_t>(count * width));
+  const size_t n = static_cast<size_t>(count * width);
+  if (buffer.size() < n) buffer.resize(n);  // grown, never shrunk: no zeroing once it is big enough
   if (elem == h5::Elem::F32) {
-    d.read(begin, count, out.data());
+    d.read(begin, count, buffer.data());
   } else {
-    std::vector<uint16_t> bits(out.size());
+    thread_local std::vector<uint16_t> bits;
+    if (bits.size() < n) bits.resize(n);
     d.read(begin, count, bits.data());
-    widen(bits.data(), out.data(), bits.size(), elem == h5::Elem::F16 ? Storage::f16 : Storage::bf16);
+    widen(bits.data(), buffer.data(), n, elem == h5::Elem::F16 ? Storage::f16 : Storage::bf16);
   }
-  return out;
+  return {buffer.data(), n};
 }
 
 TopKRows TraceReader::topk(int seq, int64_t begin, int64_t count) const {

@@ -79,6 +79,10 @@ class TraceReader {
   // ds::Error naming the dataset and rows.
   // Rows [begin, begin+count) of a hidden site, converted to float (f16/bf16 widened exactly).
   std::vector<float> hidden(int seq, const std::string& site, int64_t begin, int64_t count) const;
+  // The same rows read into `buffer` (grown when too small, never shrunk, so a loop over blocks
+  // allocates and zeroes once); the span is its first count x width values.
+  std::span<const float> hidden(int seq, const std::string& site, int64_t begin, int64_t count,
+                                std::vector<float>& buffer) const;
   TopKRows topk(int seq, int64_t begin, int64_t count) const;
   std::vector<float> lse(int seq, int64_t begin, int64_t count) const;
   std::vector<float> full_logits(int seq, int64_t begin, int64_t count) const;  // (count, V)
