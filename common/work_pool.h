@@ -47,9 +47,16 @@ class WorkPool {
     std::lock_guard<std::mutex> job_lock(job_mu_);
     grow(threads - 1);
     const uint32_t gen = static_cast<uint32_t>(generation_.load() + 1);
+    // Close the ticket before the job's fields change: a worker still leaving the previous job
+    // may have read its exhausted ticket and be about to compare it with chunks_; once chunks_
+    // holds the new (larger) count, its compare-and-swap on the old ticket would succeed and it
+    // would run a chunk of the new job that the reopened ticket hands out again (done_ then
+    // overshoots and run() waits forever). A closed ticket has a newer job number, so that CAS
+    // fails and the worker sees it is not its job.
+    ticket_.store((static_cast<uint64_t>(gen) << 32) | kClosed, std::memory_order_seq_cst);
     fn_.store(&fn, std::memory_order_relaxed);
     n_.store(n, std::memory_order_relaxed);
-    chunks_.store(chunks, std::memory_order_relaxed);
+    chunks_.store(chunks, std::memory_order_release);  // whoever sees it sees the closed ticket
     done_.store(0, std::memory_order_relaxed);
     failure_ = nullptr;
     ticket_.store(static_cast<uint64_t>(gen) << 32, std::memory_order_release);
@@ -100,7 +107,7 @@ class WorkPool {
       uint64_t t = ticket_.load(std::memory_order_acquire);
       if (static_cast<uint32_t>(t >> 32) != gen) return;
       const size_t c = static_cast<uint32_t>(t);
-      const size_t chunks = chunks_.load(std::memory_order_relaxed);
+      const size_t chunks = chunks_.load(std::memory_order_acquire);
       if (c >= chunks) return;
       if (!ticket_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel)) continue;
       // the job cannot change before this chunk is done, so its fields are stable now
@@ -143,6 +150,8 @@ class WorkPool {
       work(static_cast<uint32_t>(seen));
     }
   }
+
+  static constexpr uint64_t kClosed = 0xFFFFFFFFu;  // a chunk number no job reaches
 
   std::mutex job_mu_;
   std::mutex mu_;
