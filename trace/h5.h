@@ -63,6 +63,8 @@ int64_t read_attr_int(hid_t obj, const std::string& name);
 
 // The filter pipeline of a growing dataset: 0 = none (chunks stored as they are); 1..9 = HDF5's
 // shuffle, then deflate at that level. Both are built into every HDF5 (h5py needs no plugin).
+// kDefaultDeflateLevel is the level `--compression deflate` means (traces themselves default to
+// none: trace/writer.h).
 constexpr int kDefaultDeflateLevel = 1;
 
 // A chunked dataset of `rank` 1 or 2 ([rows] or [rows, width]) that grows along rows, with the

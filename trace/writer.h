@@ -29,8 +29,8 @@ namespace ds::trace {
 Storage parse_hidden_dtype(const std::string& s);  // throws ds::Error naming the value
 const char* hidden_dtype_name(Storage d);           // "f32", "f16", "bf16"
 
-// Filters of every dataset of the trace (--compression): "none" -> 0 (no filter), "deflate" ->
-// 1 (the default), "deflate1" .. "deflate9" -> 1 .. 9 (HDF5's shuffle, then deflate at that
+// Filters of every dataset of the trace (--compression): "none" -> 0 (no filter, the default),
+// "deflate" -> 1, "deflate1" .. "deflate9" -> 1 .. 9 (HDF5's shuffle, then deflate at that
 // level). Throws ds::Error naming the value.
 int parse_compression(const std::string& s);
 std::string compression_name(int deflate_level);  // "none", "deflate1" ... "deflate9"
@@ -41,8 +41,8 @@ struct WriterOptions {
   int topk = 20;
   bool full_logits = false;
   bool force = false;        // overwrite an existing file
-  int deflate_level = 1;     // 0: no filter; 1..9: shuffle + deflate at that level (parse_compression;
-                             // 1 = h5::kDefaultDeflateLevel)
+  int deflate_level = 0;     // 0: no filter (the default); 1..9: shuffle + deflate at that level
+                             // (parse_compression; "deflate" = h5::kDefaultDeflateLevel)
   size_t queue_steps = 64;   // steps queued before append() blocks
   // The run's plan, when known up front (traced runs): every prompt, the hidden sites with
   // their widths, the vocabulary. The writer then creates the groups and datasets of up to 256

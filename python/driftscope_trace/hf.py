@@ -129,7 +129,7 @@ def run_config(a, engine):
         "engine": engine,
         "trace": {"probes": a.probes, "hidden_dtype": a.hidden_dtype, "topk": a.topk,
                   "full_logits": a.full_logits, "kernels": "off", "force_tokens": a.force_tokens,
-                  "compression": "deflate1"},  # writer.py: shuffle + gzip level 1, as driftscope's default
+                  "compression": "deflate1"},  # writer.py: shuffle + gzip level 1, as driftscope's --compression deflate
     })
 
 

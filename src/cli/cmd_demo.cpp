@@ -35,7 +35,7 @@ struct DemoArgs {
   bool force = false;
   ReportStyle style;
   bool html = false;  // also write report.html to --out and print its path
-  std::string compression = "deflate";  // both traces' filters
+  std::string compression = "none";  // both traces' filters
 };
 
 constexpr int kDemoMaxNew = 120;

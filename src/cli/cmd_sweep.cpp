@@ -33,7 +33,7 @@ struct SweepArgs {
   SlurmOptions slurm_opt;
   int poll_s = 5;
   bool quiet = false;
-  std::string compression = "deflate";  // passed to each run when given
+  std::string compression = "none";  // passed to each run when given
 };
 
 std::string absolute_or_empty(const std::string& p) {

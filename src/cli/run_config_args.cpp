@@ -89,10 +89,11 @@ void add_run_config_options(CLI::App& cmd, RunConfigArgs& a) {
 
 void add_compression_option(CLI::App& cmd, std::string& compression) {
   cmd.add_option("--compression", compression,
-                 "filters of the trace's datasets: deflate (HDF5 shuffle + deflate level 1), "
-                 "deflate1 ... deflate9 (shuffle + deflate at that level), or none (no filter: "
-                 "traces 19-35% larger, several times cheaper to write, faster to diff); the "
-                 "values read back are the same bits with any choice (docs/trace-format.md)")
+                 "filters of the trace's datasets: none (no filter: the cheapest to write and to "
+                 "diff), deflate (HDF5 shuffle + deflate level 1: up to 20% smaller when "
+                 "generation is fast, e.g. a small model with long sequences), or deflate1 ... "
+                 "deflate9 (shuffle + deflate at that level); the values read back are the same "
+                 "bits with any choice (docs/trace-format.md)")
       ->type_name("NAME")
       ->capture_default_str();
 }

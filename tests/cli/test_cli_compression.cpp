@@ -1,5 +1,5 @@
 // `--compression` (issue 19 part 4): the filters of a trace's datasets. A trace written with
-// `none` holds the same values, bit for bit, as one written with the default shuffle + deflate 1
+// `none` (the default) holds the same values, bit for bit, as one written with shuffle + deflate 1
 // (read back through the trace reader, and by diff: zero drift); its datasets carry no filter at
 // all, checked on each dataset's creation property list with HDF5 itself, independently of what
 // the writer records; bad values are refused like every other option.
@@ -81,19 +81,19 @@ std::map<std::string, Pipeline> dataset_filters(const fs::path& file) {
 
 }  // namespace
 
-TEST_CASE("run --compression none stores no filter and the same bits as the default",
+TEST_CASE("run stores no filter by default, and the same bits as --compression deflate and deflate9",
           "[cli][trace][compression]") {
   ds::test::TempDir dir;
   const fs::path prompts = dir.path() / "p.txt";
   ds::test::write_story_prompts(prompts, 2);
   const std::string common =
       "run -q -n 16 --probes all --full-logits --prompts " + prompts.string() + " -o ";
-  const fs::path deflated = dir.path() / "default.h5", plain = dir.path() / "none.h5",
+  const fs::path deflated = dir.path() / "deflate.h5", plain = dir.path() / "default.h5",
                  level9 = dir.path() / "deflate9.h5";
-  auto r = run_cli(common + deflated.string());
+  auto r = run_cli(common + deflated.string() + " --compression deflate");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  r = run_cli(common + plain.string() + " --compression none");
+  r = run_cli(common + plain.string());  // the default: none
   REQUIRE(r.exit_code == 0);
   r = run_cli(common + level9.string() + " --compression deflate9");
   REQUIRE(r.exit_code == 0);
@@ -169,14 +169,15 @@ TEST_CASE("demo and sweep pass --compression to the traces they write",
           "[cli][trace][compression]") {
   ds::test::TempDir dir;
   const fs::path out = dir.path() / "demo";
-  auto r = run_cli("demo --max-new 4 --compression none --color never --out " + out.string());
+  auto r = run_cli("demo --max-new 4 --compression deflate --color never --out " + out.string());
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   for (const char* t : {"a.h5", "b.h5"}) {
     INFO(t);
     for (const auto& [name, pipeline] : dataset_filters(out / t)) {
       INFO(name);
-      CHECK(pipeline.empty());
+      REQUIRE(pipeline.size() == 2);
+      CHECK(pipeline[1] == std::pair<H5Z_filter_t, unsigned>{H5Z_FILTER_DEFLATE, 1u});
     }
   }
 
