@@ -14,7 +14,7 @@
 //       the pair rewritten by bench/trace_repack.py with each filter pipeline: size, write
 //       seconds of the datasets, diff time against cat
 //   bench_diff_throughput --writer-compression [--shape S] [--mb N] [--dir DIR] [--reps 3]
-//       the pair written by the trace writer with --compression deflate1 (the default) and none,
+//       the pair written by the trace writer with --compression deflate1 and none (the default),
 //       interleaved: size, write seconds, cat, diff
 //   bench_diff_throughput --diff-only A.h5 B.h5           (child: one diff, rendered)
 //   bench_diff_throughput --write-pair A.h5 B.h5 ROWS SHAPE [DEFLATE_LEVEL]
@@ -93,7 +93,7 @@ double row_bytes(const Shape& sh) {
 
 // Writes A and B with `rows` positions per sequence; B = A·(1 + 1e-6·noise), logits + 1e-4·noise.
 void write_pair(const fs::path& a, const fs::path& b, int rows, const Shape& sh,
-                int deflate_level = 1) {
+                int deflate_level = ds::trace::WriterOptions{}.deflate_level) {
   const auto names = sites(sh);
   auto make = [&](const fs::path& p, bool is_b) {
     ds::trace::WriterOptions w;
@@ -209,8 +209,8 @@ Timing time_pair(const std::string& self, const fs::path& a, const fs::path& b, 
 
 int rows_for(const Shape& sh, int mb) {
   if (&sh == &k110m) return 64 + sh.prompt - 1;  // 8 prompt tokens + 64 generated, as `run -n 64`
-  // Random float32 compresses to about 84% with shuffle + deflate: aim a little above the size.
-  return std::max(sh.prompt + 1, static_cast<int>(mb * 1e6 / 0.80 / row_bytes(sh) / sh.sequences));
+  // The writer's default stores the values as they are (random float32 would deflate to ~84%).
+  return std::max(sh.prompt + 1, static_cast<int>(mb * 1e6 / row_bytes(sh) / sh.sequences));
 }
 
 int compression_study(const std::string& self, const fs::path& dir, int reps, const Shape& sh,
@@ -249,8 +249,8 @@ int compression_study(const std::string& self, const fs::path& dir, int reps, co
   return 0;
 }
 
-// The pair written by the trace writer itself with each --compression choice (deflate1, the
-// default, and none), interleaved: every repetition writes, cats and diffs each choice in turn.
+// The pair written by the trace writer itself with each --compression choice (deflate1, and none,
+// the default), interleaved: every repetition writes, cats and diffs each choice in turn.
 int writer_compression_study(const std::string& self, const fs::path& dir, int reps,
                              const Shape& sh, int mb) {
   const int levels[] = {1, 0};
@@ -300,7 +300,7 @@ int main(int argc, char** argv) {
   if (argc == 4 && std::string(argv[1]) == "--diff-only") return diff_only(argv[2], argv[3]);
   if ((argc == 6 || argc == 7) && std::string(argv[1]) == "--write-pair") {
     write_pair(argv[2], argv[3], std::atoi(argv[4]), shape_named(argv[5]),
-               argc == 7 ? std::atoi(argv[6]) : 1);
+               argc == 7 ? std::atoi(argv[6]) : ds::trace::WriterOptions{}.deflate_level);
     return 0;
   }
   std::vector<int> sizes = {200, 400};
@@ -343,9 +343,12 @@ int main(int argc, char** argv) {
   if (compression) return compression_study(self, dir, reps, *sh, sizes.front());
   if (writer_compression) return writer_compression_study(self, dir, reps, *sh, sizes.front());
   if (sh == &k110m) sizes = {0};
-  fmt::print("synthetic traces ({}): {} sequences, {} hidden sites of width {}, {} V={}, f32\n",
-             sh->name, sh->sequences, sites(*sh).size(), sh->width,
-             sh->full_logits ? "top-20 + full logits" : "top-20 logits", sh->vocab);
+  fmt::print(
+      "synthetic traces ({}): {} sequences, {} hidden sites of width {}, {} V={}, f32, written with "
+      "the default --compression ({})\n",
+      sh->name, sh->sequences, sites(*sh).size(), sh->width,
+      sh->full_logits ? "top-20 + full logits" : "top-20 logits", sh->vocab,
+      ds::trace::compression_name(ds::trace::WriterOptions{}.deflate_level));
   fmt::print("{:>9} {:>6} {:>8} {:>9} {:>8} {:>9} {:>8} {:>8} {:>9} {:>10}\n", "trace MB", "rows",
              "cat s", "cat MB/s", "diff s", "diff MB/s", "diff/cat", "h5py s", "h5py/diff",
              "diff RSS");

@@ -45,7 +45,7 @@ struct WriterOptions {
                              // (parse_compression; "deflate" = h5::kDefaultDeflateLevel)
   size_t queue_steps = 64;   // steps queued before append() blocks
   // The run's plan, when known up front (traced runs): every prompt, the hidden sites with
-  // their widths, the vocabulary. The writer then creates the groups and datasets of up to 256
+  // their widths, the vocabulary. The writer then creates the groups and datasets of up to 16
   // sequences at a time before they start, outside SWMR mode, instead of opening a plain-mode
   // window per batch (swmr_file.h); groups of planned sequences that never began are removed
   // at the end.

@@ -27,14 +27,15 @@ int damage(const std::string& args) {
   return std::system(cmd.c_str()) == 0 ? 0 : 1;
 }
 
-// A real trace of 3 story prompts with every probe and logits; copies of it get damaged.
+// A real trace of 3 story prompts with every probe and logits; copies of it get damaged. Deflated:
+// a zeroed compressed chunk is unreadable, where a zeroed unfiltered one is only zeros.
 const fs::path& reference_trace(const ds::test::TempDir& dir) {
   static fs::path made;
   made = dir.path() / "a.h5";
   const auto prompts = dir.path() / "prompts.txt";
   ds::test::write_story_prompts(prompts, 3);
-  REQUIRE(run_cli("run --prompts " + prompts.string() + " -n 12 -q --probes all -o " +
-                  made.string())
+  REQUIRE(run_cli("run --prompts " + prompts.string() +
+                  " -n 12 -q --probes all --compression deflate -o " + made.string())
               .exit_code == 0);
   return made;
 }
