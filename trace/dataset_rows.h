@@ -41,6 +41,7 @@ class DatasetRows {
   bool fast_ = false;
   bool shuffle_ = false, deflate_ = false;
   int64_t chunk_rows_ = 0;
+  int raw_fd_ = -1;  // unfiltered chunks are pread from this descriptor (HDF5's own) when >= 0
   // The last chunk inflated, kept for the next read that starts inside it (a read block that
   // does not end on a chunk boundary).
   int64_t cached_chunk_ = -1;
