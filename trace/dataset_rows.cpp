@@ -67,11 +67,10 @@ struct BadChunk {
   std::string what;
 };
 
-// The file descriptor under a dataset's file when unfiltered chunks can be read from it with
-// pread at the addresses of the chunk index: a file opened read-only (nothing waits in HDF5's
-// caches) with the default sec2 driver and no user block (HDF5 addresses start at byte 0); else -1.
-int plain_file_descriptor(hid_t dset) {
-  h5::Id file(H5Iget_file_id(dset));
+}  // namespace
+
+int plain_file_descriptor(hid_t obj) {
+  h5::Id file(H5Iget_file_id(obj));
   if (!file) return -1;
   unsigned intent = 0;
   if (H5Fget_intent(file.get(), &intent) < 0 || (intent & H5F_ACC_RDWR) != 0) return -1;
@@ -86,6 +85,8 @@ int plain_file_descriptor(hid_t dset) {
   if (H5Fget_vfd_handle(file.get(), fapl.get(), &handle) < 0 || handle == nullptr) return -1;
   return *static_cast<int*>(handle);
 }
+
+namespace {
 
 // Reads exactly `bytes` at `offset`; false on an error or a file that ends first.
 bool pread_all(int fd, uint8_t* dst, size_t bytes, uint64_t offset) {
@@ -115,7 +116,7 @@ std::string dataset_name(hid_t dset) {
 
 }  // namespace
 
-DatasetRows::DatasetRows(h5::Id dataset, h5::Elem elem)
+DatasetRows::DatasetRows(h5::Id dataset, h5::Elem elem, std::optional<int> plain_fd)
     : dset_(std::move(dataset)), elem_(elem), elem_bytes_(h5::elem_size(elem)) {
   shape_ = h5::dataset_shape(dset_.get());
   if (shape_.empty() || shape_.size() > 2) {
@@ -146,7 +147,9 @@ DatasetRows::DatasetRows(h5::Id dataset, h5::Elem elem)
   }
   chunk_rows_ = static_cast<int64_t>(chunk[0]);
   fast_ = chunk_rows_ > 0 && width_ > 0;
-  if (fast_ && !shuffle_ && !deflate_) raw_fd_ = plain_file_descriptor(dset_.get());
+  if (fast_ && !shuffle_ && !deflate_) {
+    raw_fd_ = plain_fd ? *plain_fd : plain_file_descriptor(dset_.get());
+  }
 }
 
 void DatasetRows::read(int64_t begin, int64_t count, void* out) {

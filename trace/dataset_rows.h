@@ -7,17 +7,25 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "trace/h5.h"
 
 namespace ds::trace {
 
+// The file descriptor under an open file (any of its objects) from which unfiltered chunks can
+// be read with pread at the addresses of the chunk index: a file opened read-only (nothing waits
+// in HDF5's caches) with the default sec2 driver and no user block (HDF5 addresses start at byte
+// 0); else -1.
+int plain_file_descriptor(hid_t obj);
+
 class DatasetRows {
  public:
   // Takes ownership of an open dataset; `elem` is how its elements are to be read (as
-  // h5::read_rows takes them).
-  DatasetRows(h5::Id dataset, h5::Elem elem);
+  // h5::read_rows takes them). `plain_fd` is plain_file_descriptor() of its file when the caller
+  // already knows it (it costs two property-list copies per dataset otherwise).
+  DatasetRows(h5::Id dataset, h5::Elem elem, std::optional<int> plain_fd = std::nullopt);
 
   hid_t id() const { return dset_.get(); }
   h5::Elem elem() const { return elem_; }

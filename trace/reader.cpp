@@ -25,6 +25,7 @@ namespace ds::trace {
 
 struct TraceReader::OpenDatasets {
   int seq = -1;
+  int plain_fd = -1;  // plain_file_descriptor() of the file, found once
   std::map<std::string, std::unique_ptr<DatasetRows>> sets;  // by path under /seq/<seq>
 };
 
@@ -136,6 +137,7 @@ TraceReader TraceReader::from_open_file(hid_t fid, const fs::path& path) {
     }
   }
   r.open_ = std::make_shared<OpenDatasets>();
+  r.open_->plain_fd = plain_file_descriptor(r.file_->get());
   return r;
 }
 
@@ -177,7 +179,7 @@ SequenceInfo TraceReader::sequence(int seq) const {
     open_->sets.clear();
     open_->seq = seq;
     check_sequence(group.get(), "/" + g, [&](const std::string& rel, h5::Elem elem, h5::Id d) {
-      open_->sets[rel] = std::make_unique<DatasetRows>(std::move(d), elem);
+      open_->sets[rel] = std::make_unique<DatasetRows>(std::move(d), elem, open_->plain_fd);
     });
     return read_sequence(seq, group.get());
   } catch (const Error& e) {
@@ -255,7 +257,7 @@ DatasetRows& TraceReader::rows_of(int seq, const std::string& rel,
   if (!slot || (as && slot->elem() != *as)) {
     h5::Id d = dataset(seq, rel);
     const h5::Elem elem = as ? *as : h5::dataset_info(d.get()).elem;
-    slot = std::make_unique<DatasetRows>(std::move(d), elem);
+    slot = std::make_unique<DatasetRows>(std::move(d), elem, open_->plain_fd);
   }
   return *slot;
 }
