@@ -13,10 +13,6 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-}  // namespace
-
-namespace {
-
 // The four sums and the largest difference of row_drift, each sum kept in four lanes (element i
 // goes to lane i mod 4; the lanes are added at the end, (l0 + l1) + (l2 + l3)), so the compiler
 // can keep them in vector registers. Products of two float32 values in double are exact and
@@ -69,7 +65,6 @@ RowDrift row_drift(std::span<const float> a, std::span<const float> b) {
   d.non_finite = !std::isfinite(aa) || !std::isfinite(bb);
   d.identical = !d.non_finite && dd == 0;
   if (d.non_finite) {
-    d.identical = false;
     d.rel_l2 = d.cos = d.max_abs = kNaN;
     return d;
   }

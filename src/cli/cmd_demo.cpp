@@ -35,7 +35,8 @@ struct DemoArgs {
   bool force = false;
   ReportStyle style;
   bool html = false;  // also write report.html to --out and print its path
-  std::string compression = "none";  // both traces' filters
+  // both traces' filters
+  std::string compression = trace::compression_name(trace::WriterOptions{}.deflate_level);
 };
 
 constexpr int kDemoMaxNew = 120;

@@ -25,7 +25,7 @@ struct RunArgs {
   std::string force_tokens;
   std::string probes = "default";
   std::string hidden_dtype = "f32";
-  std::string compression = "none";
+  std::string compression = trace::compression_name(trace::WriterOptions{}.deflate_level);
   int topk = 20;
   std::optional<std::string> old_topk;  // --topk, the name before --trace-topk: refused with a hint
   bool full_logits = false;

@@ -33,7 +33,8 @@ struct SweepArgs {
   SlurmOptions slurm_opt;
   int poll_s = 5;
   bool quiet = false;
-  std::string compression = "none";  // passed to each run when given
+  // passed to each run when given
+  std::string compression = trace::compression_name(trace::WriterOptions{}.deflate_level);
 };
 
 std::string absolute_or_empty(const std::string& p) {

@@ -90,7 +90,7 @@ void add_run_config_options(CLI::App& cmd, RunConfigArgs& a) {
 void add_compression_option(CLI::App& cmd, std::string& compression) {
   cmd.add_option("--compression", compression,
                  "filters of the trace's datasets: none (no filter: the cheapest to write and to "
-                 "diff), deflate (HDF5 shuffle + deflate level 1: up to 20% smaller when "
+                 "diff), deflate (HDF5 shuffle + deflate level 1: up to 16% smaller when "
                  "generation is fast, e.g. a small model with long sequences), or deflate1 ... "
                  "deflate9 (shuffle + deflate at that level); the values read back are the same "
                  "bits with any choice (docs/trace-format.md)")
