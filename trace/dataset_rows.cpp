@@ -1,5 +1,6 @@
-// Direct chunk reads: H5Dread_chunk for the raw bytes, libdeflate to inflate them and an unshuffle
-// loop, over the chunks of one read in parallel; H5Dread where that does not apply.
+// Direct chunk reads: pread of unfiltered rows at the chunk index's addresses; H5Dread_chunk for
+// the raw bytes of filtered chunks, libdeflate to inflate them and an unshuffle loop, over the
+// chunks of one read in parallel; H5Dread where neither applies.
 #include "trace/dataset_rows.h"
 
 #include <fmt/format.h>
@@ -69,21 +70,22 @@ struct BadChunk {
 
 }  // namespace
 
-int plain_file_descriptor(hid_t obj) {
+PlainFile plain_file(hid_t obj) {
   h5::Id file(H5Iget_file_id(obj));
-  if (!file) return -1;
+  if (!file) return {};
   unsigned intent = 0;
-  if (H5Fget_intent(file.get(), &intent) < 0 || (intent & H5F_ACC_RDWR) != 0) return -1;
+  if (H5Fget_intent(file.get(), &intent) < 0 || (intent & H5F_ACC_RDWR) != 0) return {};
   h5::Id fapl(H5Fget_access_plist(file.get()));
   h5::Id fcpl(H5Fget_create_plist(file.get()));
-  hsize_t userblock = 1;
+  hsize_t userblock = 1, size = 0;
   if (!fapl || !fcpl || H5Pget_driver(fapl.get()) != H5FD_SEC2 ||
-      H5Pget_userblock(fcpl.get(), &userblock) < 0 || userblock != 0) {
-    return -1;
+      H5Pget_userblock(fcpl.get(), &userblock) < 0 || userblock != 0 ||
+      H5Fget_filesize(file.get(), &size) < 0) {
+    return {};
   }
   void* handle = nullptr;
-  if (H5Fget_vfd_handle(file.get(), fapl.get(), &handle) < 0 || handle == nullptr) return -1;
-  return *static_cast<int*>(handle);
+  if (H5Fget_vfd_handle(file.get(), fapl.get(), &handle) < 0 || handle == nullptr) return {};
+  return {*static_cast<int*>(handle), static_cast<uint64_t>(size)};
 }
 
 namespace {
@@ -116,7 +118,59 @@ std::string dataset_name(hid_t dset) {
 
 }  // namespace
 
-DatasetRows::DatasetRows(h5::Id dataset, h5::Elem elem, std::optional<int> plain_fd)
+void PlainRows::read(int64_t begin, int64_t count, void* out) const {
+  if (count <= 0) return;
+  if (begin < begin_ || begin + count > end_) {
+    throw Error(fmt::format("rows {}..{} are outside the rows {}..{} located", begin,
+                            begin + count, begin_, end_));
+  }
+  auto* dst = static_cast<uint8_t*>(out);
+  const int64_t first = begin_ / chunk_rows_;
+  for (int64_t r = begin, end = begin + count; r < end;) {
+    const int64_t c = r / chunk_rows_, c0 = c * chunk_rows_;
+    const int64_t n = std::min(end, c0 + chunk_rows_) - r;
+    const uint64_t at = addr_[static_cast<size_t>(c - first)] +
+                        static_cast<uint64_t>(r - c0) * row_bytes_;
+    const size_t bytes = static_cast<size_t>(n) * row_bytes_;
+    errno = 0;
+    if (!pread_all(fd_, dst, bytes, at)) {
+      throw Error(fmt::format("rows {}..{} cannot be read: {} bytes at offset {} ({})", r, r + n,
+                              bytes, at, errno ? std::strerror(errno) : "the file ends first"));
+    }
+    dst += bytes;
+    r += n;
+  }
+}
+
+std::optional<PlainRows> DatasetRows::plain(int64_t begin, int64_t count) const {
+  if (!fast_ || shuffle_ || deflate_ || file_.fd < 0 || begin < 0 || count < 0 ||
+      begin + count > shape_[0]) {
+    return std::nullopt;
+  }
+  PlainRows p;
+  p.fd_ = file_.fd;
+  p.row_bytes_ = static_cast<size_t>(width_) * elem_bytes_;
+  p.chunk_rows_ = chunk_rows_;
+  p.begin_ = begin;
+  p.end_ = begin + count;
+  const uint64_t chunk_bytes = static_cast<uint64_t>(chunk_rows_) * p.row_bytes_;
+  for (int64_t c = begin / chunk_rows_; c * chunk_rows_ < p.end_; ++c) {
+    hsize_t offset[2] = {static_cast<hsize_t>(c * chunk_rows_), 0};
+    hsize_t stored = 0;
+    haddr_t addr = HADDR_UNDEF;
+    unsigned mask = 0;
+    // Not on disk (fill values), a filter mask, or bytes that do not fit: read() decides.
+    if (H5Dget_chunk_info_by_coord(dset_.get(), offset, &mask, &addr, &stored) < 0 ||
+        addr == HADDR_UNDEF || mask != 0 || stored != chunk_bytes || addr > file_.size ||
+        stored > file_.size - addr) {
+      return std::nullopt;
+    }
+    p.addr_.push_back(static_cast<uint64_t>(addr));
+  }
+  return p;
+}
+
+DatasetRows::DatasetRows(h5::Id dataset, h5::Elem elem, std::optional<PlainFile> file)
     : dset_(std::move(dataset)), elem_(elem), elem_bytes_(h5::elem_size(elem)) {
   shape_ = h5::dataset_shape(dset_.get());
   if (shape_.empty() || shape_.size() > 2) {
@@ -147,9 +201,7 @@ DatasetRows::DatasetRows(h5::Id dataset, h5::Elem elem, std::optional<int> plain
   }
   chunk_rows_ = static_cast<int64_t>(chunk[0]);
   fast_ = chunk_rows_ > 0 && width_ > 0;
-  if (fast_ && !shuffle_ && !deflate_) {
-    raw_fd_ = plain_fd ? *plain_fd : plain_file_descriptor(dset_.get());
-  }
+  if (fast_ && !shuffle_ && !deflate_) file_ = file ? *file : plain_file(dset_.get());
 }
 
 void DatasetRows::read(int64_t begin, int64_t count, void* out) {
@@ -159,6 +211,7 @@ void DatasetRows::read(int64_t begin, int64_t count, void* out) {
                             dataset_name(dset_.get()), shape_[0]));
   }
   if (!fast_) return fallback(begin, count, out);
+  if (const auto p = plain(begin, count)) return p->read(begin, count, out);
   read_chunked(begin, count, static_cast<uint8_t*>(out));
 }
 
@@ -222,19 +275,13 @@ void DatasetRows::read_chunked(int64_t begin, int64_t count, uint8_t* out) {
     }
     // An unfiltered chunk is read straight to where its rows go; a filtered one is read raw and
     // inflated there below.
-    const bool plain = !deflate_ && !shuffle_ && stored == chunk_bytes;
-    uint8_t* raw = plain ? (p.dst ? p.dst : p.tmp.data()) : nullptr;
-    if (!plain) {
+    const bool unfiltered = !deflate_ && !shuffle_ && stored == chunk_bytes;
+    uint8_t* raw = unfiltered ? (p.dst ? p.dst : p.tmp.data()) : nullptr;
+    if (!unfiltered) {
       p.raw.resize(static_cast<size_t>(stored));
       raw = p.raw.data();
     }
     uint32_t mask = 0;
-    // Unfiltered, in a file read-only: straight from the file (H5Dread_chunk would look the chunk
-    // up again and go through HDF5's read path for the same bytes).
-    if (plain && raw_fd_ >= 0 && info_mask == 0 && pread_all(raw_fd_, raw, chunk_bytes, addr)) {
-      pieces.push_back(std::move(p));
-      continue;
-    }
     if (H5Dread_chunk(dset_.get(), H5P_DEFAULT, offset, &mask, raw) < 0) {
       throw Error(fmt::format("chunk at row {} of {} cannot be read", c0, dataset_name(dset_.get())));
     }
@@ -275,8 +322,12 @@ void DatasetRows::read_chunked(int64_t begin, int64_t count, uint8_t* out) {
       std::memcpy(target, data, chunk_bytes);
     }
   };
+  const bool inflate = std::any_of(pieces.begin(), pieces.end(),
+                                   [](const Piece& p) { return !p.raw.empty(); });
   try {
-    const size_t threads = std::min(pieces.size(), static_cast<size_t>(read_threads()));
+    // (chunks read in place leave nothing to do: no worker is woken for them)
+    const size_t threads =
+        inflate ? std::min(pieces.size(), static_cast<size_t>(read_threads())) : 1;
     WorkPool::instance().run(pieces.size(), pieces.size(), threads, [&](size_t b, size_t e) {
       for (size_t i = b; i < e; ++i) decode(pieces[i]);
     });

@@ -1,6 +1,7 @@
-// Row reads of one open trace dataset at the speed of the disk: the chunks a read covers are
-// fetched raw with H5Dread_chunk and inflated (libdeflate) and unshuffled in parallel, skipping
-// HDF5's filter pipeline and its copies. Datasets the fast path does not handle (contiguous or
+// Row reads of one open trace dataset at the speed of the disk: the rows of unfiltered chunks are
+// read with pread at the chunk index's addresses (PlainRows); filtered chunks are fetched raw with
+// H5Dread_chunk and inflated (libdeflate) and unshuffled in parallel, skipping HDF5's filter
+// pipeline and its copies. Datasets the fast path does not handle (contiguous or
 // compact layout, filters other than shuffle and deflate, a chunk whose filter mask says a filter
 // was skipped, a chunk not on disk, a stored type other than the one asked for) are read with
 // H5Dread, which gives the same values.
@@ -8,24 +9,49 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "trace/h5.h"
 
 namespace ds::trace {
 
-// The file descriptor under an open file (any of its objects) from which unfiltered chunks can
-// be read with pread at the addresses of the chunk index: a file opened read-only (nothing waits
-// in HDF5's caches) with the default sec2 driver and no user block (HDF5 addresses start at byte
-// 0); else -1.
-int plain_file_descriptor(hid_t obj);
+// The file under an open object from which unfiltered chunks can be read with pread at the
+// addresses of the chunk index: a file opened read-only (nothing waits in HDF5's caches) with the
+// default sec2 driver and no user block (HDF5 addresses start at byte 0). fd is -1 otherwise.
+struct PlainFile {
+  int fd = -1;        // HDF5's own descriptor of the file
+  uint64_t size = 0;  // bytes: chunk addresses past it are damage
+};
+PlainFile plain_file(hid_t obj);
+
+// Rows of an unfiltered dataset whose chunks were located once through HDF5's chunk index
+// (DatasetRows::plain), read afterwards with pread and no HDF5 call, so from any thread (the
+// library is not thread-safe): the diff measures one sequence's hidden rows on a worker while
+// the reader's thread opens the next sequence's datasets. It reads the file through HDF5's
+// descriptor: the file must stay open while it is used.
+class PlainRows {
+ public:
+  int64_t begin() const { return begin_; }
+  int64_t end() const { return end_; }
+  // Rows [begin, begin + count), within [begin(), end()), into `out` as stored (count x width
+  // elements). Throws ds::Error when the file cannot be read there (it shrank since).
+  void read(int64_t begin, int64_t count, void* out) const;
+
+ private:
+  friend class DatasetRows;
+  int fd_ = -1;
+  size_t row_bytes_ = 0;
+  int64_t chunk_rows_ = 0, begin_ = 0, end_ = 0;
+  std::vector<uint64_t> addr_;  // file offset of each chunk covering [begin_, end_), in order
+};
 
 class DatasetRows {
  public:
   // Takes ownership of an open dataset; `elem` is how its elements are to be read (as
-  // h5::read_rows takes them). `plain_fd` is plain_file_descriptor() of its file when the caller
-  // already knows it (it costs two property-list copies per dataset otherwise).
-  DatasetRows(h5::Id dataset, h5::Elem elem, std::optional<int> plain_fd = std::nullopt);
+  // h5::read_rows takes them). `file` is plain_file() of its file when the caller already knows
+  // it (it costs two property-list copies per dataset otherwise).
+  DatasetRows(h5::Id dataset, h5::Elem elem, std::optional<PlainFile> file = std::nullopt);
 
   hid_t id() const { return dset_.get(); }
   h5::Elem elem() const { return elem_; }
@@ -36,6 +62,11 @@ class DatasetRows {
   // Rows [begin, begin + count) into `out` (count x width elements of `elem`). Throws ds::Error
   // naming the dataset's rows when a chunk cannot be read or inflated (a damaged chunk).
   void read(int64_t begin, int64_t count, void* out);
+
+  // Rows [begin, begin + count) located for PlainRows::read: a dataset of the fast path with no
+  // filter, in a PlainFile, whose chunks over those rows are all on disk, unfiltered and inside
+  // the file; nullopt otherwise (read() still reads it, through HDF5, or names the damage).
+  std::optional<PlainRows> plain(int64_t begin, int64_t count) const;
 
  private:
   void read_chunked(int64_t begin, int64_t count, uint8_t* out);
@@ -49,7 +80,7 @@ class DatasetRows {
   bool fast_ = false;
   bool shuffle_ = false, deflate_ = false;
   int64_t chunk_rows_ = 0;
-  int raw_fd_ = -1;  // unfiltered chunks are pread from this descriptor (HDF5's own) when >= 0
+  PlainFile file_;  // unfiltered chunks are pread from file_.fd when >= 0
   // The last chunk inflated, kept for the next read that starts inside it (a read block that
   // does not end on a chunk boundary).
   int64_t cached_chunk_ = -1;
