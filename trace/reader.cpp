@@ -25,7 +25,7 @@ namespace ds::trace {
 
 struct TraceReader::OpenDatasets {
   int seq = -1;
-  int plain_fd = -1;  // plain_file_descriptor() of the file, found once
+  PlainFile plain;  // plain_file() of the file, found once
   std::map<std::string, std::unique_ptr<DatasetRows>> sets;  // by path under /seq/<seq>
 };
 
@@ -137,7 +137,7 @@ TraceReader TraceReader::from_open_file(hid_t fid, const fs::path& path) {
     }
   }
   r.open_ = std::make_shared<OpenDatasets>();
-  r.open_->plain_fd = plain_file_descriptor(r.file_->get());
+  r.open_->plain = plain_file(r.file_->get());
   return r;
 }
 
@@ -179,7 +179,7 @@ SequenceInfo TraceReader::sequence(int seq) const {
     open_->sets.clear();
     open_->seq = seq;
     check_sequence(group.get(), "/" + g, [&](const std::string& rel, h5::Elem elem, h5::Id d) {
-      open_->sets[rel] = std::make_unique<DatasetRows>(std::move(d), elem, open_->plain_fd);
+      open_->sets[rel] = std::make_unique<DatasetRows>(std::move(d), elem, open_->plain);
     });
     return read_sequence(seq, group.get());
   } catch (const Error& e) {
@@ -257,7 +257,7 @@ DatasetRows& TraceReader::rows_of(int seq, const std::string& rel,
   if (!slot || (as && slot->elem() != *as)) {
     h5::Id d = dataset(seq, rel);
     const h5::Elem elem = as ? *as : h5::dataset_info(d.get()).elem;
-    slot = std::make_unique<DatasetRows>(std::move(d), elem, open_->plain_fd);
+    slot = std::make_unique<DatasetRows>(std::move(d), elem, open_->plain);
   }
   return *slot;
 }
@@ -269,8 +269,37 @@ std::vector<float> TraceReader::hidden(int seq, const std::string& site, int64_t
   return out;
 }
 
-std::span<const float> TraceReader::hidden(int seq, const std::string& site, int64_t begin,
-                                           int64_t count, std::vector<float>& buffer) const {
+namespace {
+
+// `count` rows of a hidden site of `elem` as float in `buffer` (grown, never shrunk): `read`
+// fills a pointer with them as stored; f16 and bf16 are widened exactly.
+template <typename Read>
+std::span<const float> as_floats(h5::Elem elem, int64_t count, int64_t width,
+                                 std::vector<float>& buffer, const Read& read) {
+  const size_t n = static_cast<size_t>(count * width);
+  if (buffer.size() < n) buffer.resize(n);  // grown, never shrunk: no zeroing once it is big enough
+  if (elem == h5::Elem::F32) {
+    read(static_cast<void*>(buffer.data()));
+  } else {
+    thread_local std::vector<uint16_t> bits;
+    if (bits.size() < n) bits.resize(n);
+    read(static_cast<void*>(bits.data()));
+    widen(bits.data(), buffer.data(), n, elem == h5::Elem::F16 ? Storage::f16 : Storage::bf16);
+  }
+  return {buffer.data(), n};
+}
+
+}  // namespace
+
+std::span<const float> PlainHidden::read(int64_t begin, int64_t count,
+                                         std::vector<float>& buffer) const {
+  return as_floats(elem_, count, width_, buffer,
+                   [&](void* out) { rows_.read(begin, count, out); });
+}
+
+// The site's dataset, checked to hold hidden states (2-D, float) with rows [begin, begin+count).
+DatasetRows& TraceReader::hidden_rows(int seq, const std::string& site, int64_t begin,
+                                      int64_t count) const {
   DatasetRows& d = rows_of(seq, "hidden/" + site, std::nullopt);
   const h5::Elem elem = d.elem();
   if (elem == h5::Elem::I32 || elem == h5::Elem::I64) {
@@ -282,18 +311,22 @@ std::span<const float> TraceReader::hidden(int seq, const std::string& site, int
     throw Error(fmt::format("rows {}..{} of hidden/{} are outside its {} rows", begin,
                             begin + count, site, d.shape()[0]));
   }
-  const int64_t width = d.shape()[1];
-  const size_t n = static_cast<size_t>(count * width);
-  if (buffer.size() < n) buffer.resize(n);  // grown, never shrunk: no zeroing once it is big enough
-  if (elem == h5::Elem::F32) {
-    d.read(begin, count, buffer.data());
-  } else {
-    thread_local std::vector<uint16_t> bits;
-    if (bits.size() < n) bits.resize(n);
-    d.read(begin, count, bits.data());
-    widen(bits.data(), buffer.data(), n, elem == h5::Elem::F16 ? Storage::f16 : Storage::bf16);
-  }
-  return {buffer.data(), n};
+  return d;
+}
+
+std::span<const float> TraceReader::hidden(int seq, const std::string& site, int64_t begin,
+                                           int64_t count, std::vector<float>& buffer) const {
+  DatasetRows& d = hidden_rows(seq, site, begin, count);
+  return as_floats(d.elem(), count, d.shape()[1], buffer,
+                   [&](void* out) { d.read(begin, count, out); });
+}
+
+std::optional<PlainHidden> TraceReader::plain_hidden(int seq, const std::string& site,
+                                                     int64_t rows) const {
+  const DatasetRows& d = hidden_rows(seq, site, 0, rows);
+  auto p = d.plain(0, rows);
+  if (!p) return std::nullopt;
+  return PlainHidden(std::move(*p), d.elem(), d.shape()[1]);
 }
 
 TopKRows TraceReader::topk(int seq, int64_t begin, int64_t count) const {

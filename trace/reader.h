@@ -41,6 +41,24 @@ struct TopKRows {
   std::vector<float> logits;     // (rows, k)
 };
 
+// A hidden site's rows located once on the reader's thread (TraceReader::plain_hidden) and read
+// as float afterwards on any thread, with no HDF5 call (trace/dataset_rows.h, PlainRows). Valid
+// while its reader is open.
+class PlainHidden {
+ public:
+  int64_t rows() const { return rows_.end(); }
+  // Rows [begin, begin + count) into `buffer`, as TraceReader::hidden does.
+  std::span<const float> read(int64_t begin, int64_t count, std::vector<float>& buffer) const;
+
+ private:
+  friend class TraceReader;
+  PlainHidden(PlainRows rows, h5::Elem elem, int64_t width)
+      : rows_(std::move(rows)), elem_(elem), width_(width) {}
+  PlainRows rows_;
+  h5::Elem elem_;
+  int64_t width_;
+};
+
 class TraceReader {
  public:
   // Throws ds::Error with a hint for a missing file, a file that is not HDF5, an HDF5 file that
@@ -83,6 +101,10 @@ class TraceReader {
   // allocates and zeroes once); the span is its first count x width values.
   std::span<const float> hidden(int seq, const std::string& site, int64_t begin, int64_t count,
                                 std::vector<float>& buffer) const;
+  // Rows [0, rows) of a hidden site located for reads on another thread: for a trace opened
+  // read-only from a file whose site is stored unfiltered with every chunk on disk; nullopt
+  // otherwise (hidden() reads it). Throws as hidden() does for a missing or malformed site.
+  std::optional<PlainHidden> plain_hidden(int seq, const std::string& site, int64_t rows) const;
   TopKRows topk(int seq, int64_t begin, int64_t count) const;
   std::vector<float> lse(int seq, int64_t begin, int64_t count) const;
   std::vector<float> full_logits(int seq, int64_t begin, int64_t count) const;  // (count, V)
@@ -102,6 +124,7 @@ class TraceReader {
   // The open dataset /seq/<seq>/<rel>, read as `as` (default: its own element type); the
   // datasets of other sequences are closed.
   DatasetRows& rows_of(int seq, const std::string& rel, std::optional<h5::Elem> as) const;
+  DatasetRows& hidden_rows(int seq, const std::string& site, int64_t begin, int64_t count) const;
   struct OpenDatasets;
   std::filesystem::path path_;
   std::shared_ptr<h5::Id> file_;
