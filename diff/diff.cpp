@@ -7,8 +7,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <future>
 #include <limits>
 #include <map>
+#include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -146,20 +149,24 @@ bool same_bits(const void* a, const void* b, size_t bytes) {
   return std::memcmp(a, b, bytes) == 0;
 }
 
+// One sequence of both traces, in three steps. prepare() runs on the readers' thread (every HDF5
+// call is there): the sequences' datasets, alignment, logits, and the hidden sites to compare,
+// each located for reads with no HDF5 call when the traces allow (TraceReader::plain_hidden).
+// compare_hidden() then runs on any thread when hidden_on_any_thread() (else on the readers'),
+// and finish() gives the report and the parts skipped, in the order they were found.
 class SequenceDiff {
  public:
   SequenceDiff(const trace::TraceReader& a, const trace::TraceReader& b, int index,
-               const DiffOptions& opt, int n_layers, std::vector<Skipped>& skipped)
+               const DiffOptions& opt, int n_layers)
       : A_(a),
         B_(b),
         idx_(index),
         opt_(opt),
         n_layers_(n_layers),
-        skipped_(skipped),
         sa_(a.sequence(index)),
         sb_(b.sequence(index)) {}
 
-  SequenceReport run() {
+  void prepare() {
     s_.index = idx_;
     s_.prompt_len_a = sa_.prompt_len;
     s_.prompt_len_b = sb_.prompt_len;
@@ -171,8 +178,29 @@ class SequenceDiff {
     s_.stop_reason_b = sb_.stop_reason;
     align();
     compare_logits();
-    compare_hidden();
+    select_sites();
+  }
+
+  // Whether compare_hidden() makes no HDF5 call (every common site located by prepare()).
+  bool hidden_on_any_thread() const { return located_; }
+
+  void compare_hidden() {
+    for (const auto& site : common_) {
+      try {
+        compare_site(site);
+      } catch (const Error& e) {
+        skip("hidden/" + site.a->name, e);
+      }
+    }
+    for (size_t i = 1; i < s_.layers.size(); ++i) {
+      const double prev = s_.layers[i - 1].rel_l2_median, cur = s_.layers[i].rel_l2_median;
+      if (prev > 0 && std::isfinite(prev) && !std::isnan(cur)) s_.layers[i].growth = cur / prev;
+    }
+  }
+
+  SequenceReport finish(std::vector<Skipped>& skipped) {
     classify();
+    skipped.insert(skipped.end(), skipped_.begin(), skipped_.end());
     return std::move(s_);
   }
 
@@ -355,10 +383,17 @@ class SequenceDiff {
     L.kl_mean = sum_kl / static_cast<double>(n);
   }
 
-  void compare_hidden() {
+  // A site of both traces, with its rows located in each when prepare() could.
+  struct CommonSite {
+    const trace::SiteInfo* a;
+    const trace::SiteInfo* b;
+    std::optional<trace::PlainHidden> plain_a, plain_b;
+  };
+
+  // The sites both traces hold at the same width, in A's (forward) order; the others are named.
+  void select_sites() {
     std::map<std::string, const trace::SiteInfo*> in_b;
     for (const auto& site : sb_.sites) in_b[site.name] = &site;
-    std::vector<std::pair<const trace::SiteInfo*, const trace::SiteInfo*>> common;
     std::set<std::string> seen;
     for (const auto& site : sa_.sites) {
       seen.insert(site.name);
@@ -371,40 +406,44 @@ class SequenceDiff {
                                        site.name, site.shape.size() > 1 ? site.shape[1] : 0,
                                        it->second->shape.size() > 1 ? it->second->shape[1] : 0));
       } else {
-        common.emplace_back(&site, it->second);
+        common_.push_back({&site, it->second, std::nullopt, std::nullopt});
       }
     }
     for (const auto& site : sb_.sites) {
       if (!seen.count(site.name)) s_.sites_only_b.push_back(site.name);
     }
     // The layer view uses each layer's residual output, or its last recorded site.
-    std::map<int, std::string> layer_site;
-    for (const auto& [sa, sb] : common) {
-      const int l = site_layer(sa->name, n_layers_);
+    for (const auto& c : common_) {
+      const int l = site_layer(c.a->name, n_layers_);
       if (l < 0 || l >= n_layers_) continue;
-      auto& cur = layer_site[l];
-      if (cur.size() < 4 || cur.substr(cur.size() - 4) != "/out") cur = sa->name;
+      auto& cur = layer_site_[l];
+      if (cur.size() < 4 || cur.substr(cur.size() - 4) != "/out") cur = c.a->name;
     }
-    for (const auto& [sa, sb] : common) {
+    // Located all or none: a site that cannot be (a filtered trace, a damaged chunk, a dataset
+    // that does not open) sends the whole comparison through the readers, where its error is
+    // named in site order.
+    located_ = true;
+    for (auto& c : common_) {
       try {
-        compare_site(*sa, *sb, layer_site);
-      } catch (const Error& e) {
-        skip("hidden/" + sa->name, e);
+        c.plain_a = A_.plain_hidden(idx_, c.a->name, s_.compared);
+        c.plain_b = B_.plain_hidden(idx_, c.b->name, s_.compared);
+      } catch (const Error&) {
+        located_ = false;
       }
+      if (!c.plain_a || !c.plain_b) located_ = false;
+      if (!located_) break;
     }
-    for (size_t i = 1; i < s_.layers.size(); ++i) {
-      const double prev = s_.layers[i - 1].rel_l2_median, cur = s_.layers[i].rel_l2_median;
-      if (prev > 0 && std::isfinite(prev) && !std::isnan(cur)) s_.layers[i].growth = cur / prev;
+    if (!located_) {
+      for (auto& c : common_) c.plain_a = c.plain_b = std::nullopt;
     }
   }
 
   // One common site: every compared row read and measured before anything reaches the report, so
   // a site whose data cannot be read leaves no partial trace in it.
-  void compare_site(const trace::SiteInfo& site_a, const trace::SiteInfo& site_b,
-                    const std::map<int, std::string>& layer_site) {
+  void compare_site(const CommonSite& site) {
     const int64_t n = s_.compared;
-    const trace::SiteInfo* sa = &site_a;
-    const trace::SiteInfo* sb = &site_b;
+    const trace::SiteInfo* sa = site.a;
+    const trace::SiteInfo* sb = site.b;
     std::optional<Onset> onset;
     bool identical = true;
     {
@@ -423,8 +462,10 @@ class SequenceDiff {
       int64_t cos_at = -1, abs_at = -1;
       for (int64_t begin = 0; begin < n; begin += block) {
         const int64_t cnt = std::min(block, n - begin);
-        const auto va = A_.hidden(idx_, d.site, begin, cnt, buf_a_);
-        const auto vb = B_.hidden(idx_, d.site, begin, cnt, buf_b_);
+        const auto va = site.plain_a ? site.plain_a->read(begin, cnt, buf_a_)
+                                     : A_.hidden(idx_, d.site, begin, cnt, buf_a_);
+        const auto vb = site.plain_b ? site.plain_b->read(begin, cnt, buf_b_)
+                                     : B_.hidden(idx_, d.site, begin, cnt, buf_b_);
         for (int64_t r = 0; r < cnt; ++r) {
           const size_t off = static_cast<size_t>(r * width), w = static_cast<size_t>(width);
           const RowDrift rd = row_drift({va.data() + off, w}, {vb.data() + off, w});
@@ -447,8 +488,8 @@ class SequenceDiff {
       if (cos_at >= 0) d.cos_min = -d.cos_min;
       if (n == 0) d.rel_l2_max_position = -1;
       const int layer = d.layer;
-      auto ls = layer_site.find(layer);
-      if (ls != layer_site.end() && ls->second == d.site) {
+      auto ls = layer_site_.find(layer);
+      if (ls != layer_site_.end() && ls->second == d.site) {
         LayerDrift ld;
         ld.layer = layer;
         ld.site = d.site;
@@ -484,9 +525,12 @@ class SequenceDiff {
   int idx_;
   const DiffOptions& opt_;
   int n_layers_;
-  std::vector<Skipped>& skipped_;
   trace::SequenceInfo sa_, sb_;
   SequenceReport s_;
+  std::vector<Skipped> skipped_;
+  std::vector<CommonSite> common_;
+  std::map<int, std::string> layer_site_;  // layer -> the site of the layer view
+  bool located_ = false;
   std::vector<float> buf_a_, buf_b_;  // hidden rows of the current block, reused by every site
 };
 
@@ -609,17 +653,44 @@ Report diff_traces(const trace::TraceReader& a, const trace::TraceReader& b,
     std::sort(selected.begin(), selected.end());
   }
   const int n_layers = ma.n_layers > 0 ? ma.n_layers : layers_from_sites(a, selected);
+  // Pipelined: while a worker measures one sequence's hidden rows (no HDF5 call), this thread
+  // opens and checks the next sequence's datasets. Results are taken in sequence order.
+  struct Pending {
+    std::unique_ptr<SequenceDiff> diff;  // null when the sequence could not be read
+    std::future<void> hidden;            // declared after `diff`: destroyed (waited for) first
+    Skipped failed;
+  };
   int done = 0;
+  auto take = [&](Pending& p) {
+    if (p.hidden.valid()) p.hidden.get();
+    if (p.diff) {
+      rep.sequences.push_back(p.diff->finish(rep.skipped));
+    } else {
+      rep.skipped.push_back(std::move(p.failed));
+    }
+    if (opt.progress) opt.progress(++done, static_cast<int>(selected.size()));
+  };
+  std::optional<Pending> previous;
   for (int i : selected) {
+    Pending p;
     // A sequence that cannot be read in A or B (a damaged trace) is named and left out; the
     // others are compared as usual.
     try {
-      rep.sequences.push_back(SequenceDiff(a, b, i, opt, n_layers, rep.skipped).run());
+      p.diff = std::make_unique<SequenceDiff>(a, b, i, opt, n_layers);
+      p.diff->prepare();
+      if (p.diff->hidden_on_any_thread()) {
+        p.hidden = std::async(std::launch::async, [d = p.diff.get()] { d->compare_hidden(); });
+      } else {
+        p.diff->compare_hidden();
+      }
     } catch (const Error& e) {
-      rep.skipped.push_back({i, "sequence", e.what()});
+      p.diff.reset();
+      p.failed = {i, "sequence", e.what()};
     }
-    if (opt.progress) opt.progress(++done, static_cast<int>(selected.size()));
+    if (previous) take(*previous);
+    previous = std::move(p);
   }
+  if (previous) take(*previous);
   for (const auto& k : rep.skipped) {
     rep.warnings.push_back(fmt::format("seq {}: {} skipped: {}", k.seq, k.what, k.why));
   }
