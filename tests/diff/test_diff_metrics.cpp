@@ -2,6 +2,7 @@
 // written with: flip, top-5 Jaccard, log-prob RMSE (with the bounded case), KL exact and
 // approximate, margins and at-risk rows, per-site drift, onset and growth.
 #include <algorithm>
+#include <array>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <numeric>
@@ -177,6 +178,46 @@ ds::test::TraceSpec spec(bool b, bool full) {
 }
 
 }  // namespace
+
+TEST_CASE("row metrics: the sums follow docs/metrics.md's lane order to the bit", "[diff]") {
+  // The documented order, written out here: element i in lane i mod 4, each lane in order of i,
+  // the lanes added (l0 + l1) + (l2 + l3); every product and sum rounded in double (no FMA).
+  auto reference = [](const std::vector<float>& a, const std::vector<float>& b) {
+    volatile double aa[4] = {0, 0, 0, 0}, dd[4] = {0, 0, 0, 0}, ab[4] = {0, 0, 0, 0},
+                    bb[4] = {0, 0, 0, 0};
+    double mx = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      const double x = a[i], y = b[i];
+      volatile double xx = x * x, yy = y * y, xy = x * y, e = x - y;
+      volatile double ee = e * e;
+      aa[i % 4] = aa[i % 4] + xx;
+      bb[i % 4] = bb[i % 4] + yy;
+      dd[i % 4] = dd[i % 4] + ee;
+      ab[i % 4] = ab[i % 4] + xy;
+      mx = std::max(mx, std::fabs(e));
+    }
+    auto total = [](volatile double* v) { return (v[0] + v[1]) + (v[2] + v[3]); };
+    const double sa = total(aa), sb = total(bb), sd = total(dd), sab = total(ab);
+    return std::array<double, 3>{sd == 0 ? 0.0 : std::sqrt(sd) / std::sqrt(sa),
+                                 std::clamp(sab / (std::sqrt(sa) * std::sqrt(sb)), -1.0, 1.0), mx};
+  };
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-4, 4), eps(-1e-3f, 1e-3f);
+  for (size_t n : {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 33, 768, 1001}) {
+    INFO("width " << n);
+    std::vector<float> a(n), b(n);
+    for (size_t i = 0; i < n; ++i) {
+      a[i] = u(rng) * std::exp2(static_cast<float>(static_cast<int>(i % 9) - 4));
+      b[i] = a[i] + eps(rng);
+    }
+    b[n / 2] = a[n / 2];  // a zero difference too
+    const auto d = ds::diff::row_drift(a, b);
+    const auto want = reference(a, b);
+    CHECK(d.rel_l2 == want[0]);
+    CHECK(d.cos == want[1]);
+    CHECK(d.max_abs == want[2]);
+  }
+}
 
 TEST_CASE("row metrics on small arrays", "[diff]") {
   const std::vector<float> a = {3, 4}, b = {3, 4.5f};
