@@ -14,8 +14,10 @@
 #include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "common/error.h"
+#include "common/work_pool.h"
 #include "diff/kernels.h"
 #include "diff/metrics.h"
 #include "diff/tolerances.h"
@@ -307,8 +309,8 @@ class SequenceDiff {
     if (n == 0) return;
     // Rows per block: the widest dataset read at once is the full row (V floats) or the top-K.
     int64_t width = std::max(sa_.topk, sb_.topk);
-    if (sa_.has_full_logits) width = std::max<int64_t>(width, A_.full_logits(idx_, 0, 1).size());
-    if (sb_.has_full_logits) width = std::max<int64_t>(width, B_.full_logits(idx_, 0, 1).size());
+    if (sa_.has_full_logits) width = std::max<int64_t>(width, A_.full_logits(idx_, 0, 1, buf_a_).size());
+    if (sb_.has_full_logits) width = std::max<int64_t>(width, B_.full_logits(idx_, 0, 1, buf_b_).size());
     const int64_t block = block_rows(opt_.block_bytes, width);
     const int64_t first_choice = std::max(0, sa_.prompt_len - 1);
     double sum_sq = 0, sum_j = 0, sum_kl = 0;
@@ -320,9 +322,9 @@ class SequenceDiff {
       const int64_t cnt = std::min(block, n - begin);
       const auto ta = A_.topk(idx_, begin, cnt), tb = B_.topk(idx_, begin, cnt);
       const auto la = A_.lse(idx_, begin, cnt), lb = B_.lse(idx_, begin, cnt);
-      std::vector<float> fa, fb;
-      if (sa_.has_full_logits) fa = A_.full_logits(idx_, begin, cnt);
-      if (sb_.has_full_logits) fb = B_.full_logits(idx_, begin, cnt);
+      std::span<const float> fa, fb;  // in the hidden rows' buffers, free until compare_hidden()
+      if (sa_.has_full_logits) fa = A_.full_logits(idx_, begin, cnt, buf_a_);
+      if (sb_.has_full_logits) fb = B_.full_logits(idx_, begin, cnt, buf_b_);
       if (L.identical) {
         L.identical = ta.k == tb.k && ta.ids == tb.ids &&
                       same_bits(ta.logits.data(), tb.logits.data(), ta.logits.size() * 4) &&
@@ -332,19 +334,30 @@ class SequenceDiff {
       }
       const size_t va = fa.size() / static_cast<size_t>(cnt),
                    vb = fb.size() / static_cast<size_t>(cnt);
+      auto row_of = [&](const trace::TopKRows& t, const std::vector<float>& lse,
+                        std::span<const float> full, size_t v, int64_t r) {
+        const size_t k = static_cast<size_t>(t.k);
+        return LogitsRow{
+            {t.ids.data() + r * k, k},
+            {t.logits.data() + r * k, k},
+            lse[static_cast<size_t>(r)],
+            full.empty() ? full : full.subspan(static_cast<size_t>(r) * v, v)};
+      };
+      // KL over full rows is an exponential per logit: the rows of the block on every core (each
+      // row's value is computed alone, so which thread computes it does not change it).
+      std::vector<double> kl(static_cast<size_t>(cnt));
+      const size_t threads =
+          L.kl_exact ? std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8) : 1;
+      WorkPool::instance().run(threads, static_cast<size_t>(cnt), threads, [&](size_t b, size_t e) {
+        for (size_t r = b; r < e; ++r) {
+          bool exact = false;
+          kl[r] = kl_divergence(row_of(ta, la, fa, va, static_cast<int64_t>(r)),
+                                row_of(tb, lb, fb, vb, static_cast<int64_t>(r)), exact);
+        }
+      });
       for (int64_t r = 0; r < cnt; ++r) {
         const int64_t row = begin + r;
-        const size_t ka = static_cast<size_t>(ta.k), kb = static_cast<size_t>(tb.k);
-        LogitsRow ra{
-            {ta.ids.data() + r * ka, ka},
-            {ta.logits.data() + r * ka, ka},
-            la[r],
-            fa.empty() ? std::span<const float>() : std::span<const float>(fa.data() + r * va, va)};
-        LogitsRow rb{
-            {tb.ids.data() + r * kb, kb},
-            {tb.logits.data() + r * kb, kb},
-            lb[r],
-            fb.empty() ? std::span<const float>() : std::span<const float>(fb.data() + r * vb, vb)};
+        const LogitsRow ra = row_of(ta, la, fa, va, r), rb = row_of(tb, lb, fb, vb, r);
         PositionRow p;
         p.jaccard = jaccard(ra.ids, rb.ids, L.top5_size);
         const Margin ma = margin(ra), mb = margin(rb);
@@ -352,11 +365,11 @@ class SequenceDiff {
         p.margin_logit_b = mb.logit;
         p.margin_prob_a = ma.prob;
         p.margin_prob_b = mb.prob;
-        bool bounded = false, exact = false;
+        bool bounded = false;
         const double dl = top1_logprob_delta(ra, rb, bounded);
         sum_sq += dl * dl;
         L.logprob_bounded += bounded;
-        p.kl = kl_divergence(ra, rb, exact);
+        p.kl = kl[static_cast<size_t>(r)];
         p.logit_drift = logit_drift(ra, rb, L.top5_size);
         L.top1_mismatch += ra.ids[0] != rb.ids[0];
         if (row >= first_choice) {

@@ -349,11 +349,20 @@ std::vector<float> TraceReader::lse(int seq, int64_t begin, int64_t count) const
 }
 
 std::vector<float> TraceReader::full_logits(int seq, int64_t begin, int64_t count) const {
+  std::vector<float> out;
+  const auto rows = full_logits(seq, begin, count, out);
+  out.resize(rows.size());
+  return out;
+}
+
+std::span<const float> TraceReader::full_logits(int seq, int64_t begin, int64_t count,
+                                                std::vector<float>& buffer) const {
   DatasetRows& d = rows_of(seq, "logits/full", h5::Elem::F32);
   const int64_t V = d.shape().size() == 2 ? d.shape()[1] : 0;
-  std::vector<float> out(static_cast<size_t>(count * V));
-  d.read(begin, count, out.data());
-  return out;
+  const size_t n = static_cast<size_t>(count * V);
+  if (buffer.size() < n) buffer.resize(n);
+  d.read(begin, count, buffer.data());
+  return {buffer.data(), n};
 }
 
 bool TraceReader::has_kernels() const { return has_kernel_table(file_->get()); }

@@ -108,6 +108,9 @@ class TraceReader {
   TopKRows topk(int seq, int64_t begin, int64_t count) const;
   std::vector<float> lse(int seq, int64_t begin, int64_t count) const;
   std::vector<float> full_logits(int seq, int64_t begin, int64_t count) const;  // (count, V)
+  // The same rows read into `buffer` (grown when too small, never shrunk), as hidden() does.
+  std::span<const float> full_logits(int seq, int64_t begin, int64_t count,
+                                     std::vector<float>& buffer) const;
 
   // The optional /kernels table: every GPU kernel launch of a CUDA run recorded with CUPTI, with
   // the tap site it contributes to. Absent (false, empty) on CPU traces. kernels() returns the
