@@ -203,19 +203,13 @@ SequenceInfo TraceReader::read_sequence(int seq, hid_t group) const {
   }
   int64_t rows = -1;
   auto take_rows = [&](int64_t r) { rows = rows < 0 ? r : std::min(rows, r); };
-  if (h5::exists(group, "hidden")) {
-    h5::Id hidden = h5::open_group(group, "hidden");
-    // Forward order: embed, L0..L{n-1} (each in kLayerSiteKinds order), final_norm.
+  {
+    // The sites are the datasets the sequence check found under hidden/ (it refused any other
+    // name), in forward order: embed, L0..L{n-1} (each in kLayerSiteKinds order), final_norm.
     std::vector<std::string> names;
-    for (const auto& child : h5::list_children(hidden.get())) {
-      if (child.size() > 1 && child[0] == 'L' && std::isdigit(static_cast<unsigned char>(child[1]))) {
-        h5::Id layer = h5::open_group(hidden.get(), child);
-        for (const char* kind : kLayerSiteKinds) {
-          if (h5::exists(layer.get(), kind)) names.push_back(child + "/" + kind);
-        }
-      } else {
-        names.push_back(child);
-      }
+    const std::string prefix = "hidden/";
+    for (const auto& [rel, set] : open_->sets) {
+      if (rel.starts_with(prefix)) names.push_back(rel.substr(prefix.size()));
     }
     std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
       return site_order(a) < site_order(b);
@@ -227,14 +221,14 @@ SequenceInfo TraceReader::read_sequence(int seq, hid_t group) const {
       take_rows(d.shape()[0]);
     }
   }
-  if (h5::exists(group, "logits/topk_ids")) {
+  if (open_->sets.count("logits/topk_ids")) {  // the check kept the logits datasets it found
     const auto& shape = rows_of(seq, "logits/topk_ids", h5::Elem::I32).shape();
     s.topk = shape.size() == 2 ? static_cast<int>(shape[1]) : 0;
     take_rows(shape[0]);
     take_rows(rows_of(seq, "logits/lse", h5::Elem::F32).shape()[0]);
     take_rows(rows_of(seq, "logits/topk_logits", h5::Elem::F32).shape()[0]);
   }
-  s.has_full_logits = h5::exists(group, "logits/full");
+  s.has_full_logits = open_->sets.count("logits/full") > 0;
   if (s.has_full_logits) take_rows(rows_of(seq, "logits/full", h5::Elem::F32).shape()[0]);
   s.rows = std::max<int64_t>(0, rows);
   if (s.stop_reason == "running") {
