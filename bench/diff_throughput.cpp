@@ -3,7 +3,10 @@
 // the same page-cached files: `cat A B > /dev/null`, `driftscope diff`'s work (trace readers,
 // diff_traces, terminal and JSON rendering) in a fresh child process whose peak RSS (getrusage
 // ru_maxrss) is reported, and bench/diff_h5py.py (h5py reading every hidden dataset of both and
-// computing a relative L2 per compared row). Ratios: diff / cat, h5py / diff.
+// computing a relative L2 per compared row). Ratios: diff / cat, h5py / diff. Beside them, the
+// HDF5 floor: a child that only opens every dataset of both traces, looks up each of its chunks in
+// the chunk index and closes it (no data read, no check) -- the metadata cost any reader of format
+// v1's one-dataset-per-site layout pays through HDF5, whatever it does with the rows.
 //
 // Shapes: "bench" (2 sequences, 26 sites of width 1024, full logits V = 8192; --mb sets the trace
 // size) and "110m" (a 110M-parameter model's shape: dim 768, 12 layers, all probes = 74 sites,
@@ -17,11 +20,13 @@
 //       the pair written by the trace writer with --compression deflate1 and none (the default),
 //       interleaved: size, write seconds, cat, diff
 //   bench_diff_throughput --diff-only A.h5 B.h5           (child: one diff, rendered)
+//   bench_diff_throughput --hdf5-floor A.h5 B.h5          (child: the HDF5 floor above)
 //   bench_diff_throughput --write-pair A.h5 B.h5 ROWS SHAPE [DEFLATE_LEVEL]
 //                                                        (child: writes the pair; level 0 = none)
 // Every heavy step runs in a child forked from this small process: Linux counts the RSS a child
 // inherited at fork in its ru_maxrss, so a big parent would inflate the measurement.
 #include <fmt/format.h>
+#include <hdf5.h>
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -178,8 +183,41 @@ int diff_only(const char* a, const char* b) {
   return 0;
 }
 
+// The HDF5 floor: every dataset opened, its chunks looked up, closed.
+herr_t floor_visit(hid_t loc, const char* name, const H5L_info_t*, void* count) {
+  const hid_t d = H5Oopen(loc, name, H5P_DEFAULT);
+  if (d < 0) return -1;
+  if (H5Iget_type(d) != H5I_DATASET) return H5Oclose(d) < 0 ? -1 : 0;
+  const hid_t dcpl = H5Dget_create_plist(d), space = H5Dget_space(d);
+  hsize_t dims[2] = {0, 0}, chunk[2] = {0, 0};
+  H5Sget_simple_extent_dims(space, dims, nullptr);
+  if (H5Pget_layout(dcpl) == H5D_CHUNKED && H5Pget_chunk(dcpl, 2, chunk) > 0 && chunk[0] > 0) {
+    for (hsize_t r = 0; r < dims[0]; r += chunk[0]) {
+      hsize_t offset[2] = {r, 0}, size = 0;
+      haddr_t addr = 0;
+      unsigned mask = 0;
+      H5Dget_chunk_info_by_coord(d, offset, &mask, &addr, &size);
+    }
+  }
+  H5Sclose(space);
+  H5Pclose(dcpl);
+  H5Dclose(d);
+  ++*static_cast<long*>(count);
+  return 0;
+}
+
+int hdf5_floor(const char* a, const char* b) {
+  long count = 0;
+  for (const char* path : {a, b}) {
+    const hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0 || H5Lvisit(f, H5_INDEX_NAME, H5_ITER_NATIVE, floor_visit, &count) < 0) return 1;
+    H5Fclose(f);
+  }
+  return count > 0 ? 0 : 1;
+}
+
 struct Timing {
-  double cat = 0, diff = 0, h5py = 0;
+  double cat = 0, diff = 0, h5py = 0, floor = 0;
   long rss_kb = 0;
 };
 
@@ -189,7 +227,7 @@ Timing time_pair(const std::string& self, const fs::path& a, const fs::path& b, 
   const std::string cat = fmt::format("cat '{}' '{}' > /dev/null", a.string(), b.string());
   if (std::system(cat.c_str()) != 0) std::exit(2);  // warm the page cache
   const std::string script = std::string(DRIFTSCOPE_SOURCE_DIR) + "/bench/diff_h5py.py";
-  std::vector<double> t_cat, t_diff, t_py;
+  std::vector<double> t_cat, t_diff, t_py, t_floor;
   Timing t;
   std::fflush(stdout);
   for (int r = 0; r < reps; ++r) {
@@ -197,12 +235,14 @@ Timing time_pair(const std::string& self, const fs::path& a, const fs::path& b, 
     const ChildRun d = run_child({self, "--diff-only", a.string(), b.string()});
     t_diff.push_back(d.wall);
     t.rss_kb = std::max(t.rss_kb, d.max_rss_kb);
+    t_floor.push_back(run_child({self, "--hdf5-floor", a.string(), b.string()}).wall);
     if (with_h5py) {
       t_py.push_back(run_child({"/usr/bin/python3", script, a.string(), b.string()}, true).wall);
     }
   }
   t.cat = median(t_cat);
   t.diff = median(t_diff);
+  t.floor = median(t_floor);
   t.h5py = with_h5py ? median(t_py) : 0;
   return t;
 }
@@ -298,6 +338,7 @@ int writer_compression_study(const std::string& self, const fs::path& dir, int r
 
 int main(int argc, char** argv) {
   if (argc == 4 && std::string(argv[1]) == "--diff-only") return diff_only(argv[2], argv[3]);
+  if (argc == 4 && std::string(argv[1]) == "--hdf5-floor") return hdf5_floor(argv[2], argv[3]);
   if ((argc == 6 || argc == 7) && std::string(argv[1]) == "--write-pair") {
     write_pair(argv[2], argv[3], std::atoi(argv[4]), shape_named(argv[5]),
                argc == 7 ? std::atoi(argv[6]) : ds::trace::WriterOptions{}.deflate_level);
@@ -349,9 +390,9 @@ int main(int argc, char** argv) {
       sh->name, sh->sequences, sites(*sh).size(), sh->width,
       sh->full_logits ? "top-20 + full logits" : "top-20 logits", sh->vocab,
       ds::trace::compression_name(ds::trace::WriterOptions{}.deflate_level));
-  fmt::print("{:>9} {:>6} {:>8} {:>9} {:>8} {:>9} {:>8} {:>8} {:>9} {:>10}\n", "trace MB", "rows",
-             "cat s", "cat MB/s", "diff s", "diff MB/s", "diff/cat", "h5py s", "h5py/diff",
-             "diff RSS");
+  fmt::print("{:>9} {:>6} {:>8} {:>9} {:>8} {:>9} {:>8} {:>8} {:>10} {:>8} {:>9} {:>10}\n",
+             "trace MB", "rows", "cat s", "cat MB/s", "diff s", "diff MB/s", "diff/cat", "floor s",
+             "floor/cat", "h5py s", "h5py/diff", "diff RSS");
   for (int mb : sizes) {
     const int rows = rows_for(*sh, mb);
     const fs::path a = dir / fmt::format("a_{}_{}.h5", sh->name, mb),
@@ -364,10 +405,11 @@ int main(int argc, char** argv) {
     const double write_s = seconds_since(tw);
     const double bytes = static_cast<double>(fs::file_size(a) + fs::file_size(b));
     const Timing t = time_pair(self, a, b, reps, true);
-    fmt::print("{:>9.1f} {:>6} {:>8.3f} {:>9.0f} {:>8.3f} {:>9.1f} {:>7.1f}x {:>8.3f} {:>8.1f}x "
-               "{:>7.1f} MB\n",
+    fmt::print("{:>9.1f} {:>6} {:>8.3f} {:>9.0f} {:>8.3f} {:>9.1f} {:>7.1f}x {:>8.3f} {:>9.1f}x "
+               "{:>8.3f} {:>8.1f}x {:>7.1f} MB\n",
                fs::file_size(a) / 1e6, rows * sh->sequences, t.cat, bytes / 1e6 / t.cat, t.diff,
-               bytes / 1e6 / t.diff, t.diff / t.cat, t.h5py, t.h5py / t.diff, t.rss_kb / 1024.0);
+               bytes / 1e6 / t.diff, t.diff / t.cat, t.floor, t.floor / t.cat, t.h5py,
+               t.h5py / t.diff, t.rss_kb / 1024.0);
     fmt::print(stderr, "  (wrote the pair in {:.1f} s; sizes A {:.1f} MB, B {:.1f} MB)\n", write_s,
                fs::file_size(a) / 1e6, fs::file_size(b) / 1e6);
     if (!keep) {
@@ -376,8 +418,9 @@ int main(int argc, char** argv) {
     }
   }
   fmt::print(
-      "diff/cat = diff time / cat time (both files, page-cached); h5py/diff = bench/diff_h5py.py "
-      "time / diff time; medians of {} interleaved runs; diff RSS = peak RSS of the diff process "
+      "diff/cat = diff time / cat time (both files, page-cached); floor = a process that only "
+      "opens every dataset of both, looks up its chunks and closes it; h5py/diff = "
+      "bench/diff_h5py.py time / diff time; medians of {} interleaved runs; diff RSS = peak RSS of the diff process "
       "(ru_maxrss)\n",
       reps);
   return 0;
