@@ -27,13 +27,18 @@ class Checker {
                 "docs/trace-format.md is the specification; fix the writer that produced it");
   }
 
-  H5I_type_t kind(hid_t loc, const std::string& name) const {
-    const hid_t o = H5Oopen(loc, name.c_str(), H5P_DEFAULT);
-    if (o < 0) return H5I_BADID;
-    const H5I_type_t t = H5Iget_type(o);
-    H5Oclose(o);
-    return t;
+  // The object `name` under `loc`, opened once (an object header read is most of what checking
+  // costs), with its kind: H5I_GROUP, H5I_DATASET, ..., or H5I_BADID when there is none.
+  struct Object {
+    h5::Id id;
+    H5I_type_t kind = H5I_BADID;
+  };
+  Object object(hid_t loc, const std::string& name) const {
+    Object o{h5::Id(H5Oopen(loc, name.c_str(), H5P_DEFAULT))};
+    if (o.id) o.kind = H5Iget_type(o.id.get());
+    return o;
   }
+  H5I_type_t kind(hid_t loc, const std::string& name) const { return object(loc, name).kind; }
 
   std::string string_attr(hid_t obj, const std::string& where, const char* name) const {
     if (!h5::has_attr(obj, name)) fail(fmt::format("{} lacks the attribute {}", where, name));
@@ -163,13 +168,13 @@ class Checker {
         fail(fmt::format("{} has {} rows, {} has {}", name, r, first, R));
       }
     };
-    if (kind(g, "hidden") == H5I_GROUP)
-      hidden(g, where, rows);
-    else if (kind(g, "hidden") != H5I_BADID)
+    if (Object h = object(g, "hidden"); h.kind == H5I_GROUP)
+      hidden(h.id.get(), where, rows);
+    else if (h.kind != H5I_BADID)
       fail(where + "/hidden is not a group");
-    if (kind(g, "logits") == H5I_GROUP)
-      logits(g, where, rows);
-    else if (kind(g, "logits") != H5I_BADID)
+    if (Object lg = object(g, "logits"); lg.kind == H5I_GROUP)
+      logits(lg.id.get(), where, rows);
+    else if (lg.kind != H5I_BADID)
       fail(where + "/logits is not a group");
     if (R >= 0) {
       const bool ok = R == T - 1 || (R == T && T == prompt_len) || (R == 0 && T == prompt_len);
@@ -183,8 +188,8 @@ class Checker {
   }
 
   template <typename Rows>
-  void hidden(hid_t g, const std::string& where, Rows& rows) const {
-    h5::Id h = h5::open_group(g, "hidden");
+  void hidden(hid_t hidden_group, const std::string& where, Rows& rows) const {
+    const hid_t h = hidden_group;
     const std::string base = where + "/hidden";
     const std::set<h5::Elem> floats = {h5::Elem::F32, h5::Elem::F16, h5::Elem::BF16};
     int64_t width = -1;
@@ -201,15 +206,15 @@ class Checker {
       width = info.shape[1];
       rows(name, info.shape[0]);
     };
-    for (const auto& child : h5::list_children(h.get())) {
+    for (const auto& child : h5::list_children(h)) {
       const std::string name = base + "/" + child;
       if (child == "embed" || child == "final_norm") {
-        site(h.get(), child, name);
+        site(h, child, name);
       } else if (child.size() > 1 && child[0] == 'L' &&
                  child.find_first_not_of("0123456789", 1) == std::string::npos) {
-        if (kind(h.get(), child) != H5I_GROUP) fail(name + " is not a group of layer sites");
-        h5::Id layer = h5::open_group(h.get(), child);
-        for (const auto& k : h5::list_children(layer.get())) {
+        const Object layer = object(h, child);
+        if (layer.kind != H5I_GROUP) fail(name + " is not a group of layer sites");
+        for (const auto& k : h5::list_children(layer.id.get())) {
           bool known = false;
           for (const char* kk : kLayerSiteKinds) known |= k == kk;
           if (!known) {
@@ -218,7 +223,7 @@ class Checker {
                             "mlp_norm, mlp_out, out)",
                             name, k));
           }
-          site(h.get(), child + "/" + k, name + "/" + k);
+          site(h, child + "/" + k, name + "/" + k);
         }
       } else {
         fail(fmt::format("{} is not a site (embed, L<l>/..., final_norm)", name));
@@ -227,20 +232,20 @@ class Checker {
   }
 
   template <typename Rows>
-  void logits(hid_t g, const std::string& where, Rows& rows) const {
+  void logits(hid_t logits_group, const std::string& where, Rows& rows) const {
     const std::string base = where + "/logits";
-    h5::Id lg = h5::open_group(g, "logits");
-    for (const auto& child : h5::list_children(lg.get())) {
+    const hid_t lg = logits_group;
+    for (const auto& child : h5::list_children(lg)) {
       if (child != "topk_ids" && child != "topk_logits" && child != "lse" && child != "full") {
         fail(fmt::format("{}/{} is not part of format v1 (topk_ids, topk_logits, lse, full)", base,
                          child));
       }
     }
-    const auto ids = dataset(lg.get(), base, "topk_ids", "logits/topk_ids");
+    const auto ids = dataset(lg, base, "topk_ids", "logits/topk_ids");
     expect(ids, base + "/topk_ids", {h5::Elem::I32}, 2);
-    const auto vals = dataset(lg.get(), base, "topk_logits", "logits/topk_logits");
+    const auto vals = dataset(lg, base, "topk_logits", "logits/topk_logits");
     expect(vals, base + "/topk_logits", {h5::Elem::F32}, 2);
-    const auto lse = dataset(lg.get(), base, "lse", "logits/lse");
+    const auto lse = dataset(lg, base, "lse", "logits/lse");
     expect(lse, base + "/lse", {h5::Elem::F32}, 1);
     if (ids.shape[1] > kMaxLogitsWidth) {
       fail(fmt::format("{}/topk_ids has K = {}, more than the {} of the largest vocabulary", base,
@@ -253,8 +258,8 @@ class Checker {
     rows(base + "/topk_ids", ids.shape[0]);
     rows(base + "/topk_logits", vals.shape[0]);
     rows(base + "/lse", lse.shape[0]);
-    if (kind(lg.get(), "full") != H5I_BADID) {
-      const auto full = dataset(lg.get(), base, "full", "logits/full");
+    if (kind(lg, "full") != H5I_BADID) {
+      const auto full = dataset(lg, base, "full", "logits/full");
       expect(full, base + "/full", {h5::Elem::F32}, 2);
       if (full.shape[1] > kMaxLogitsWidth) {
         fail(fmt::format("{}/full has {} columns, more than the {} of the largest vocabulary", base,
