@@ -14,6 +14,7 @@
 #include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <system_error>
 #include <thread>
 
 #include "common/error.h"
@@ -183,8 +184,9 @@ class SequenceDiff {
     select_sites();
   }
 
-  // Whether compare_hidden() makes no HDF5 call (every common site located by prepare()).
-  bool hidden_on_any_thread() const { return located_; }
+  // Whether compare_hidden() makes no HDF5 call (every common site located by prepare()) and has
+  // sites to measure.
+  bool hidden_on_any_thread() const { return located_ && !common_.empty(); }
 
   void compare_hidden() {
     for (const auto& site : common_) {
@@ -691,17 +693,24 @@ Report diff_traces(const trace::TraceReader& a, const trace::TraceReader& b,
     try {
       p.diff = std::make_unique<SequenceDiff>(a, b, i, opt, n_layers);
       p.diff->prepare();
+      bool started = false;
       if (p.diff->hidden_on_any_thread()) {
-        p.hidden = std::async(std::launch::async, [d = p.diff.get()] { d->compare_hidden(); });
-      } else {
-        p.diff->compare_hidden();
+        try {
+          p.hidden = std::async(std::launch::async, [d = p.diff.get()] { d->compare_hidden(); });
+          started = true;
+        } catch (const std::system_error&) {  // no thread to be had: measured here instead
+        }
       }
+      if (!started) p.diff->compare_hidden();
     } catch (const Error& e) {
       p.diff.reset();
       p.failed = {i, "sequence", e.what()};
     }
-    if (previous) take(*previous);
-    previous = std::move(p);
+    if (previous) {
+      take(*previous);
+      previous.reset();  // its worker has finished (take waited): freed before it is replaced
+    }
+    previous.emplace(std::move(p));
   }
   if (previous) take(*previous);
   for (const auto& k : rep.skipped) {

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 #include <libdeflate.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,6 +16,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <system_error>
 #include <thread>
 
 #include "common/error.h"
@@ -77,30 +79,36 @@ PlainFile plain_file(hid_t obj) {
   if (H5Fget_intent(file.get(), &intent) < 0 || (intent & H5F_ACC_RDWR) != 0) return {};
   h5::Id fapl(H5Fget_access_plist(file.get()));
   h5::Id fcpl(H5Fget_create_plist(file.get()));
-  hsize_t userblock = 1, size = 0;
+  hsize_t userblock = 1;
   if (!fapl || !fcpl || H5Pget_driver(fapl.get()) != H5FD_SEC2 ||
-      H5Pget_userblock(fcpl.get(), &userblock) < 0 || userblock != 0 ||
-      H5Fget_filesize(file.get(), &size) < 0) {
+      H5Pget_userblock(fcpl.get(), &userblock) < 0 || userblock != 0) {
     return {};
   }
   void* handle = nullptr;
   if (H5Fget_vfd_handle(file.get(), fapl.get(), &handle) < 0 || handle == nullptr) return {};
-  return {*static_cast<int*>(handle), static_cast<uint64_t>(size)};
+  // The bytes on disk (H5Fget_filesize says the larger of them and HDF5's end of allocation, which
+  // a file cut short still claims)
+  struct stat st {};
+  const int fd = *static_cast<int*>(handle);
+  if (::fstat(fd, &st) != 0) return {};
+  return {fd, static_cast<uint64_t>(st.st_size)};
 }
 
 namespace {
 
-// Reads exactly `bytes` at `offset`; false on an error or a file that ends first.
-bool pread_all(int fd, uint8_t* dst, size_t bytes, uint64_t offset) {
+// Reads exactly `bytes` at `offset`: 0, or the errno of the failed read, or -1 when the file
+// ends first.
+int pread_all(int fd, uint8_t* dst, size_t bytes, uint64_t offset) {
   while (bytes > 0) {
     const ssize_t got = ::pread(fd, dst, bytes, static_cast<off_t>(offset));
     if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
+    if (got < 0) return errno;
+    if (got == 0) return -1;
     dst += got;
     bytes -= static_cast<size_t>(got);
     offset += static_cast<uint64_t>(got);
   }
-  return true;
+  return 0;
 }
 
 struct Decompressor {
@@ -132,10 +140,10 @@ void PlainRows::read(int64_t begin, int64_t count, void* out) const {
     const uint64_t at = addr_[static_cast<size_t>(c - first)] +
                         static_cast<uint64_t>(r - c0) * row_bytes_;
     const size_t bytes = static_cast<size_t>(n) * row_bytes_;
-    errno = 0;
-    if (!pread_all(fd_, dst, bytes, at)) {
+    if (const int e = pread_all(fd_, dst, bytes, at); e != 0) {
       throw Error(fmt::format("rows {}..{} cannot be read: {} bytes at offset {} ({})", r, r + n,
-                              bytes, at, errno ? std::strerror(errno) : "the file ends first"));
+                              bytes, at,
+                              e < 0 ? "the file ends first" : std::generic_category().message(e)));
     }
     dst += bytes;
     r += n;
@@ -159,11 +167,17 @@ std::optional<PlainRows> DatasetRows::plain(int64_t begin, int64_t count) const 
     hsize_t stored = 0;
     haddr_t addr = HADDR_UNDEF;
     unsigned mask = 0;
-    // Not on disk (fill values), a filter mask, or bytes that do not fit: read() decides.
+    // Not on disk (fill values), a filter mask, or a size not the chunk's: read() decides.
     if (H5Dget_chunk_info_by_coord(dset_.get(), offset, &mask, &addr, &stored) < 0 ||
-        addr == HADDR_UNDEF || mask != 0 || stored != chunk_bytes || addr > file_.size ||
-        stored > file_.size - addr) {
+        addr == HADDR_UNDEF || mask != 0 || stored != chunk_bytes) {
       return std::nullopt;
+    }
+    // Past the end of the file (cut short): HDF5 itself would read zeros there.
+    if (addr > file_.size || stored > file_.size - addr) {
+      throw Error(fmt::format("chunk at row {} of {} is damaged ({} bytes at offset {}, past the "
+                              "end of the file's {} bytes)",
+                              c * chunk_rows_, dataset_name(dset_.get()), stored, addr, file_.size),
+                  "the file is damaged; the rest of the trace can still be read");
     }
     p.addr_.push_back(static_cast<uint64_t>(addr));
   }
@@ -211,7 +225,14 @@ void DatasetRows::read(int64_t begin, int64_t count, void* out) {
                             dataset_name(dset_.get()), shape_[0]));
   }
   if (!fast_) return fallback(begin, count, out);
-  if (const auto p = plain(begin, count)) return p->read(begin, count, out);
+  if (const auto p = plain(begin, count)) {
+    try {
+      return p->read(begin, count, out);
+    } catch (const Error& e) {  // the file shrank since it was opened
+      throw Error(fmt::format("{} of {}", e.what(), dataset_name(dset_.get())),
+                  "the file is damaged or was cut while it was read");
+    }
+  }
   read_chunked(begin, count, static_cast<uint8_t*>(out));
 }
 

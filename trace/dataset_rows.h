@@ -21,7 +21,7 @@ namespace ds::trace {
 // default sec2 driver and no user block (HDF5 addresses start at byte 0). fd is -1 otherwise.
 struct PlainFile {
   int fd = -1;        // HDF5's own descriptor of the file
-  uint64_t size = 0;  // bytes: chunk addresses past it are damage
+  uint64_t size = 0;  // bytes on disk when found: chunk addresses past it are damage
 };
 PlainFile plain_file(hid_t obj);
 
@@ -35,7 +35,8 @@ class PlainRows {
   int64_t begin() const { return begin_; }
   int64_t end() const { return end_; }
   // Rows [begin, begin + count), within [begin(), end()), into `out` as stored (count x width
-  // elements). Throws ds::Error when the file cannot be read there (it shrank since).
+  // elements). Throws ds::Error naming the rows and file offset (not the dataset: no HDF5 call
+  // here) when the file cannot be read there, e.g. a file cut shorter than HDF5 expects.
   void read(int64_t begin, int64_t count, void* out) const;
 
  private:
@@ -64,8 +65,9 @@ class DatasetRows {
   void read(int64_t begin, int64_t count, void* out);
 
   // Rows [begin, begin + count) located for PlainRows::read: a dataset of the fast path with no
-  // filter, in a PlainFile, whose chunks over those rows are all on disk, unfiltered and inside
-  // the file; nullopt otherwise (read() still reads it, through HDF5, or names the damage).
+  // filter, in a PlainFile, whose chunks over those rows are all on disk and unfiltered; nullopt
+  // otherwise (read() still reads it, through HDF5). Throws ds::Error naming the dataset when a
+  // chunk lies past the end of the file (cut short: HDF5 would read zeros there).
   std::optional<PlainRows> plain(int64_t begin, int64_t count) const;
 
  private:

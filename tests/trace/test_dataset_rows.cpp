@@ -193,6 +193,34 @@ TEST_CASE("dataset rows: unfiltered rows located once read the same on another t
   }
 }
 
+TEST_CASE("dataset rows: located rows of a file cut short since are an error, not numbers",
+          "[trace][read]") {
+  ds::h5::silence_errors();
+  ds::test::TempDir dir;
+  const auto path = dir.path() / "cut.h5";
+  const int64_t rows = 32, width = 64, chunk = 8;
+  std::vector<float> f(static_cast<size_t>(rows * width), 1.5f);
+  {
+    Id file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+    make(file.get(), "none", H5T_IEEE_F32LE, rows, width, chunk, Pipe::none, f.data(),
+         H5T_NATIVE_FLOAT);
+  }
+  Id file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  ds::trace::DatasetRows d(Id(H5Dopen2(file.get(), "none", H5P_DEFAULT)), Elem::F32);
+  const auto p = d.plain(0, rows);
+  REQUIRE(p.has_value());
+  // Cut to the first chunk's bytes: the chunks behind are gone.
+  std::filesystem::resize_file(path, 4096);
+  std::vector<float> out(f.size());
+  try {
+    p->read(0, rows, out.data());
+    FAIL("a read past the end of the file gave values");
+  } catch (const ds::Error& e) {
+    CHECK_THAT(e.what(), Catch::Matchers::Contains("cannot be read"));
+  }
+  CHECK_THROWS_AS(d.read(0, rows, out.data()), ds::Error);  // through HDF5: an error too
+}
+
 TEST_CASE("dataset rows: a chunk whose filter mask skips deflate is read through HDF5",
           "[trace][read]") {
   ds::h5::silence_errors();
