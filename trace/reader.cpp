@@ -265,7 +265,7 @@ std::vector<float> TraceReader::hidden(int seq, const std::string& site, int64_t
 
 namespace {
 
-// `count` rows of a hidden site of `elem` as float in `buffer` (grown, never shrunk): `read`
+// `count` rows of `width` values of `elem` as float in `buffer` (grown, never shrunk): `read`
 // fills a pointer with them as stored; f16 and bf16 are widened exactly.
 template <typename Read>
 std::span<const float> as_floats(h5::Elem elem, int64_t count, int64_t width,
@@ -353,10 +353,7 @@ std::span<const float> TraceReader::full_logits(int seq, int64_t begin, int64_t 
                                                 std::vector<float>& buffer) const {
   DatasetRows& d = rows_of(seq, "logits/full", h5::Elem::F32);
   const int64_t V = d.shape().size() == 2 ? d.shape()[1] : 0;
-  const size_t n = static_cast<size_t>(count * V);
-  if (buffer.size() < n) buffer.resize(n);
-  d.read(begin, count, buffer.data());
-  return {buffer.data(), n};
+  return as_floats(h5::Elem::F32, count, V, buffer, [&](void* out) { d.read(begin, count, out); });
 }
 
 bool TraceReader::has_kernels() const { return has_kernel_table(file_->get()); }
