@@ -118,18 +118,19 @@ Id open_group(hid_t loc, const std::string& name) {
 }
 
 std::vector<std::string> list_children(hid_t group) {
-  H5G_info_t info{};
-  DS_H5(H5Gget_info(group, &info));
+  // One pass over the links (H5Lget_name_by_idx per index rebuilt the group's sorted link table
+  // on every call: a twentieth of a diff's HDF5 time on a 74-site trace).
   std::vector<std::string> names;
-  for (hsize_t i = 0; i < info.nlinks; ++i) {
-    ssize_t n = H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0,
-                                   H5P_DEFAULT);
-    if (n < 0) continue;
-    std::string name(static_cast<size_t>(n), '\0');
-    H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(), name.size() + 1,
-                       H5P_DEFAULT);
-    names.push_back(name);
-  }
+  const auto add = [](hid_t, const char* name, const H5L_info_t*, void* out) -> herr_t {
+    try {  // no exception through HDF5's C frames
+      static_cast<std::vector<std::string>*>(out)->emplace_back(name);
+      return 0;
+    } catch (...) {
+      return -1;
+    }
+  };
+  hsize_t at = 0;
+  DS_H5(H5Literate(group, H5_INDEX_NAME, H5_ITER_INC, &at, add, &names));
   return names;
 }
 
