@@ -260,6 +260,61 @@ TEST_CASE("row metrics on small arrays", "[diff]") {
   CHECK(ds::diff::median_finite(e) == 2.5);
 }
 
+// KL(A‖B) in long double, each lse from the row's own maximum (independent of kl_divergence's
+// order of operations and of its exponentials).
+long double ref_kl_long(const std::vector<float>& a, const std::vector<float>& b) {
+  auto lse = [](const std::vector<float>& r) {
+    long double m = -INFINITY, s = 0;
+    for (float x : r) m = std::max<long double>(m, x);
+    for (float x : r) s += std::exp(static_cast<long double>(x) - m);
+    return m + std::log(s);
+  };
+  const long double la = lse(a), lb = lse(b);
+  long double kl = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const long double pa = std::exp(static_cast<long double>(a[i]) - la);
+    if (pa > 0) kl += pa * ((a[i] - la) - (b[i] - lb));
+  }
+  return kl;
+}
+
+TEST_CASE("exact KL over a full vocabulary matches a long double reference and keeps edge values",
+          "[diff]") {
+  // 8,195 ids: the exponentials go four at a time where the CPU has AVX2, the last 3 one by one.
+  std::mt19937 rng(11);
+  std::normal_distribution<float> g(0, 3);
+  const size_t v = 8195;
+  std::vector<float> a(v), b(v);
+  for (size_t i = 0; i < v; ++i) {
+    a[i] = g(rng);
+    b[i] = a[i] + 0.05f * g(rng);
+  }
+  a[17] = -INFINITY;  // no mass on A's side: no term
+  a[40] = b[40] = -800.0f;  // exp underflows to 0
+  a[8194] = b[8194] = 20.0f;  // the largest logit sits in the scalar tail
+  auto kl = [](const std::vector<float>& x, const std::vector<float>& y) {
+    const std::vector<int32_t> ids = {0};
+    const std::vector<float> top = {x[0]};
+    bool exact = false;
+    const double k = ds::diff::kl_divergence({ids, top, 0, x}, {ids, top, 0, y}, exact);
+    CHECK(exact);
+    return k;
+  };
+  const double got = kl(a, b);
+  CHECK(got > 0);
+  CHECK_THAT(got, WithinRel(static_cast<double>(ref_kl_long(a, b)), 1e-9));  // cancellation: ~6e-11
+  CHECK(kl(a, a) == 0.0);
+
+  auto with = [](std::vector<float> r, size_t i, float x) {
+    r[i] = x;
+    return r;
+  };
+  CHECK(std::isnan(kl(a, with(b, 1000, NAN))));   // NaN in the vector part: NaN
+  CHECK(std::isnan(kl(with(a, 2001, NAN), b)));
+  CHECK(std::isnan(kl(a, with(b, 3000, INFINITY))));  // +inf: lse is inf, inf - inf is NaN
+  CHECK(kl(a, with(b, 8194, -INFINITY)) == INFINITY);  // A's largest mass impossible under B
+}
+
 TEST_CASE("approximate KL is a lower bound of the exact KL", "[diff]") {
   std::mt19937 rng(7);
   std::normal_distribution<float> g(0, 2);
