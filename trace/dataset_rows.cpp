@@ -150,27 +150,20 @@ void PlainRows::read(int64_t begin, int64_t count, void* out) const {
   }
 }
 
-std::optional<PlainRows> DatasetRows::plain(int64_t begin, int64_t count) const {
-  if (!fast_ || shuffle_ || deflate_ || file_.fd < 0 || begin < 0 || count < 0 ||
-      begin + count > shape_[0]) {
-    return std::nullopt;
-  }
-  PlainRows p;
-  p.fd_ = file_.fd;
-  p.row_bytes_ = static_cast<size_t>(width_) * elem_bytes_;
-  p.chunk_rows_ = chunk_rows_;
-  p.begin_ = begin;
-  p.end_ = begin + count;
-  const uint64_t chunk_bytes = static_cast<uint64_t>(chunk_rows_) * p.row_bytes_;
-  for (int64_t c = begin / chunk_rows_; c * chunk_rows_ < p.end_; ++c) {
+bool DatasetRows::locate(int64_t first, int64_t last) const {
+  if (chunk_addr_.size() < static_cast<size_t>(last)) chunk_addr_.resize(static_cast<size_t>(last), 0);
+  const uint64_t chunk_bytes = static_cast<uint64_t>(chunk_rows_) * width_ * elem_bytes_;
+  for (int64_t c = first; c < last; ++c) {
+    uint64_t& slot = chunk_addr_[static_cast<size_t>(c)];
+    if (slot != 0) continue;  // located before (0 is the superblock's address, never a chunk's)
     hsize_t offset[2] = {static_cast<hsize_t>(c * chunk_rows_), 0};
     hsize_t stored = 0;
     haddr_t addr = HADDR_UNDEF;
     unsigned mask = 0;
     // Not on disk (fill values), a filter mask, or a size not the chunk's: read() decides.
     if (H5Dget_chunk_info_by_coord(dset_.get(), offset, &mask, &addr, &stored) < 0 ||
-        addr == HADDR_UNDEF || mask != 0 || stored != chunk_bytes) {
-      return std::nullopt;
+        addr == HADDR_UNDEF || addr == 0 || mask != 0 || stored != chunk_bytes) {
+      return false;
     }
     // Past the end of the file (cut short): HDF5 itself would read zeros there.
     if (addr > file_.size || stored > file_.size - addr) {
@@ -179,8 +172,26 @@ std::optional<PlainRows> DatasetRows::plain(int64_t begin, int64_t count) const 
                               c * chunk_rows_, dataset_name(dset_.get()), stored, addr, file_.size),
                   "the file is damaged; the rest of the trace can still be read");
     }
-    p.addr_.push_back(static_cast<uint64_t>(addr));
+    slot = static_cast<uint64_t>(addr);
   }
+  return true;
+}
+
+std::optional<PlainRows> DatasetRows::plain(int64_t begin, int64_t count) const {
+  if (!fast_ || shuffle_ || deflate_ || file_.fd < 0 || begin < 0 || count < 0 ||
+      begin + count > shape_[0]) {
+    return std::nullopt;
+  }
+  const int64_t first = begin / chunk_rows_;
+  const int64_t last = count > 0 ? (begin + count - 1) / chunk_rows_ + 1 : first;
+  if (!locate(first, last)) return std::nullopt;
+  PlainRows p;
+  p.fd_ = file_.fd;
+  p.row_bytes_ = static_cast<size_t>(width_) * elem_bytes_;
+  p.chunk_rows_ = chunk_rows_;
+  p.begin_ = begin;
+  p.end_ = begin + count;
+  p.addr_.assign(chunk_addr_.begin() + first, chunk_addr_.begin() + last);
   return p;
 }
 
