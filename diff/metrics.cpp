@@ -71,44 +71,125 @@ __attribute__((target("avx2"))) size_t add_avx2(const float* a, const float* b, 
 }
 #endif
 
+// The exact KL's passes over a full-logits row (docs/metrics.md, "Exact KL, how it is computed").
+// Every sum is kept in four lanes, element i in lane i mod 4 in order of i, the lanes added as
+// (l0 + l1) + (l2 + l3), as in row_drift; the AVX2 code and the scalar code below give the same
+// sums, except for the exponentials themselves.
+double lane_total(const double l[4]) { return (l[0] + l[1]) + (l[2] + l[3]); }
+
+// The largest value (NaN skipped, as std::max(m, x) does; -inf for an empty or all-NaN row).
+float row_max_scalar(const float* x, size_t i, size_t n, float m) {
+  for (; i < n; ++i) m = std::max(m, x[i]);
+  return m;
+}
+
+// out[i] = exp(double(x[i]) - shift), and their sum into the lanes.
+void exp_sum_scalar(const float* x, double shift, double* out, size_t i, size_t n, double l[4]) {
+  for (; i < n; ++i) {
+    out[i] = std::exp(static_cast<double>(x[i]) - shift);
+    l[i % 4] += out[i];
+  }
+}
+
+// Σ e_i ((a_i - la) - (b_i - lb)) over the ids with e_i > 0, into the lanes.
+void kl_sum_scalar(const double* e, const float* a, const float* b, double la, double lb, size_t i,
+                   size_t n, double l[4]) {
+  for (; i < n; ++i) {
+    if (e[i] > 0) l[i % 4] += e[i] * ((a[i] - la) - (b[i] - lb));
+  }
+}
+
 #if defined(__x86_64__)
 // glibc's libmvec: exp of four doubles with AVX2 (error at most 1 ulp, glibc's manual, "Errors in
-// Math Functions": exp_vlen4_avx2)
+// Math Functions": exp_vlen4_avx2). A scalar exp took 70% of an exact KL.
 extern "C" __attribute__((target("avx2"))) __m256d _ZGVdN4v_exp(__m256d x);
 
-__attribute__((target("avx2"))) size_t exp_shifted_avx2(const float* x, double shift, double* out,
-                                                        size_t n) {
-  const __m256d s = _mm256_set1_pd(shift);
+__attribute__((target("avx2"))) size_t row_max_avx2(const float* x, size_t n, float& m) {
+  __m256 v = _mm256_set1_ps(m);
   size_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    _mm256_storeu_pd(out + i, _ZGVdN4v_exp(_mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + i)), s)));
-  }
+  for (; i + 8 <= n; i += 8) v = _mm256_max_ps(_mm256_loadu_ps(x + i), v);  // NaN keeps v
+  float l[8];
+  _mm256_storeu_ps(l, v);
+  for (float y : l) m = std::max(m, y);
   return i;
 }
+
+__attribute__((target("avx2"))) size_t exp_sum_avx2(const float* x, double shift, double* out,
+                                                    size_t n, double l[4]) {
+  const __m256d s = _mm256_set1_pd(shift);
+  __m256d acc = _mm256_setzero_pd();
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const __m256d e = _ZGVdN4v_exp(_mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + i)), s));
+    _mm256_storeu_pd(out + i, e);
+    acc = _mm256_add_pd(acc, e);
+  }
+  _mm256_storeu_pd(l, acc);
+  return i;
+}
+
+// A multiply then an add (no FMA); a term with e_i = 0 adds +0 where the scalar code skips it.
+__attribute__((target("avx2"))) size_t kl_sum_avx2(const double* e, const float* a, const float* b,
+                                                   double la, double lb, size_t n, double l[4]) {
+  const __m256d vla = _mm256_set1_pd(la), vlb = _mm256_set1_pd(lb), zero = _mm256_setzero_pd();
+  __m256d acc = zero;
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const __m256d ei = _mm256_loadu_pd(e + i);
+    const __m256d da = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(a + i)), vla);
+    const __m256d db = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(b + i)), vlb);
+    const __m256d term = _mm256_mul_pd(ei, _mm256_sub_pd(da, db));
+    acc = _mm256_add_pd(acc, _mm256_and_pd(_mm256_cmp_pd(ei, zero, _CMP_GT_OQ), term));
+  }
+  _mm256_storeu_pd(l, acc);
+  return i;
+}
+
+bool has_avx2() {
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  return avx2;
+}
+#else
+bool has_avx2() { return false; }
 #endif
 
-// out[i] = exp(double(x[i]) - shift), four at a time through libmvec where AVX2 is (a scalar exp
-// took 70% of an exact KL), the rest, or all without AVX2, with std::exp. The two may differ in
-// the last bit of an exponential, not more (docs/metrics.md, "Exact KL, how it is computed").
-void exp_shifted(const float* x, double shift, double* out, size_t n) {
+float row_max(const float* x, size_t n) {
+  float m = -std::numeric_limits<float>::infinity();
   size_t i = 0;
 #if defined(__x86_64__)
-  static const bool avx2 = __builtin_cpu_supports("avx2");
-  if (avx2) i = exp_shifted_avx2(x, shift, out, n);
+  if (has_avx2()) i = row_max_avx2(x, n, m);
 #endif
-  for (; i < n; ++i) out[i] = std::exp(static_cast<double>(x[i]) - shift);
+  return row_max_scalar(x, i, n, m);
+}
+
+double exp_sum(const float* x, double shift, double* out, size_t n) {
+  double l[4] = {0, 0, 0, 0};
+  size_t i = 0;
+#if defined(__x86_64__)
+  if (has_avx2()) i = exp_sum_avx2(x, shift, out, n, l);
+#endif
+  exp_sum_scalar(x, shift, out, i, n, l);
+  return lane_total(l);
+}
+
+double kl_sum(const double* e, const float* a, const float* b, double la, double lb, size_t n) {
+  double l[4] = {0, 0, 0, 0};
+  size_t i = 0;
+#if defined(__x86_64__)
+  if (has_avx2()) i = kl_sum_avx2(e, a, b, la, lb, n, l);
+#endif
+  kl_sum_scalar(e, a, b, la, lb, i, n, l);
+  return lane_total(l);
 }
 
 Sums row_sums(const float* a, const float* b, size_t n) {
   Lanes l;
   size_t i = 0;
 #if defined(__x86_64__)
-  static const bool avx2 = __builtin_cpu_supports("avx2");
-  if (avx2) i = add_avx2(a, b, n, l);
+  if (has_avx2()) i = add_avx2(a, b, n, l);
 #endif
   add_scalar(a, b, i, n, l);
-  auto total = [](const double v[4]) { return (v[0] + v[1]) + (v[2] + v[3]); };
-  return {total(l.aa), total(l.bb), total(l.dd), total(l.ab),
+  return {lane_total(l.aa), lane_total(l.bb), lane_total(l.dd), lane_total(l.ab),
           std::max(std::max(l.mx[0], l.mx[1]), std::max(l.mx[2], l.mx[3]))};
 }
 
@@ -203,23 +284,11 @@ double kl_divergence(const LogitsRow& a, const LogitsRow& b, bool& exact) {
     static thread_local std::vector<double> e, eb;
     e.resize(n);
     eb.resize(n);
-    double ma = -kInf, mb = -kInf;
-    for (size_t i = 0; i < n; ++i) {
-      ma = std::max(ma, static_cast<double>(a.full[i]));
-      mb = std::max(mb, static_cast<double>(b.full[i]));
-    }
-    exp_shifted(a.full.data(), ma, e.data(), n);
-    exp_shifted(b.full.data(), mb, eb.data(), n);
-    double sa = 0, sb = 0;
-    for (size_t i = 0; i < n; ++i) {  // in order of i
-      sa += e[i];
-      sb += eb[i];
-    }
+    const double ma = row_max(a.full.data(), n), mb = row_max(b.full.data(), n);
+    const double sa = exp_sum(a.full.data(), ma, e.data(), n);
+    const double sb = exp_sum(b.full.data(), mb, eb.data(), n);
     const double la = ma + std::log(sa), lb = mb + std::log(sb);
-    double kl = 0;
-    for (size_t i = 0; i < n; ++i) {
-      if (e[i] > 0) kl += e[i] * ((a.full[i] - la) - (b.full[i] - lb));
-    }
+    double kl = kl_sum(e.data(), a.full.data(), b.full.data(), la, lb, n);
     kl /= sa;
     return std::isnan(kl) ? kl : std::max(0.0, kl);
   }
