@@ -21,6 +21,7 @@
 
 #include "common/error.h"
 #include "common/work_pool.h"
+#include "trace/locating_driver.h"
 
 namespace ds::trace {
 namespace {
@@ -80,7 +81,9 @@ PlainFile plain_file(hid_t obj) {
   h5::Id fapl(H5Fget_access_plist(file.get()));
   h5::Id fcpl(H5Fget_create_plist(file.get()));
   hsize_t userblock = 1;
-  if (!fapl || !fcpl || H5Pget_driver(fapl.get()) != H5FD_SEC2 ||
+  const hid_t driver = fapl ? H5Pget_driver(fapl.get()) : -1;
+  const bool locating = is_locating_driver(driver);
+  if (!fcpl || (driver != H5FD_SEC2 && !locating) ||
       H5Pget_userblock(fcpl.get(), &userblock) < 0 || userblock != 0) {
     return {};
   }
@@ -91,7 +94,7 @@ PlainFile plain_file(hid_t obj) {
   struct stat st {};
   const int fd = *static_cast<int*>(handle);
   if (::fstat(fd, &st) != 0) return {};
-  return {fd, static_cast<uint64_t>(st.st_size)};
+  return {fd, static_cast<uint64_t>(st.st_size), locating};
 }
 
 namespace {
@@ -157,14 +160,20 @@ bool DatasetRows::locate(int64_t first, int64_t last) const {
     uint64_t& slot = chunk_addr_[static_cast<size_t>(c)];
     if (slot != 0) continue;  // located before (0 is the superblock's address, never a chunk's)
     hsize_t offset[2] = {static_cast<hsize_t>(c * chunk_rows_), 0};
-    hsize_t stored = 0;
+    hsize_t stored = chunk_bytes;
     haddr_t addr = HADDR_UNDEF;
     unsigned mask = 0;
-    // Not on disk (fill values), a filter mask, or a size not the chunk's: read() decides.
-    if (H5Dget_chunk_info_by_coord(dset_.get(), offset, &mask, &addr, &stored) < 0 ||
-        addr == HADDR_UNDEF || addr == 0 || mask != 0 || stored != chunk_bytes) {
+    // In one step where the driver allows; else through the chunk index, which HDF5 1.10 walks
+    // from the first chunk (trace/locating_driver.h). Not on disk (fill values), a filter mask,
+    // or a size not the chunk's: read() decides.
+    if (const auto a = file_.locating ? chunk_address(dset_.get(), offset, chunk_bytes)
+                                      : std::nullopt) {
+      addr = static_cast<haddr_t>(*a);
+    } else if (H5Dget_chunk_info_by_coord(dset_.get(), offset, &mask, &addr, &stored) < 0 ||
+               addr == HADDR_UNDEF || mask != 0 || stored != chunk_bytes) {
       return false;
     }
+    if (addr == 0) return false;
     // Past the end of the file (cut short): HDF5 itself would read zeros there.
     if (addr > file_.size || stored > file_.size - addr) {
       throw Error(fmt::format("chunk at row {} of {} is damaged ({} bytes at offset {}, past the "

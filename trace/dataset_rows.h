@@ -18,10 +18,12 @@ namespace ds::trace {
 
 // The file under an open object from which unfiltered chunks can be read with pread at the
 // addresses of the chunk index: a file opened read-only (nothing waits in HDF5's caches) with the
-// default sec2 driver and no user block (HDF5 addresses start at byte 0). fd is -1 otherwise.
+// default sec2 driver or the locating driver (trace/locating_driver.h) and no user block (HDF5
+// addresses start at byte 0). fd is -1 otherwise.
 struct PlainFile {
   int fd = -1;        // HDF5's own descriptor of the file
   uint64_t size = 0;  // bytes on disk when found: chunk addresses past it are damage
+  bool locating = false;  // opened with the locating driver: chunks are located in one step
 };
 PlainFile plain_file(hid_t obj);
 

@@ -17,6 +17,7 @@
 #include "common/float_formats.h"
 #include "trace/conformance.h"
 #include "trace/kernel_table.h"
+#include "trace/locating_driver.h"
 #include "trace/schema.h"
 
 namespace fs = std::filesystem;
@@ -53,17 +54,19 @@ TraceReader TraceReader::open(const fs::path& path) {
     throw Error(fmt::format("'{}' is not an HDF5 file", path.string()),
                 "a driftscope trace is the .h5 file written by `driftscope run`");
   }
-  hid_t fid = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  // HDF5's sec2 driver, with chunks located in one step (trace/locating_driver.h)
+  const h5::Id locating = locating_fapl();
+  hid_t fid = H5Fopen(path.c_str(), H5F_ACC_RDONLY, locating.get());
   if (fid < 0 && !locked_by_a_writer(path)) {
     // A run killed (or stopped by a full disk) while its file was in SWMR write mode leaves
     // the file-consistency flags set, and HDF5 then refuses a plain open; SWMR read mode is
     // the documented way to open it (docs/trace-format.md "Crash consistency").
-    fid = H5Fopen(path.c_str(), H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
+    fid = H5Fopen(path.c_str(), H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, locating.get());
   }
   if (fid < 0 && !locked_by_a_writer(path)) {
     // Killed inside one of the writer's short plain-mode windows: the flags say "open for
     // write". Read-only, ignoring them (what `h5clear -s` does, without writing the file).
-    h5::Id fapl(DS_H5_ID(H5Pcreate(H5P_FILE_ACCESS)));
+    h5::Id fapl = locating_fapl();
     hbool_t ignore_flags = 1;  // HDF5's property behind h5clear (H5F_ACS_CLEAR_STATUS_FLAGS_NAME)
     if (H5Pset(fapl.get(), "clear_status_flags", &ignore_flags) >= 0) {
       fid = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get());
