@@ -132,6 +132,15 @@ bool is_locating_driver(hid_t driver) {
 }
 
 std::optional<uint64_t> chunk_address(hid_t dset, const hsize_t* offset, uint64_t bytes) {
+  // Inside the dataset's extent only: HDF5 1.10.8 reads past a fixed-array chunk index for an
+  // offset beyond it (AddressSanitizer, H5FA_get under H5Dget_chunk_storage_size).
+  const h5::Id space(H5Dget_space(dset));
+  hsize_t dims[H5S_MAX_RANK];
+  const int rank = space ? H5Sget_simple_extent_dims(space.get(), dims, nullptr) : -1;
+  if (rank <= 0) return std::nullopt;
+  for (int i = 0; i < rank; ++i) {
+    if (offset[i] >= dims[i]) return std::nullopt;
+  }
   hsize_t stored = 0;  // a direct lookup, unlike H5Dget_chunk_info_by_coord
   if (H5Dget_chunk_storage_size(dset, offset, &stored) < 0 || stored != bytes) return std::nullopt;
   // H5Dread_chunk's buffer, big enough for the chunk: under another driver it is really read

@@ -22,7 +22,8 @@ bool is_locating_driver(hid_t driver);
 
 // The file address of the chunk of `dset` at `offset` when it is on disk, unfiltered and exactly
 // `bytes` long, in a file opened with locating_fapl(); nullopt otherwise (not written, filtered,
-// another size, another driver: the caller asks the chunk index instead).
+// another size, another driver, an offset outside the dataset: the caller asks the chunk index
+// instead).
 std::optional<uint64_t> chunk_address(hid_t dset, const hsize_t* offset, uint64_t bytes);
 
 }  // namespace ds::trace
