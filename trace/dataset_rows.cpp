@@ -154,7 +154,7 @@ void PlainRows::read(int64_t begin, int64_t count, void* out) const {
 }
 
 bool DatasetRows::locate(int64_t first, int64_t last) const {
-  if (chunk_addr_.size() < static_cast<size_t>(last)) chunk_addr_.resize(static_cast<size_t>(last), 0);
+  chunk_addr_.resize(std::max(chunk_addr_.size(), static_cast<size_t>(last)), 0);  // never shrunk
   const uint64_t chunk_bytes = static_cast<uint64_t>(chunk_rows_) * width_ * elem_bytes_;
   for (int64_t c = first; c < last; ++c) {
     uint64_t& slot = chunk_addr_[static_cast<size_t>(c)];

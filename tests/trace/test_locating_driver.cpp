@@ -90,7 +90,8 @@ TEST_CASE("locating driver: a chunk's address in one step is the chunk index's",
     std::vector<float> got(f.size(), -1.0f), via_hdf5(f.size(), -1.0f);
     p->read(0, kRows, got.data());
     CHECK(got == f);
-    REQUIRE(H5Dread(d.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, via_hdf5.data()) >= 0);
+    REQUIRE(H5Dread(d.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, via_hdf5.data()) >=
+            0);
     CHECK(via_hdf5 == f);
   }
   {
