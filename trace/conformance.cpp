@@ -33,9 +33,16 @@ class Checker {
     h5::Id id;
     H5I_type_t kind = H5I_BADID;
   };
+  // The object `name` under `loc`; kind H5I_BADID when there is no such link. A link whose object
+  // cannot be opened (a damaged header) is damage, never taken for an absent optional group.
   Object object(hid_t loc, const std::string& name) const {
     Object o{h5::Id(H5Oopen(loc, name.c_str(), H5P_DEFAULT))};
-    if (o.id) o.kind = H5Iget_type(o.id.get());
+    if (o.id) {
+      o.kind = H5Iget_type(o.id.get());
+    } else if (const std::string why = h5::last_error();
+               H5Lexists(loc, name.c_str(), H5P_DEFAULT) != 0) {
+      fail(fmt::format("'{}' cannot be opened ({})", name, why));
+    }
     return o;
   }
   H5I_type_t kind(hid_t loc, const std::string& name) const { return object(loc, name).kind; }
@@ -44,7 +51,9 @@ class Checker {
     if (!h5::has_attr(obj, name)) fail(fmt::format("{} lacks the attribute {}", where, name));
     try {
       return h5::read_attr_string(obj, name);
-    } catch (const Error&) {
+    } catch (const Error& e) {
+      const std::string why = e.what();  // its bytes unreadable (a file cut short), or no string
+      if (why.starts_with("cannot read")) fail(fmt::format("{}@{}: {}", where, name, why));
       fail(fmt::format("attribute {}@{} is not a string", where, name));
     }
   }

@@ -11,13 +11,36 @@
 
 namespace ds::h5 {
 
-hid_t check_id(hid_t id, const char* call, const char* file, int line) {
-  if (id < 0) throw Error(fmt::format("HDF5 call failed: {} ({}:{})", call, file, line));
+std::string last_error() {
+  std::string why;
+  const auto first = [](unsigned n, const H5E_error2_t* e, void* out) -> herr_t {
+    if (n == 0 && e->desc != nullptr) *static_cast<std::string*>(out) = e->desc;
+    return 0;
+  };
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, first, &why);
+  return why;
+}
+
+namespace {
+
+// "HDF5 call H5Gopen2 failed: <why>": the function's name without its arguments, and no source
+// path (the message reaches users; `run --verbose` shows HDF5's whole stack).
+Error call_failed(const char* call) {
+  const std::string fn(call, std::strcspn(call, "("));
+  const std::string why = last_error();
+  return Error(why.empty() ? fmt::format("HDF5 call {} failed", fn)
+                           : fmt::format("HDF5 call {} failed: {}", fn, why));
+}
+
+}  // namespace
+
+hid_t check_id(hid_t id, const char* call) {
+  if (id < 0) throw call_failed(call);
   return id;
 }
 
-herr_t check_status(herr_t s, const char* call, const char* file, int line) {
-  if (s < 0) throw Error(fmt::format("HDF5 call failed: {} ({}:{})", call, file, line));
+herr_t check_status(herr_t s, const char* call) {
+  if (s < 0) throw call_failed(call);
   return s;
 }
 
@@ -114,7 +137,12 @@ Id create_group(hid_t loc, const std::string& name) {
 }
 
 Id open_group(hid_t loc, const std::string& name) {
-  return Id(DS_H5_ID(H5Gopen2(loc, name.c_str(), H5P_DEFAULT)));
+  const hid_t g = H5Gopen2(loc, name.c_str(), H5P_DEFAULT);
+  if (g < 0) {
+    const std::string why = last_error();
+    throw Error(fmt::format("cannot open group {}{}", name, why.empty() ? "" : ": " + why));
+  }
+  return Id(g);
 }
 
 std::vector<std::string> list_children(hid_t group) {
@@ -135,11 +163,25 @@ std::vector<std::string> list_children(hid_t group) {
 }
 
 void write_attr(hid_t obj, const std::string& name, const std::string& value) {
-  if (H5Aexists(obj, name.c_str()) > 0) DS_H5(H5Adelete(obj, name.c_str()));
+  const char* p = value.c_str();
+  if (H5Aexists(obj, name.c_str()) > 0) {
+    // Rewritten in place when it already holds one variable-length string: deleting and adding
+    // it again would grow the object header into a continuation block at the end of the file,
+    // where a copy cut short loses it (the run's status attributes are rewritten last).
+    Id attr(DS_H5_ID(H5Aopen(obj, name.c_str(), H5P_DEFAULT)));
+    Id type(DS_H5_ID(H5Aget_type(attr.get())));
+    Id space(DS_H5_ID(H5Aget_space(attr.get())));
+    if (H5Tis_variable_str(type.get()) > 0 &&
+        H5Sget_simple_extent_type(space.get()) == H5S_SCALAR) {
+      DS_H5(H5Awrite(attr.get(), utf8_string_type(), &p));
+      return;
+    }
+    attr.reset();
+    DS_H5(H5Adelete(obj, name.c_str()));
+  }
   Id space(DS_H5_ID(H5Screate(H5S_SCALAR)));
   Id attr(DS_H5_ID(H5Acreate2(obj, name.c_str(), utf8_string_type(), space.get(), H5P_DEFAULT,
                               H5P_DEFAULT)));
-  const char* p = value.c_str();
   DS_H5(H5Awrite(attr.get(), utf8_string_type(), &p));
 }
 
@@ -181,7 +223,9 @@ std::string read_attr_string(hid_t obj, const std::string& name) {
   }
   if (H5Tis_variable_str(type.get()) > 0) {
     char* p = nullptr;
-    DS_H5(H5Aread(attr.get(), utf8_string_type(), &p));
+    if (H5Aread(attr.get(), utf8_string_type(), &p) < 0) {
+      throw Error(fmt::format("cannot read attribute '{}': {}", name, last_error()));
+    }
     std::string s = p != nullptr ? p : "";
     H5free_memory(p);
     return s;
@@ -212,7 +256,7 @@ namespace {
 // A chunked dataset of `type`, rank 1 (width 0) or 2, growing along rows from 0, shuffled and
 // deflated at `deflate_level` (0: no filter); intermediate groups of `name` are created.
 Id create_growing_of(hid_t loc, const std::string& name, hid_t type, int64_t width,
-                     int64_t chunk_rows, int deflate_level) {
+                     int64_t chunk_rows, int deflate_level, bool checksum) {
   if (deflate_level < 0 || deflate_level > 9) {
     throw Error(fmt::format("deflate level {} is outside 0..9", deflate_level));
   }
@@ -228,6 +272,7 @@ Id create_growing_of(hid_t loc, const std::string& name, hid_t type, int64_t wid
     DS_H5(H5Pset_shuffle(dcpl.get()));
     DS_H5(H5Pset_deflate(dcpl.get(), static_cast<unsigned>(deflate_level)));
   }
+  if (checksum) DS_H5(H5Pset_fletcher32(dcpl.get()));
   Id lcpl(DS_H5_ID(H5Pcreate(H5P_LINK_CREATE)));
   DS_H5(H5Pset_create_intermediate_group(lcpl.get(), 1));
   return Id(DS_H5_ID(
@@ -262,8 +307,8 @@ std::pair<Id, Id> select_rows(hid_t dset, int64_t begin, int64_t count, int64_t 
 }  // namespace
 
 Id create_growing(hid_t loc, const std::string& name, Elem e, int64_t width, int64_t chunk_rows,
-                  int deflate_level) {
-  Id d = create_growing_of(loc, name, file_type(e), width, chunk_rows, deflate_level);
+                  int deflate_level, bool checksum) {
+  Id d = create_growing_of(loc, name, file_type(e), width, chunk_rows, deflate_level, checksum);
   if (e == Elem::BF16) write_attr(d.get(), "dtype", std::string("bf16"));
   return d;
 }
@@ -324,7 +369,7 @@ H5T_class_t dataset_class(hid_t dset) {
 
 Id create_growing_strings(hid_t loc, const std::string& name, int64_t chunk_rows,
                           int deflate_level) {
-  return create_growing_of(loc, name, utf8_string_type(), 0, chunk_rows, deflate_level);
+  return create_growing_of(loc, name, utf8_string_type(), 0, chunk_rows, deflate_level, false);
 }
 
 void write_string_rows(hid_t dset, int64_t at, const std::vector<std::string>& rows) {

@@ -1,5 +1,6 @@
 // Thin RAII layer over the HDF5 C API for the trace writer and reader. Every call is checked;
-// a failure throws ds::Error naming the call, file and line (HDF5's own error printing is off).
+// a failure throws ds::Error naming the HDF5 function and the innermost entry of HDF5's error
+// stack (HDF5's own error printing is off; no source path reaches the user).
 #pragma once
 
 #include <hdf5.h>
@@ -11,10 +12,14 @@
 
 namespace ds::h5 {
 
-hid_t check_id(hid_t id, const char* call, const char* file, int line);
-herr_t check_status(herr_t s, const char* call, const char* file, int line);
-#define DS_H5_ID(call) ::ds::h5::check_id((call), #call, __FILE__, __LINE__)
-#define DS_H5(call) ::ds::h5::check_status((call), #call, __FILE__, __LINE__)
+hid_t check_id(hid_t id, const char* call);
+herr_t check_status(herr_t s, const char* call);
+#define DS_H5_ID(call) ::ds::h5::check_id((call), #call)
+#define DS_H5(call) ::ds::h5::check_status((call), #call)
+
+// The innermost entry of this thread's HDF5 error stack, where a failure was found ("incorrect
+// metadata checksum after all read attempts"); "" when the stack is empty.
+std::string last_error();
 
 // Turns off HDF5's automatic error stack printing (once per process).
 void silence_errors();
@@ -68,9 +73,10 @@ int64_t read_attr_int(hid_t obj, const std::string& name);
 constexpr int kDefaultDeflateLevel = 1;
 
 // A chunked dataset of `rank` 1 or 2 ([rows] or [rows, width]) that grows along rows, with the
-// filters of `deflate_level` (see above).
+// filters of `deflate_level` (see above) and, with `checksum`, HDF5's Fletcher-32 filter last: a
+// chunk whose bytes changed on disk then fails to read instead of reading as other values.
 Id create_growing(hid_t loc, const std::string& name, Elem e, int64_t width, int64_t chunk_rows,
-                  int deflate_level = kDefaultDeflateLevel);
+                  int deflate_level, bool checksum = false);
 // Appends `rows` rows (row-major, in the element's in-memory layout: int32, float, or uint16
 // bits for F16/BF16) at row `at` (the dataset is extended to at + rows).
 void write_rows(hid_t dset, Elem e, int64_t at, int64_t rows, int64_t width, const void* data);
@@ -92,7 +98,7 @@ H5T_class_t dataset_class(hid_t dset);
 // Growing rank-1 datasets of variable-length UTF-8 strings (chunked and filtered like
 // create_growing; h5py reads the elements as bytes, `.asstr()` as str).
 Id create_growing_strings(hid_t loc, const std::string& name, int64_t chunk_rows,
-                          int deflate_level = kDefaultDeflateLevel);
+                          int deflate_level);
 void write_string_rows(hid_t dset, int64_t at, const std::vector<std::string>& rows);
 // Rows [begin, begin + count) of a rank-1 string dataset, variable- or fixed-length.
 std::vector<std::string> read_string_rows(hid_t dset, int64_t begin, int64_t count);
