@@ -14,6 +14,7 @@
 
 #include "src/cli/commands.h"
 #include "src/cli/output.h"
+#include "src/cli/read_supervisor.h"
 #include "common/error.h"
 
 namespace ds {
@@ -105,31 +106,38 @@ int cli_main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return report_parse_error(app, e, argc, argv);
   }
-  try {
-    for (const auto& [name, run] : commands) {
-      if (!app.got_subcommand(name)) continue;
-      const int code = run();
-      flush_stdout();  // a write error still in stdout's buffer counts too
-      return code;
+  const auto dispatch = [&]() -> int {
+    try {
+      for (const auto& [name, run] : commands) {
+        if (!app.got_subcommand(name)) continue;
+        const int code = run();
+        flush_stdout();  // a write error still in stdout's buffer counts too
+        return code;
+      }
+      return 2;
+    } catch (const Error& e) {
+      return report_error(e.what(), e.hint());
+    } catch (const std::bad_alloc&) {  // what the up-front memory checks did not foresee
+      return report_error("out of memory", "a smaller model, a shorter --max-new or a smaller "
+                                           "--batch needs less; or use a machine with more memory");
+    } catch (const std::filesystem::filesystem_error& e) {  // a path the user named: not a bug
+      return report_error(e.what(), "check the path, that it is of the kind asked for (a file or "
+                                    "a folder) and its permissions");
+    } catch (const std::exception& e) {
+      if (is_output_closed(e)) return kExitOutputClosed;  // `driftscope show t.h5 | head`
+      if (const std::string m = output_error_message(e); !m.empty()) {
+        return report_error(m, kOutputErrorHint);  // `driftscope show t.h5 > /dev/full`
+      }
+      std::fflush(stdout);
+      fmt::print(stderr, "driftscope: internal error: {}\n", e.what());
+      return 3;
     }
-    return 2;
-  } catch (const Error& e) {
-    return report_error(e.what(), e.hint());
-  } catch (const std::bad_alloc&) {  // what the up-front memory checks did not foresee
-    return report_error("out of memory", "a smaller model, a shorter --max-new or a smaller "
-                                         "--batch needs less; or use a machine with more memory");
-  } catch (const std::filesystem::filesystem_error& e) {  // a path the user named: not a bug
-    return report_error(e.what(), "check the path, that it is of the kind asked for (a file or "
-                                  "a folder) and its permissions");
-  } catch (const std::exception& e) {
-    if (is_output_closed(e)) return kExitOutputClosed;  // `driftscope show t.h5 | head`
-    if (const std::string m = output_error_message(e); !m.empty()) {
-      return report_error(m, kOutputErrorHint);  // `driftscope show t.h5 > /dev/full`
-    }
-    std::fflush(stdout);
-    fmt::print(stderr, "driftscope: internal error: {}\n", e.what());
-    return 3;
+  };
+  // Commands that read traces from anyone read them in a watched child (read_supervisor.h).
+  for (const char* name : {"show", "diff", "stats"}) {
+    if (app.got_subcommand(name)) return run_with_watched_reads(dispatch);
   }
+  return dispatch();
 }
 
 }  // namespace ds
