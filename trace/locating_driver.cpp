@@ -1,4 +1,5 @@
-// The locating driver: sec2 passed through, with raw-data reads that can report instead of read.
+// The locating driver: sec2 passed through, with raw-data reads that can report instead of read
+// and that fail past the end of the file.
 #include "trace/locating_driver.h"
 
 #include <cstdlib>
@@ -70,6 +71,15 @@ herr_t wrap_read(H5FD_t* f, H5FD_mem_t type, hid_t dxpl, haddr_t addr, size_t si
     capture.addr = addr;
     capture.size = size;
     return 0;
+  }
+  // sec2 reads zeros past the end of the file. Metadata past it fails its checksum (or is
+  // space a killed writer had reserved); raw data wholly past it would be silent zeros in a file
+  // cut short (TraceReader::cut_short), so such a read fails. (HDF5 reads global heap
+  // collections as raw data: one that the cut ends early keeps its zero-filled tail, mostly free
+  // space; a raw chunk the cut ends early fails the direct read's size check, dataset_rows.h.)
+  if (type == H5FD_MEM_DRAW) {
+    const haddr_t eof = H5FDget_eof(inner(f), type);
+    if (eof == HADDR_UNDEF || addr >= eof) return -1;
   }
   return H5FDread(inner(f), type, dxpl, addr, size, buf);
 }

@@ -5,6 +5,8 @@
 // forwarded to a sec2 file underneath), except that while chunk_address() asks, a raw-data read
 // records its address and length instead of reading: H5Dread_chunk then says where the chunk is,
 // at the cost of one lookup and no copy. HDF5 1.14's H5Dchunk_iter would make this unneeded.
+// A raw-data read that starts past the end of the file fails, where sec2 reads zeros (a file cut
+// short).
 #pragma once
 
 #include <cstdint>

@@ -18,6 +18,7 @@
 #include "trace/conformance.h"
 #include "trace/kernel_table.h"
 #include "trace/locating_driver.h"
+#include "trace/read_watch.h"
 #include "trace/schema.h"
 
 namespace fs = std::filesystem;
@@ -42,13 +43,34 @@ bool locked_by_a_writer(const fs::path& path) {
   return locked;
 }
 
+// Runs `read`; an error that does not already name the trace (a failed HDF5 call, a group that
+// cannot be opened) becomes "trace 'PATH' is damaged: <what>", with a hint.
+template <typename Read>
+auto naming_damage(const fs::path& path, const Read& read) {
+  try {
+    return read();
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    if (what.starts_with("trace '") || what.starts_with("'")) throw;
+    throw Error(fmt::format("trace '{}' is damaged: {}", path.string(), what),
+                "the file was altered after driftscope wrote it (a bad disk, a partial copy, an "
+                "edit): ask its author for a fresh copy (docs/trace-format.md, \"Untrusted "
+                "traces\")");
+  }
+}
+
 }  // namespace
 
 TraceReader TraceReader::open(const fs::path& path) {
+  const WatchedRead watched(path.native(), "opening it");
   h5::silence_errors();
   if (!fs::exists(path)) {
     throw Error(fmt::format("trace '{}' does not exist", path.string()),
                 "write one with `driftscope run -o FILE`");
+  }
+  if (!fs::is_regular_file(path)) {  // a FIFO or a device would block or stream forever
+    throw Error(fmt::format("'{}' is not a regular file", path.string()),
+                "a driftscope trace is the .h5 file written by `driftscope run`");
   }
   if (H5Fis_hdf5(path.c_str()) <= 0) {
     throw Error(fmt::format("'{}' is not an HDF5 file", path.string()),
@@ -56,6 +78,10 @@ TraceReader TraceReader::open(const fs::path& path) {
   }
   // HDF5's sec2 driver, with chunks located in one step (trace/locating_driver.h)
   const h5::Id locating = locating_fapl();
+  // SWMR read mode retries a metadata checksum failure 100 times with growing sleeps (minutes on
+  // a damaged superblock), for a writer that may be midway through a write; a trace another run
+  // is writing is refused below (its lock), so one read is all a reader needs.
+  DS_H5(H5Pset_metadata_read_attempts(locating.get(), 1));
   hid_t fid = H5Fopen(path.c_str(), H5F_ACC_RDONLY, locating.get());
   if (fid < 0 && !locked_by_a_writer(path)) {
     // A run killed (or stopped by a full disk) while its file was in SWMR write mode leaves
@@ -67,9 +93,25 @@ TraceReader TraceReader::open(const fs::path& path) {
     // Killed inside one of the writer's short plain-mode windows: the flags say "open for
     // write". Read-only, ignoring them (what `h5clear -s` does, without writing the file).
     h5::Id fapl = locating_fapl();
+    DS_H5(H5Pset_metadata_read_attempts(fapl.get(), 1));
     hbool_t ignore_flags = 1;  // HDF5's property behind h5clear (H5F_ACS_CLEAR_STATUS_FLAGS_NAME)
     if (H5Pset(fapl.get(), "clear_status_flags", &ignore_flags) >= 0) {
       fid = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get());
+    }
+  }
+  bool cut_short = false;
+  if (fid < 0 && !locked_by_a_writer(path)) {
+    // Cut short (a partial copy, a disk that filled while copying): HDF5 refuses a file shorter
+    // than the end address its superblock records. Opened with that check skipped (h5clear's
+    // property, H5F_ACS_SKIP_EOF_CHECK_NAME), what lies before the cut reads as usual, and a read
+    // past it fails (the locating driver) instead of reading zeros.
+    h5::Id fapl = locating_fapl();
+    DS_H5(H5Pset_metadata_read_attempts(fapl.get(), 1));
+    hbool_t yes = 1;
+    if (H5Pset(fapl.get(), "clear_status_flags", &yes) >= 0 &&
+        H5Pset(fapl.get(), "skip_eof_check", &yes) >= 0) {
+      fid = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get());
+      cut_short = fid >= 0;
     }
   }
   if (fid < 0) {
@@ -78,76 +120,118 @@ TraceReader TraceReader::open(const fs::path& path) {
                   "wait until that run finishes, or stop it with Ctrl-C (the trace stays "
                   "readable, complete=0)");
     }
-    throw Error(fmt::format("cannot open '{}' (damaged HDF5 file?)", path.string()),
+    const std::string why = h5::last_error();
+    throw Error(fmt::format("cannot open '{}': a damaged HDF5 file{}", path.string(),
+                            why.empty() ? "" : " (" + why + ")"),
                 "the file is damaged, or was cut short by something other than a killed run (a "
                 "driftscope run killed at any moment leaves a file that opens)");
   }
-  return from_open_file(fid, path);
+  if (!cut_short) return from_open_file(fid, path);
+  haddr_t expected = 0;
+  if (H5Fget_eoa(fid, &expected) < 0) expected = 0;
+  const CutShort cut{fs::file_size(path), expected};
+  try {
+    TraceReader r = from_open_file(fid, path, /*lenient=*/true);
+    r.cut_short_ = cut;
+    return r;
+  } catch (const Error&) {
+    throw Error(fmt::format("trace '{}' is cut short ({} of {} bytes on disk), and what it needs "
+                            "to open lies past the cut",
+                            path.string(), cut.on_disk, cut.expected),
+                "the file was copied or downloaded in part: copy it again");
+  }
 }
 
 TraceReader TraceReader::open_image(std::span<const std::byte> image, const std::string& name) {
+  const WatchedRead watched(name, "opening it");
   h5::silence_errors();
   h5::Id fapl(DS_H5_ID(H5Pcreate(H5P_FILE_ACCESS)));
   DS_H5(H5Pset_fapl_core(fapl.get(), 1 << 16, /*backing_store=*/0));
   DS_H5(H5Pset_file_image(fapl.get(), const_cast<std::byte*>(image.data()), image.size()));
   const hid_t fid = H5Fopen(name.c_str(), H5F_ACC_RDONLY, fapl.get());
   if (fid < 0) {
-    throw Error(fmt::format("cannot open '{}' (damaged HDF5 file?)", name),
+    throw Error(fmt::format("cannot open '{}': a damaged HDF5 file", name),
                 "a driftscope trace is the .h5 file written by `driftscope run`");
   }
   return from_open_file(fid, name);
 }
 
-TraceReader TraceReader::from_open_file(hid_t fid, const fs::path& path) {
+TraceReader TraceReader::from_open_file(hid_t fid, const fs::path& path, bool lenient) {
   TraceReader r;
   r.path_ = path;
-  r.file_ = std::make_shared<h5::Id>(fid);
-  const hid_t root = fid;
+  r.lenient_ = lenient;
+  // Closing reads too (HDF5 frees what it read): watched like the other reads
+  r.file_ = std::shared_ptr<h5::Id>(new h5::Id(fid), [name = path.native()](h5::Id* id) {
+    const WatchedRead watched(name, "closing it");
+    delete id;
+  });
+  naming_damage(path, [&] { r.read_root(); });
+  return r;
+}
+
+void TraceReader::read_root() {
+  const hid_t root = file_->get();
   if (!h5::has_attr(root, "format") || h5::read_attr_string(root, "format") != kFormatName) {
-    throw Error(fmt::format("'{}' is an HDF5 file but not a driftscope trace", path.string()),
+    throw Error(fmt::format("'{}' is an HDF5 file but not a driftscope trace", path_.string()),
                 "its root has no attribute format=\"driftscope-trace\"");
   }
-  r.format_version_ = static_cast<int>(h5::read_attr_int(root, "format_version"));
-  if (r.format_version_ != kFormatVersion) {
+  format_version_ = static_cast<int>(h5::read_attr_int(root, "format_version"));
+  if (format_version_ != kFormatVersion) {
     throw Error(fmt::format("trace '{}' has format_version {}, this driftscope reads version {}",
-                            path.string(), r.format_version_, kFormatVersion),
+                            path_.string(), format_version_, kFormatVersion),
                 "use the driftscope version that wrote it (tool_version attribute), or upgrade");
   }
+  // A string attribute, "" when absent; in a file cut short also when it lies past the cut (the
+  // writer rewrites the run's status attributes last, so their newest copy is at the file's end).
   auto str = [&](hid_t obj, const char* name) {
-    return h5::has_attr(obj, name) ? h5::read_attr_string(obj, name) : std::string();
+    try {
+      return h5::has_attr(obj, name) ? h5::read_attr_string(obj, name) : std::string();
+    } catch (const Error&) {
+      if (!lenient_) throw;
+      return std::string();
+    }
   };
-  r.tool_version_ = str(root, "tool_version");
-  r.producer_ = h5::has_attr(root, "producer") ? str(root, "producer") : "driftscope " + r.tool_version_;
-  if (!r.producer_.starts_with("driftscope ")) check_conformance(root, path.string(), r.producer_);
-  r.complete_ = h5::has_attr(root, "complete") && h5::read_attr_int(root, "complete") == 1;
-  r.stop_reason_ = str(root, "stop_reason");
+  tool_version_ = str(root, "tool_version");
+  producer_ =
+      h5::has_attr(root, "producer") ? str(root, "producer") : "driftscope " + tool_version_;
+  if (!producer_.starts_with("driftscope ")) check_conformance(root, path_.string(), producer_);
+  try {
+    complete_ = h5::has_attr(root, "complete") && h5::read_attr_int(root, "complete") == 1;
+  } catch (const Error&) {
+    if (!lenient_) throw;
+  }
+  stop_reason_ = str(root, "stop_reason");
   if (!h5::exists(root, "meta") || !h5::exists(root, "seq")) {
-    throw Error(fmt::format("trace '{}' lacks the /meta or /seq group", path.string()),
+    throw Error(fmt::format("trace '{}' lacks the /meta or /seq group", path_.string()),
                 "the file is damaged or was not written by driftscope");
   }
   h5::Id meta = h5::open_group(root, "meta");
-  r.config_json_ = str(meta.get(), "config_json");
-  r.model_json_ = str(meta.get(), "model_json");
-  r.env_json_ = str(meta.get(), "env_json");
-  r.command_line_ = str(meta.get(), "command_line");
+  config_json_ = str(meta.get(), "config_json");
+  model_json_ = str(meta.get(), "model_json");
+  env_json_ = str(meta.get(), "env_json");
+  command_line_ = str(meta.get(), "command_line");
   using Attr = std::pair<const char*, const std::string*>;
-  for (const auto& [name, text] : {Attr{"config_json", &r.config_json_},
-                                   Attr{"model_json", &r.model_json_}}) {
+  for (const auto& [name, text] : {Attr{"config_json", &config_json_},
+                                   Attr{"model_json", &model_json_}}) {
     if (!text->empty() && !nlohmann::json::parse(*text, nullptr, false).is_object()) {
       throw Error(fmt::format("trace '{}' is damaged: attribute /meta@{} is not a JSON object",
-                              path.string(), name),
+                              path_.string(), name),
                   "driftscope writes it as JSON; the file was altered or written by another tool");
     }
   }
-  r.open_ = std::make_shared<OpenDatasets>();
-  r.open_->plain = plain_file(r.file_->get());
-  return r;
+  const auto close_watched = [name = path_.native()](OpenDatasets* o) {
+    const WatchedRead watched(name, "closing it");
+    delete o;
+  };
+  open_ = std::shared_ptr<OpenDatasets>(new OpenDatasets(), close_watched);
+  open_->plain = plain_file(file_->get());
 }
 
 uint64_t TraceReader::file_size() const { return fs::file_size(path_); }
 
 std::vector<int> TraceReader::sequence_indices() const {
-  h5::Id seq = h5::open_group(file_->get(), "seq");
+  const WatchedRead watched(path_.native(), "listing its sequences");
+  h5::Id seq = naming_damage(path_, [&] { return h5::open_group(file_->get(), "seq"); });
   std::vector<int> out;
   for (const auto& name : h5::list_children(seq.get())) {
     try {
@@ -172,6 +256,7 @@ h5::Id TraceReader::dataset(int seq, const std::string& rel) const {
 }
 
 SequenceInfo TraceReader::sequence(int seq) const {
+  const WatchedRead watched(path_.native(), "sequence", seq);
   const std::string g = fmt::format("seq/{}", seq);
   if (!h5::exists(file_->get(), g)) {
     throw Error(fmt::format("trace '{}' has no sequence {}", path_.string(), seq));
@@ -246,6 +331,7 @@ SequenceInfo TraceReader::read_sequence(int seq, hid_t group) const {
 
 DatasetRows& TraceReader::rows_of(int seq, const std::string& rel,
                                   std::optional<h5::Elem> as) const {
+  const WatchedRead watched(path_.native(), "datasets of sequence", seq);
   if (open_->seq != seq) {  // the diff goes sequence by sequence: keep one sequence's open
     open_->sets.clear();
     open_->seq = seq;
@@ -313,6 +399,7 @@ DatasetRows& TraceReader::hidden_rows(int seq, const std::string& site, int64_t 
 
 std::span<const float> TraceReader::hidden(int seq, const std::string& site, int64_t begin,
                                            int64_t count, std::vector<float>& buffer) const {
+  const WatchedRead watched(path_.native(), "rows of sequence", seq);
   DatasetRows& d = hidden_rows(seq, site, begin, count);
   return as_floats(d.elem(), count, d.shape()[1], buffer,
                    [&](void* out) { d.read(begin, count, out); });
@@ -327,6 +414,7 @@ std::optional<PlainHidden> TraceReader::plain_hidden(int seq, const std::string&
 }
 
 TopKRows TraceReader::topk(int seq, int64_t begin, int64_t count) const {
+  const WatchedRead watched(path_.native(), "rows of sequence", seq);
   DatasetRows& ids = rows_of(seq, "logits/topk_ids", h5::Elem::I32);
   DatasetRows& vals = rows_of(seq, "logits/topk_logits", h5::Elem::F32);
   TopKRows t;
@@ -339,6 +427,7 @@ TopKRows TraceReader::topk(int seq, int64_t begin, int64_t count) const {
 }
 
 std::vector<float> TraceReader::lse(int seq, int64_t begin, int64_t count) const {
+  const WatchedRead watched(path_.native(), "rows of sequence", seq);
   DatasetRows& d = rows_of(seq, "logits/lse", h5::Elem::F32);
   std::vector<float> out(static_cast<size_t>(count));
   d.read(begin, count, out.data());
@@ -354,14 +443,19 @@ std::vector<float> TraceReader::full_logits(int seq, int64_t begin, int64_t coun
 
 std::span<const float> TraceReader::full_logits(int seq, int64_t begin, int64_t count,
                                                 std::vector<float>& buffer) const {
+  const WatchedRead watched(path_.native(), "rows of sequence", seq);
   DatasetRows& d = rows_of(seq, "logits/full", h5::Elem::F32);
   const int64_t V = d.shape().size() == 2 ? d.shape()[1] : 0;
   return as_floats(h5::Elem::F32, count, V, buffer, [&](void* out) { d.read(begin, count, out); });
 }
 
-bool TraceReader::has_kernels() const { return has_kernel_table(file_->get()); }
+bool TraceReader::has_kernels() const {
+  const WatchedRead watched(path_.native(), "its kernel table");
+  return has_kernel_table(file_->get());
+}
 
 std::vector<KernelRecord> TraceReader::kernels() const {
+  const WatchedRead watched(path_.native(), "its kernel table");
   return read_kernel_table(file_->get(), path_.string());
 }
 

@@ -84,6 +84,12 @@ class TraceReader {
   const std::string& env_json() const { return env_json_; }
   const std::string& command_line() const { return command_line_; }
   uint64_t file_size() const;
+  // A file shorter than HDF5's record of its end (a partial copy): opened all the same, with what
+  // lies before the cut readable; sequences or rows past it fail to read as damaged.
+  struct CutShort {
+    uint64_t on_disk = 0, expected = 0;  // bytes
+  };
+  const std::optional<CutShort>& cut_short() const { return cut_short_; }
 
   std::vector<int> sequence_indices() const;  // sorted
   // Throws ds::Error "trace 'PATH' is damaged: /seq/N/..." when the sequence's group is not
@@ -121,7 +127,10 @@ class TraceReader {
 
  private:
   // Validates the root of a file just opened (owns `fid` from here on).
-  static TraceReader from_open_file(hid_t fid, const std::filesystem::path& path);
+  // `lenient`: a file cut short, whose status attributes may lie past the cut (read as absent).
+  static TraceReader from_open_file(hid_t fid, const std::filesystem::path& path,
+                                    bool lenient = false);
+  void read_root();  // the root's attributes and /meta, checked
   h5::Id dataset(int seq, const std::string& rel) const;
   SequenceInfo read_sequence(int seq, hid_t group) const;
   // The open dataset /seq/<seq>/<rel>, read as `as` (default: its own element type); the
@@ -133,6 +142,8 @@ class TraceReader {
   std::shared_ptr<h5::Id> file_;
   std::shared_ptr<OpenDatasets> open_;
   int format_version_ = 0;
+  std::optional<CutShort> cut_short_;
+  bool lenient_ = false;
   bool complete_ = false;
   std::string stop_reason_, tool_version_, producer_, config_json_, model_json_, env_json_, command_line_;
 };

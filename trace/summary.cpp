@@ -7,6 +7,21 @@
 #include "common/error.h"
 
 namespace ds::trace {
+namespace {
+
+// Reads every recorded row of a sequence (and drops it), so that a sequence of a file cut short
+// is named as damaged when any of its data lies past the cut.
+void read_every_row(const TraceReader& r, const SequenceInfo& q) {
+  std::vector<float> buffer;
+  for (const auto& site : q.sites) r.hidden(q.index, site.name, 0, q.rows, buffer);
+  if (q.topk > 0) {
+    r.topk(q.index, 0, q.rows);
+    r.lse(q.index, 0, q.rows);
+  }
+  if (q.has_full_logits) r.full_logits(q.index, 0, q.rows, buffer);
+}
+
+}  // namespace
 
 TraceSummary summarize(const TraceReader& r) {
   TraceSummary s;
@@ -21,10 +36,13 @@ TraceSummary summarize(const TraceReader& r) {
   s.model_json = r.model_json();
   s.env_json = r.env_json();
   s.command_line = r.command_line();
+  s.cut_short = r.cut_short();
   for (int i : r.sequence_indices()) {
     try {
       s.sequences.push_back(r.sequence(i));
+      if (s.cut_short) read_every_row(r, s.sequences.back());
     } catch (const Error& e) {
+      if (!s.sequences.empty() && s.sequences.back().index == i) s.sequences.pop_back();
       s.damaged.emplace_back(i, e.what());
     }
   }
@@ -44,6 +62,10 @@ std::string to_json(const TraceSummary& s) {
   j["producer"] = s.producer;
   j["complete"] = s.complete;
   j["stop_reason"] = s.stop_reason;
+  if (s.cut_short) {
+    j["cut_short"] = {{"bytes_on_disk", s.cut_short->on_disk},
+                      {"bytes_expected", s.cut_short->expected}};
+  }
   j["config"] = parse(s.config_json);
   j["model"] = parse(s.model_json);
   j["env"] = parse(s.env_json);

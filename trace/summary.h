@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +21,9 @@ struct TraceSummary {
   bool complete = false;
   std::string stop_reason;
   std::string config_json, model_json, env_json, command_line;
+  // Set when the file is shorter than HDF5's record of its end; every row of every sequence was
+  // then read, and a sequence with data past the cut is listed in `damaged`.
+  std::optional<TraceReader::CutShort> cut_short;
   std::vector<SequenceInfo> sequences;
   // Sequences that could not be read (a damaged trace): index and the reader's error. The others
   // are summarized as usual.

@@ -67,6 +67,11 @@ int run_show(const ShowArgs& a) {
   fmt::print("trace     {} ({}, format v{}, {})\n", s.path, human_bytes(s.file_bytes),
              s.format_version, s.producer);
   fmt::print("status    {}\n", s.complete ? "complete" : fmt::format("INCOMPLETE (complete=0, {})", s.stop_reason));
+  if (s.cut_short) {
+    fmt::print("          CUT SHORT: {} of {} bytes on disk; sequences with data past the cut "
+               "are marked DAMAGED below\n",
+               s.cut_short->on_disk, s.cut_short->expected);
+  }
   if (model.is_object()) {
     fmt::print("model     {} {} ({} layers, dim {}, vocab {}) {}\n", field(model, {"architecture"}),
                field(model, {"format"}), field(model, {"config", "n_layers"}),
