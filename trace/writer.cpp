@@ -316,11 +316,17 @@ void TraceWriter::run() {
 namespace {
 
 // The group of a sequence, its attributes and its tokens dataset holding the prompt.
-void create_sequence(hid_t file, int index, const std::vector<int32_t>& prompt, int deflate_level) {
+// The datasets that decide what a diff calls a flip and its logits metrics (tokens, top-K ids
+// and logits, lse) carry HDF5's Fletcher-32 checksum (WriterOptions::checksum): a damaged chunk
+// reads as damage, never as a flip. Hidden states and full logits do not: the checksum would take
+// their chunks off the direct-read path (docs/trace-format.md, "Untrusted traces", measures it).
+void create_sequence(hid_t file, int index, const std::vector<int32_t>& prompt, int deflate_level,
+                     bool checksum) {
   h5::Id seq_group = h5::open_group(file, "seq");
   h5::Id g = h5::create_group(seq_group.get(), std::to_string(index));
   h5::Id tokens = h5::create_growing(g.get(), "tokens", h5::Elem::I32, 0,
-                                     chunk_rows_for(0, 4, deflate_level), deflate_level);
+                                     chunk_rows_for(0, 4, deflate_level), deflate_level,
+                                     checksum);
   h5::write_rows(tokens.get(), h5::Elem::I32, 0, static_cast<int64_t>(prompt.size()), 0,
                  prompt.data());
   h5::write_attr(g.get(), "prompt_len", static_cast<int64_t>(prompt.size()));
@@ -367,15 +373,18 @@ void TraceWriter::create_ahead(hid_t f, int from) {
   const h5::Elem he = hidden_elem(opt_.hidden_dtype);
   const int V = opt_.planned_vocab, K = std::min(opt_.topk, V), z = opt_.deflate_level;
   for (int i = std::max(from, created_ahead_); i < std::min(n, from + kAhead); ++i) {
-    create_sequence(f, i, opt_.planned_prompts[i], z);
+    create_sequence(f, i, opt_.planned_prompts[i], z, opt_.checksum);
     const std::string p = "seq/" + std::to_string(i);
     for (const auto& [site, width] : opt_.planned_sites) {
       h5::create_growing(f, p + "/hidden/" + site, he, width,
                          chunk_rows_for(width, h5::elem_size(he), z), z);
     }
-    h5::create_growing(f, p + "/logits/topk_ids", h5::Elem::I32, K, chunk_rows_for(K, 4, z), z);
-    h5::create_growing(f, p + "/logits/topk_logits", h5::Elem::F32, K, chunk_rows_for(K, 4, z), z);
-    h5::create_growing(f, p + "/logits/lse", h5::Elem::F32, 0, chunk_rows_for(0, 4, z), z);
+    h5::create_growing(f, p + "/logits/topk_ids", h5::Elem::I32, K, chunk_rows_for(K, 4, z), z,
+                       opt_.checksum);
+    h5::create_growing(f, p + "/logits/topk_logits", h5::Elem::F32, K, chunk_rows_for(K, 4, z), z,
+                       opt_.checksum);
+    h5::create_growing(f, p + "/logits/lse", h5::Elem::F32, 0, chunk_rows_for(0, 4, z), z,
+                       opt_.checksum);
     if (opt_.full_logits) {
       h5::create_growing(f, p + "/logits/full", h5::Elem::F32, V, chunk_rows_for(V, 4, z), z);
     }
@@ -457,7 +466,7 @@ void TraceWriter::handle(StepRecord& m) {
           t.K = s.K;
           t.V = s.V;
         }
-        if (!t.created) create_sequence(f, t.index, t.prompt, z);
+        if (!t.created) create_sequence(f, t.index, t.prompt, z, opt_.checksum);
         t.created = true;
         for (const auto& [site, width] : t.site_order) {
           const std::string p = t.path() + "/hidden/" + site;
@@ -467,9 +476,12 @@ void TraceWriter::handle(StepRecord& m) {
         }
         if (t.K > 0 && !h5::exists(f, t.path() + "/logits/topk_ids")) {
           const std::string p = t.path() + "/logits/";
-          h5::create_growing(f, p + "topk_ids", h5::Elem::I32, t.K, chunk_rows_for(t.K, 4, z), z);
-          h5::create_growing(f, p + "topk_logits", h5::Elem::F32, t.K, chunk_rows_for(t.K, 4, z), z);
-          h5::create_growing(f, p + "lse", h5::Elem::F32, 0, chunk_rows_for(0, 4, z), z);
+          h5::create_growing(f, p + "topk_ids", h5::Elem::I32, t.K, chunk_rows_for(t.K, 4, z), z,
+                             opt_.checksum);
+          h5::create_growing(f, p + "topk_logits", h5::Elem::F32, t.K,
+                             chunk_rows_for(t.K, 4, z), z, opt_.checksum);
+          h5::create_growing(f, p + "lse", h5::Elem::F32, 0, chunk_rows_for(0, 4, z), z,
+                             opt_.checksum);
           if (opt_.full_logits) {
             h5::create_growing(f, p + "full", h5::Elem::F32, t.V, chunk_rows_for(t.V, 4, z), z);
           }
@@ -686,7 +698,7 @@ void TraceWriter::finish_file(bool complete, const std::string& stop_reason, boo
     const hid_t f = file_->swmr.id();
     for (auto& [i, sp] : seqs_) {
       SeqState& s = *sp;
-      if (!s.created) create_sequence(f, s.index, s.prompt, opt_.deflate_level);
+      if (!s.created) create_sequence(f, s.index, s.prompt, opt_.deflate_level, opt_.checksum);
       h5::Id g = h5::open_group(f, s.path());
       auto cut = [&](const std::string& rel, int64_t rows) {
         if (!h5::exists(g.get(), rel)) return;

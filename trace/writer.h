@@ -43,6 +43,9 @@ struct WriterOptions {
   bool force = false;        // overwrite an existing file
   int deflate_level = 0;     // 0: no filter (the default); 1..9: shuffle + deflate at that level
                              // (parse_compression; "deflate" = h5::kDefaultDeflateLevel)
+  // Tokens, top-K ids and logits and lse with HDF5's Fletcher-32 checksum (docs/trace-format.md,
+  // "Untrusted traces"); off only to measure what the checksum costs (bench_diff_throughput).
+  bool checksum = true;
   size_t queue_steps = 64;   // steps queued before append() blocks
   // The run's plan, when known up front (traced runs): every prompt, the hidden sites with
   // their widths, the vocabulary. The writer then creates the groups and datasets of up to 16

@@ -50,6 +50,9 @@ def parse_args(argv):
     r.add_argument("--trace-topk", dest="topk", type=int, default=20,
                    help="logits kept per position (sorted, with log-sum-exp), as driftscope run's")
     r.add_argument("--full-logits", action="store_true")
+    r.add_argument("--compression", default="none", choices=writer.COMPRESSIONS,
+                   help="none (default, as driftscope's: cheapest to write and to diff) or deflate "
+                        "(shuffle + gzip level 1: smaller when generation is fast)")
     r.add_argument("-o", "--output", required=True)
     r.add_argument("--force", action="store_true", help="overwrite an existing trace file")
     r.add_argument("-q", "--quiet", action="store_true")
@@ -129,7 +132,8 @@ def run_config(a, engine):
         "engine": engine,
         "trace": {"probes": a.probes, "hidden_dtype": a.hidden_dtype, "topk": a.topk,
                   "full_logits": a.full_logits, "kernels": "off", "force_tokens": a.force_tokens,
-                  "compression": "deflate1"},  # writer.py: shuffle + gzip level 1, as driftscope's --compression deflate
+                  # as driftscope's trace.compression: "none", or "deflate1" (shuffle + gzip level 1)
+                  "compression": "none" if a.compression == "none" else "deflate1"},
     })
 
 
@@ -235,7 +239,7 @@ def record(a):
     try:
         with writer.TraceWriter(a.output, hidden_dtype=a.hidden_dtype, topk=a.topk, full_logits=a.full_logits,
                                 force=a.force, config_json=config_json, model_json=mjson, env_json=env,
-                                command_line=cmd, producer=producer) as w:
+                                command_line=cmd, producer=producer, compression=a.compression) as w:
             for i, (_, ids, forced) in enumerate(prompts):
                 if stop["flag"]:
                     interrupted = True

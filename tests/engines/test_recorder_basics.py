@@ -61,6 +61,26 @@ def writer_traces(exe, work):
         want = torch.from_numpy(hidden["L0/out"]).bfloat16().view(torch.int16).numpy().view(np.uint16)
         ok &= check((f["seq/0/hidden/L0/out"][:3] == want).all() and f["seq/0/hidden/L0/out"].attrs["dtype"] == "bf16",
                     "bf16 storage: the bits of torch's round-to-nearest-even bfloat16")
+    with h5py.File(path, "r") as f:
+        d = f["seq/0/hidden/L0/out"]
+        ok &= check(d.compression is None and not d.shuffle and d.chunks[0] <= 16,
+                    "default storage is driftscope's: no filter, at most 16 rows a chunk (%s, %s)"
+                    % (d.compression, d.chunks))
+        ok &= check(all(f["seq/0/" + n].fletcher32 for n in ("tokens", "logits/topk_ids", "logits/topk_logits",
+                                                            "logits/lse")) and not d.fletcher32,
+                    "tokens, top-K and lse carry HDF5's Fletcher-32 checksum, hidden states do not")
+    path = os.path.join(work, "deflated.h5")
+    with TraceWriter(path, topk=4, force=True, compression="deflate") as w:
+        w.begin_sequence(0, [1, 2])
+        w.append(0, {"embed": np.ones((2, 8))}, rng.normal(size=(2, 6)), [3])
+        w.end_sequence(0, "max_new")
+        w.finish(True, "finished")
+    with h5py.File(path, "r") as f:
+        d = f["seq/0/hidden/embed"]
+        ok &= check(d.compression == "gzip" and d.compression_opts == 1 and d.shuffle,
+                    "compression='deflate': shuffle + gzip level 1 (%s)" % d.compression)
+    rc, j = show_json(exe, path)
+    ok &= check(rc == 0 and j["sequences"][0]["tokens"] == [1, 2, 3], "driftscope reads the deflated trace")
     x = np.array([1.0, -2.5, 3.1415926, 1e-30, 65504.0, np.inf, -np.inf, 1.00390625, 1.01171875], np.float32)
     ok &= check((bf16_bits(x) == torch.from_numpy(x).bfloat16().view(torch.int16).numpy().view(np.uint16)).all(),
                 "bf16 rounding of ties and special values matches torch")
