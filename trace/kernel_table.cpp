@@ -174,6 +174,11 @@ std::vector<KernelRecord> read_kernel_table(hid_t file, const std::string& trace
       throw bad(fmt::format("has columns of unequal length ({})", fmt::join(lengths, ", ")));
     }
   }
+  // Sized from the file's claim before anything is read: bounded (docs/cli.md, "Input limits")
+  if (n > kMaxKernelRows) {
+    throw bad(fmt::format("claims {} kernel launches, more than the limit of {}", n,
+                          kMaxKernelRows));
+  }
   const size_t rows = static_cast<size_t>(n);
   std::vector<int32_t> pass(rows), grid(3 * rows), block(3 * rows);
   std::vector<int64_t> duration(rows);

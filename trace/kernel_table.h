@@ -47,9 +47,13 @@ class KernelTableWriter {
 // Whether the file has a /kernels group.
 bool has_kernel_table(hid_t file);
 
+// The most kernel launches read_kernel_table reads (about 2.5 GB of records): a 7B model's
+// 8k-token decode launches about 2.4 million.
+constexpr int64_t kMaxKernelRows = int64_t{1} << 24;
+
 // Every row of /kernels in order (empty when there is no table). Throws ds::Error with a hint
 // when the table is malformed: a missing column, a column of the wrong type or shape, columns of
-// unequal length. `trace` names the file in messages.
+// unequal length, more than kMaxKernelRows rows. `trace` names the file in messages.
 std::vector<KernelRecord> read_kernel_table(hid_t file, const std::string& trace);
 
 }  // namespace ds::trace

@@ -51,8 +51,8 @@ namespace {
 // sequence on first use and dropped after each group of co-batched sequences.
 class Pairing final : public ShadowSource, public TapHook {
  public:
-  Pairing(const trace::TraceReader& a, const PairSink& sink, bool split_mlp, int n_layers)
-      : a_(a), sink_(sink), split_mlp_(split_mlp), n_layers_(n_layers) {}
+  Pairing(const trace::TraceReader& a, const PairSink& sink, bool split_mlp)
+      : a_(a), sink_(sink), split_mlp_(split_mlp) {}
 
   void bind_slot(int slot, int seq) { slot_seq_[slot] = seq; }
   void clear() { cache_.clear(); }
@@ -163,7 +163,6 @@ class Pairing final : public ShadowSource, public TapHook {
   const trace::TraceReader& a_;
   const PairSink& sink_;
   bool split_mlp_;
-  int n_layers_;
   std::map<int, int> slot_seq_;
   std::map<std::pair<int, std::string>, std::vector<float>> cache_;
   std::vector<float> b_;
@@ -216,7 +215,7 @@ void run_attribution(const Model& model, const trace::TraceReader& a,
   }
   const int batch = std::min<int>(rc.batch, static_cast<int>(prompts.size()));
   auto rt = make_runtime(model, numerics(rc), needed_capacity(longest, 0, c.max_seq_len), batch);
-  Pairing pairing(a, sink, opt.split_mlp, c.n_layers);
+  Pairing pairing(a, sink, opt.split_mlp);
   rt->set_tap_hook(&pairing);
   rt->set_shadow_source(&pairing);
   GenerateOptions g;

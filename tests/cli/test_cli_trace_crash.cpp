@@ -13,10 +13,14 @@
 #include <cstring>
 #include <fstream>
 #include <random>
+#include <string>
+#include <vector>
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include "common/error.h"
 #include "tests/support/paths.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/text.h"
@@ -61,24 +65,39 @@ struct Survived {
   int64_t committed_rows = 0;  // steps' rows the commit marker (gen_len) vouches for
   int64_t extra_rows = 0;      // rows present in every dataset beyond them
   int64_t extra_equal = 0;     // of which equal to the reference
+  std::vector<std::string> problems;  // what broke the contract (empty: none)
 };
 
 // Every committed row of every sequence of `cut` equals the reference, bit for bit: tokens,
 // every hidden site, top-K ids and logits, log-sum-exp. Rows past the commit are compared too
-// and counted, not required (they were written after the last flush point).
+// and counted, not required (they were written after the last flush point). What fails is
+// listed, not asserted here: how many sequences a killed file holds depends on when the kill
+// landed, and the test's assertions should not (one per kill).
 Survived check_against(const TraceReader& cut, const TraceReader& ref) {
   Survived out;
   for (int i : cut.sequence_indices()) {
-    INFO("sequence " << i);
     const auto c = cut.sequence(i);
     const auto r = ref.sequence(i);
-    REQUIRE(c.prompt_len == r.prompt_len);
+    auto problem = [&](const std::string& what) {
+      out.problems.push_back(fmt::format("sequence {}: {}", i, what));
+    };
     const int64_t t_committed = c.prompt_len + c.gen_len;
     const int64_t committed = c.gen_len > 0 ? t_committed - 1 : 0;
-    REQUIRE(t_committed <= static_cast<int64_t>(c.tokens.size()));
-    REQUIRE(committed <= c.rows);
-    REQUIRE(committed <= r.rows);
-    CHECK(std::equal(c.tokens.begin(), c.tokens.begin() + t_committed, r.tokens.begin()));
+    if (c.prompt_len != r.prompt_len) {
+      problem("prompt_len differs");
+      continue;
+    }
+    if (t_committed > static_cast<int64_t>(c.tokens.size())) {
+      problem("fewer tokens than gen_len vouches for");
+      continue;
+    }
+    if (committed > c.rows || committed > r.rows) {
+      problem("fewer rows than gen_len vouches for");
+      continue;
+    }
+    if (!std::equal(c.tokens.begin(), c.tokens.begin() + t_committed, r.tokens.begin())) {
+      problem("committed tokens differ");
+    }
     auto rows_equal = [&](int64_t begin, int64_t count) {
       bool eq = true;
       for (const auto& site : r.sites) {
@@ -90,8 +109,11 @@ Survived check_against(const TraceReader& cut, const TraceReader& ref) {
              same_bits(cut.lse(i, begin, count), ref.lse(i, begin, count));
     };
     if (committed > 0) {
-      REQUIRE(c.sites.size() == r.sites.size());
-      CHECK(rows_equal(0, committed));
+      if (c.sites.size() != r.sites.size()) {
+        problem("other hidden sites");
+        continue;
+      }
+      if (!rows_equal(0, committed)) problem("committed rows differ");
     }
     out.committed_rows += committed;
     const int64_t extra = std::min(c.rows, r.rows) - committed;
@@ -139,10 +161,16 @@ TEST_CASE("run killed with SIGKILL at 20 random moments: the file opens, committ
     int status = 0;
     waitpid(pid, &status, 0);
     if (WIFEXITED(status)) ++finished_before_kill;
-    if (!fs::exists(out)) continue;  // killed before the file was created
-    std::optional<TraceReader> cut;
-    REQUIRE_NOTHROW(cut.emplace(TraceReader::open(out)));
-    const Survived s = check_against(*cut, ref);
+    Survived s;
+    if (fs::exists(out)) {  // else killed before the file was created
+      try {
+        s = check_against(TraceReader::open(out), ref);
+      } catch (const ds::Error& e) {
+        s.problems.push_back(fmt::format("reading it failed: {}", e.what()));
+      }
+    }
+    INFO(fmt::format("{}", fmt::join(s.problems, "; ")));
+    CHECK(s.problems.empty());  // one assertion a kill, wherever it landed
     committed += s.committed_rows;
     extra += s.extra_rows;
     extra_equal += s.extra_equal;

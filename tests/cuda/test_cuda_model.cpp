@@ -35,7 +35,7 @@ std::string traced(const TempDir& dir, const std::string& name, const std::strin
 }
 
 nlohmann::json diff_json(const std::string& a, const std::string& b) {
-  const CliResult r = run_cli(fmt::format("diff {} {} --json", a, b));
+  const CliResult r = run_cli(fmt::format("diff -q --json - {} {}", a, b));
   INFO(r.err);
   REQUIRE((r.exit_code == 0 || r.exit_code == 1));
   return nlohmann::json::parse(r.out);
@@ -119,7 +119,7 @@ TEST_CASE("CUDA bf16 against the CPU bf16 emulation: drift reported", "[cuda][mo
 
 TEST_CASE("CUDA taps do not change a single logit", "[cuda][model][taps]") {
   const Model m = load_model(stories_bin());
-  const std::vector<int32_t> prompt = {1, 403, 407, 261, 378, 1033, 5, 22};
+  const std::vector<int32_t> prompt = {1, 403, 407, 261, 378, 433, 5, 22};  // ids < 512: stories260K's vocabulary
   for (DType d : {DType::fp32, DType::bf16}) {
     Numerics nx;
     nx.dtype = d;
