@@ -1,107 +1,130 @@
 #!/usr/bin/env bash
-# CI: runs every libFuzzer target of build-asan/ (made by scripts/ci_sanitize.sh) for
-# FUZZ_SECONDS (default 60) each, two at a time, starting from its seed corpus tests/fuzz/corpus/
-# <target>/ (new inputs go to a scratch directory, not the repository). Prints executions per
-# second and total executions per target. A crash, sanitizer report, timeout or out-of-memory
-# fails the run; its input is copied into the target's corpus as a regression case (commit it
-# with the fix: the replay test fuzz_replay_<target> then runs it in every build) and printed in
-# base64 for when the machine is gone. Usage: scripts/ci_fuzz.sh [TARGET...] (default: all).
+# CI: fuzzes every libFuzzer target of build-asan/ (made by scripts/ci_sanitize.sh) for a fixed
+# number of executions from a fixed seed, two targets at a time, so that the same commit gets the
+# same verdict on any machine (docs/fuzzing.md "CI fuzzing"). Each target starts from its
+# committed corpus tests/fuzz/corpus/<target>/ (as a sorted list) and an empty scratch corpus, and
+# runs its count from ci_runs below (-runs, -seed; no time limit). A fault inside HDF5 (known,
+# tests/fuzz/known_hangs/) is reported and the target resumes with the next seed for the runs left,
+# so the total stays fixed. Any other fault fails the run: the whole log of the failing run and of
+# the replay of its input alone are printed, the input is copied to
+# tests/fuzz/corpus/<target>/regression-<kind>-<sha1> (commit it with the fix: the replay test
+# fuzz_replay_<target> then runs it in every build), with the command that reproduces it and the
+# input in base64 (CI machines are gone afterwards). Finding new bugs is scripts/fuzz_explore.sh's
+# job, beside CI.
+# Usage: scripts/ci_fuzz.sh [TARGET...] (default: all). Environment: FUZZ_SEED (default 1),
+# FUZZ_RUNS (one count for every target instead of ci_runs, for quick checks), FUZZ_JOBS (default
+# 2), FUZZ_WORK (scratch folder, default build-asan/ci-fuzz; emptied first).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/sanitizer_env.sh
-seconds=${FUZZ_SECONDS:-60}
-bin=build-asan/tests/fuzz
+source scripts/fuzz_lib.sh
+
+# Executions per target: about 60 s each at the rates measured on a 2-core machine running two
+# targets at once (docs/fuzzing.md "Cost"), so the stage takes about 5 minutes. The counts include
+# the committed corpus, which each target runs first.
+declare -A ci_runs=(
+  [hf_config]=210000
+  [llama2c_model]=400000
+  [llama2c_tokenizer]=180000
+  [prompts]=45000
+  [run_config_toml]=30000
+  [safetensors]=170000
+  [tokenizer_encode]=280000
+  [tokenizer_json]=60000
+  [trace_reader]=1000
+)
+seed=${FUZZ_SEED:-1}
+jobs=${FUZZ_JOBS:-2}
+work=${FUZZ_WORK:-build-asan/ci-fuzz}
+
 targets=("$@")
-if [ ${#targets[@]} -eq 0 ]; then
-  # the files that define a target (fuzz_target.cpp holds their shared harness)
-  for f in $(grep -l LLVMFuzzerTestOneInput tests/fuzz/fuzz_*.cpp); do
-    targets+=("$(basename "$f" .cpp | sed 's/^fuzz_//')")
-  done
+[ ${#targets[@]} -gt 0 ] || mapfile -t targets < <(fuzz_all_targets)
+fuzz_check_targets "${targets[@]}"
+for t in "${targets[@]}"; do
+  [ -n "${FUZZ_RUNS:-}" ] || [ -n "${ci_runs[$t]:-}" ] || {
+    echo "ci_fuzz: no run count for fuzz_$t: add one to ci_runs in scripts/ci_fuzz.sh" >&2
+    exit 2
+  }
+done
+
+# The classifier first, on hand-made logs of every form it must read.
+if ! selftest=$(fuzz_classify_selftest); then
+  echo "$selftest"
+  echo "ci_fuzz: the classifier (scripts/fuzz_lib.sh) misreads a hand-made log" >&2
+  exit 1
 fi
-work=$(mktemp -d /tmp/driftscope-fuzz.XXXXXX)
-trap 'rm -rf "$work"' EXIT
 
-# A timeout, a sanitizer report or an allocation over the memory limit whose stack, below
-# libFuzzer's handlers, the sanitizer's interceptors, malloc and libc, starts inside libhdf5:
-# HDF5 1.10.8 looping on, misreading its own memory for, or trusting a size in a damaged file
-# (tests/fuzz/known_hangs/README.md), not driftscope code. Such a fault is reported and its input
-# kept, and the target goes on for the rest of its time; anything else (a driftscope frame on
-# top, an escaped exception) fails the run.
-# The C library functions AddressSanitizer replaces with its own (its frame is named as the libc
-# function, inside the fuzz binary): a fault found in one was made by its caller.
-libc_intercepted="malloc|calloc|realloc|free|strdup|strndup|strlen|strnlen|strcpy|strncpy|strcat"
-libc_intercepted+="|strcmp|strncmp|strchr|strrchr|memcpy|memmove|memset|memcmp|memchr"
-hang_in_hdf5() {  # LOG
-  grep -q -E "ERROR: libFuzzer: (timeout|out-of-memory \(malloc)|ERROR: AddressSanitizer" "$1" &&
-    grep -E "^ +#[0-9]+ " "$1" |
-    grep -v -E "libFuzzer|fuzzer::|sanitizer|__interceptor_|__asan|libc\.so| in ($libc_intercepted) " |
-    head -1 | grep -q libhdf5
+rm -rf "$work"
+mkdir -p "$work"
+[ ${#FUZZ_WRAP[@]} -gt 0 ] ||
+  echo "ci_fuzz: note: address-space randomisation cannot be turned off here (setarch -R)"
+echo "ci_fuzz: ${#targets[@]} targets, seed $seed, $jobs at a time, scratch $work"
+
+ci_one() {  # TARGET
+  FUZZ_RUNS=${FUZZ_RUNS:-${ci_runs[$1]}} FUZZ_SEED=$seed fuzz_loop "$1" "$work/$1" 2>&1
 }
+start=$(date +%s)
+fuzz_pool "$jobs" ci_one "${targets[@]}"
+failed=("${FUZZ_FAILED[@]}")
+wall=$(($(date +%s) - start))
 
-fuzz_one() {  # TARGET: libFuzzer runs for $seconds in all; logs $work/TARGET.N.log
-  local t=$1 dict=() start run=0 left timeout=25
-  # a trace image is read in milliseconds; a short timeout keeps HDF5's hangs from eating the time
-  [ "$t" = trace_reader ] && timeout=5
-  case $t in
-    safetensors | hf_config | tokenizer_json | prompts) dict=(-dict=tests/fuzz/dict/json.dict) ;;
-    run_config_toml) dict=(-dict=tests/fuzz/dict/toml.dict) ;;
-  esac
-  mkdir -p "$work/$t.new" "$work/$t.crash" "$work/$t.hang"
-  start=$(date +%s)
-  while left=$((seconds - ($(date +%s) - start))); [ "$left" -gt 0 ]; do
-    run=$((run + 1))
-    if "$bin/fuzz_$t" -max_total_time="$left" -timeout="$timeout" -rss_limit_mb=4096 -print_final_stats=1 \
-      -artifact_prefix="$work/$t.crash/" "${dict[@]}" "$work/$t.new" "tests/fuzz/corpus/$t" \
-      >"$work/$t.$run.log" 2>&1; then
-      break
-    elif hang_in_hdf5 "$work/$t.$run.log"; then
-      mv "$work/$t.crash"/* "$work/$t.hang/" 2>/dev/null || true
-    else
-      return 1
-    fi
-  done
-  echo $(($(date +%s) - start)) >"$work/$t.seconds"
-}
-
-pids=() failed=()
+printf '%-18s %8s %8s %8s %11s %8s %6s %6s\n' target runs seconds "execs/s" executions corpus new known
 for t in "${targets[@]}"; do
-  [ -x "$bin/fuzz_$t" ] || { echo "ci_fuzz: $bin/fuzz_$t is missing (run scripts/ci_sanitize.sh)"; exit 2; }
-  fuzz_one "$t" &
-  pids+=("$!:$t")
-  if [ ${#pids[@]} -ge 2 ]; then  # two at a time: the CI machine has two cores
-    for p in "${pids[@]}"; do wait "${p%%:*}" || failed+=("${p#*:}"); done
-    pids=()
-  fi
+  d=$work/$t
+  secs=$(cat "$d/seconds" 2>/dev/null || echo 0)
+  execs=$(cat "$d/execs" 2>/dev/null || echo 0)
+  corp=$(sed -n 's/.*DONE .* corp: \([0-9]*\)\/.*/\1/p' "$d"/run.*.log 2>/dev/null | tail -1)
+  printf '%-18s %8s %8s %8s %11s %8s %6s %6s\n' "$t" "${FUZZ_RUNS:-${ci_runs[$t]}}" "$secs" \
+    "$((execs / (secs > 0 ? secs : 1)))" "$execs" "${corp:--}" "$(fuzz_new_inputs "$d")" \
+    "$(awk '$2 == "hdf5"' "$d/faults" 2>/dev/null | wc -l)"
 done
-for p in "${pids[@]}"; do wait "${p%%:*}" || failed+=("${p#*:}"); done
+echo "ci_fuzz: ${wall} s"
 
-printf '%-20s %8s %12s %14s %8s %6s\n' target seconds "execs/s" executions corpus hangs
 for t in "${targets[@]}"; do
-  execs=$(cat "$work/$t".*.log | sed -n 's/^stat::number_of_executed_units: *//p' | awk '{n += $1} END {print n + 0}')
-  secs=$(cat "$work/$t.seconds" 2>/dev/null || echo "$seconds")
-  printf '%-20s %8s %12s %14s %8s %6s\n' "$t" "$secs" "$((execs / (secs > 0 ? secs : 1)))" "$execs" \
-    "$(ls "$work/$t.new" | wc -l)+$(ls "tests/fuzz/corpus/$t" | wc -l)" "$(ls "$work/$t.hang" | wc -l)"
-done
-for t in "${targets[@]}"; do
-  for h in "$work/$t.hang"/*; do
-    [ -f "$h" ] || continue
-    echo "ci_fuzz: fuzz_$t: $(basename "$h") ($(stat -c %s "$h") bytes) fails inside HDF5 (a hang or a memory error of HDF5's own): known," \
-      "not a failure (tests/fuzz/known_hangs/README.md)"
-  done
+  while read -r k verdict fc rc input s; do
+    [ "$verdict" = hdf5 ] || continue
+    echo "ci_fuzz: fuzz_$t run $k (seed $s): a known fault inside HDF5, not a failure" \
+      "(tests/fuzz/known_hangs/README.md): fuzz run $fc, replay alone $rc;" \
+      "input sha1 $(sha1sum <"$input" | cut -c1-40), $(stat -c %s "$input") bytes"
+  done <"$work/$t/faults"
 done
 
 status=0
 for t in "${failed[@]}"; do
   status=1
-  echo "ci_fuzz: fuzz_$t FAILED; the end of its log:"
-  tail -60 "$(ls -t "$work/$t".*.log | head -1)"
-  for a in "$work/$t.crash"/*; do
-    [ -f "$a" ] || continue
-    dest="tests/fuzz/corpus/$t/regression-$(basename "$a")"
-    cp "$a" "$dest"
-    echo "ci_fuzz: the input is now $dest (reproduce: $bin/fuzz_$t $dest); base64:"
-    base64 -w 0 "$a"
+  d=$work/$t
+  read -r k verdict fc rc input s < <(tail -1 "$d/faults") || true
+  if [ -z "${k:-}" ]; then
+    echo "ci_fuzz: fuzz_$t FAILED without a fault recorded; its logs are in $d"
+    continue
+  fi
+  echo "================================================================================"
+  case $verdict in
+    ours) echo "ci_fuzz: fuzz_$t FAILED: a fault that is not HDF5's (fuzz run: $fc; replay of the input alone: $rc)" ;;
+    disagree) echo "ci_fuzz: fuzz_$t FAILED: the fuzz run and the replay of its input alone classify" \
+      "the fault differently (fuzz run: $fc; replay: $rc), so CI cannot call it HDF5's: compare the two logs below" ;;
+    *) echo "ci_fuzz: fuzz_$t FAILED: libFuzzer stopped (fuzz run: $fc) without an input to replay" ;;
+  esac
+  echo "ci_fuzz: the whole log of run $k ($(cat "$d/cmd.$k")):"
+  cat "$d/run.$k.log"
+  if [ -f "$d/replay.$k.log" ]; then
+    echo "ci_fuzz: the whole log of the replay of its input alone:"
+    cat "$d/replay.$k.log"
+  fi
+  echo "================================================================================"
+  if [ -f "$input" ]; then
+    name=$(basename "$input")
+    kind=$(echo "$fc" | cut -d/ -f2)
+    dest=tests/fuzz/corpus/$t/regression-$kind-$(sha1sum <"$input" | cut -c1-40)
+    cp "$input" "$dest"
+    echo "ci_fuzz: the input ($name, $(stat -c %s "$input") bytes) is now $dest"
+    echo "ci_fuzz: reproduce it alone:  $(fuzz_repro_command "$t" "$dest")"
+  fi
+  echo "ci_fuzz: reproduce this whole run: FUZZ_SEED=$seed scripts/ci_fuzz.sh $t  (run $k used seed $s)"
+  if [ -f "$input" ]; then
+    echo "ci_fuzz: the input in base64 (base64 -d > $dest):"
+    base64 -w 0 "$input"
     echo
-  done
+  fi
 done
 exit $status
