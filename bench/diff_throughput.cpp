@@ -19,10 +19,17 @@
 //   bench_diff_throughput --writer-compression [--shape S] [--mb N] [--dir DIR] [--reps 3]
 //       the pair written by the trace writer with --compression deflate1 and none (the default),
 //       interleaved: size, write seconds, cat, diff
+//   bench_diff_throughput --untrusted [--shape S] [--mb N] [--dir DIR] [--reps 7]
+//       what reading traces from strangers costs (docs/trace-format.md, "Untrusted traces"): the
+//       pair written without and with the Fletcher-32 checksums of tokens, top-K and lse, then,
+//       interleaved, the diff of the plain pair as before (no checksum, in this process), of the
+//       checksummed pair, and of the checksummed pair in a watched child as `driftscope diff`
+//       reads (src/cli/read_supervisor.h); ratios to the first
 //   bench_diff_throughput --diff-only A.h5 B.h5           (child: one diff, rendered)
+//   bench_diff_throughput --diff-watched A.h5 B.h5        (child: the same in a watched child)
 //   bench_diff_throughput --hdf5-floor A.h5 B.h5          (child: the HDF5 floor above)
-//   bench_diff_throughput --write-pair A.h5 B.h5 ROWS SHAPE [DEFLATE_LEVEL]
-//                                                        (child: writes the pair; level 0 = none)
+//   bench_diff_throughput --write-pair A.h5 B.h5 ROWS SHAPE [DEFLATE_LEVEL [CHECKSUM]]
+//                            (child: writes the pair; level 0 = none; CHECKSUM 0 = without)
 // Every heavy step runs in a child forked from this small process: Linux counts the RSS a child
 // inherited at fork in its ru_maxrss, so a big parent would inflate the measurement.
 #include <fmt/format.h>
@@ -43,6 +50,7 @@
 
 #include "bench/child_process.h"
 #include "diff/diff.h"
+#include "src/cli/read_supervisor.h"
 #include "trace/writer.h"
 #include "viewer/json.h"
 #include "viewer/terminal.h"
@@ -98,7 +106,8 @@ double row_bytes(const Shape& sh) {
 
 // Writes A and B with `rows` positions per sequence; B = A·(1 + 1e-6·noise), logits + 1e-4·noise.
 void write_pair(const fs::path& a, const fs::path& b, int rows, const Shape& sh,
-                int deflate_level = ds::trace::WriterOptions{}.deflate_level) {
+                int deflate_level = ds::trace::WriterOptions{}.deflate_level,
+                bool checksum = ds::trace::WriterOptions{}.checksum) {
   const auto names = sites(sh);
   auto make = [&](const fs::path& p, bool is_b) {
     ds::trace::WriterOptions w;
@@ -106,6 +115,7 @@ void write_pair(const fs::path& a, const fs::path& b, int rows, const Shape& sh,
     w.force = true;
     w.full_logits = sh.full_logits;
     w.deflate_level = deflate_level;
+    w.checksum = checksum;
     w.queue_steps = 2;  // steps are large here: keep the writer's queue small
     ds::trace::RunInfo info;
     info.tool_version = "bench";
@@ -263,7 +273,8 @@ int compression_study(const std::string& self, const fs::path& dir, int reps, co
              "seconds writing A's datasets\n", sh.name);
   fmt::print("{:>18} {:>10} {:>9} {:>9} {:>9} {:>9} {:>8}\n", "pipeline", "A MB", "write s",
              "cat s", "diff s", "h5py s", "diff/cat");
-  for (const char* kind : {"none", "deflate1", "shuffle-deflate1", "shuffle-deflate4", "shuffle-deflate9"}) {
+  for (const char* kind :
+       {"none", "fletcher32", "deflate1", "shuffle-deflate1", "shuffle-deflate4", "shuffle-deflate9"}) {
     const fs::path va = dir / fmt::format("a_{}.h5", kind), vb = dir / fmt::format("b_{}.h5", kind);
     const std::string out = (dir / "repack.out").string();
     const std::string cmd = fmt::format("/usr/bin/python3 '{}' '{}' '{}' {} > '{}'", repack,
@@ -334,20 +345,57 @@ int writer_compression_study(const std::string& self, const fs::path& dir, int r
   return 0;
 }
 
+// The diff of a plain pair (as read before checksums and watched reads), of a checksummed pair,
+// and of the checksummed pair in a watched child, interleaved; medians of `reps`.
+int untrusted_study(const std::string& self, const fs::path& dir, int reps, const Shape& sh,
+                    int mb) {
+  const fs::path a0 = dir / "a_plain.h5", b0 = dir / "b_plain.h5", a1 = dir / "a_checksum.h5",
+                 b1 = dir / "b_checksum.h5";
+  const std::string rows = std::to_string(rows_for(sh, mb)), level = "0";
+  std::fflush(stdout);
+  run_child({self, "--write-pair", a0.string(), b0.string(), rows, sh.name, level, "0"});
+  run_child({self, "--write-pair", a1.string(), b1.string(), rows, sh.name, level, "1"});
+  const std::string cat = fmt::format("cat '{}' '{}' '{}' '{}' > /dev/null", a0.string(),
+                                      b0.string(), a1.string(), b1.string());
+  if (std::system(cat.c_str()) != 0) return 2;  // warm the page cache
+  std::vector<double> plain, checked, watched;
+  for (int r = 0; r < reps; ++r) {
+    plain.push_back(run_child({self, "--diff-only", a0.string(), b0.string()}).wall);
+    checked.push_back(run_child({self, "--diff-only", a1.string(), b1.string()}).wall);
+    watched.push_back(run_child({self, "--diff-watched", a1.string(), b1.string()}).wall);
+  }
+  const double p = median(plain), c = median(checked), w = median(watched);
+  fmt::print("synthetic traces ({}), --compression none, {} rows a sequence, A {:.1f} MB plain, "
+             "{:.1f} MB checksummed; medians of {} interleaved runs\n",
+             sh.name, rows, fs::file_size(a0) / 1e6, fs::file_size(a1) / 1e6, reps);
+  fmt::print("{:<52} {:>8} {:>8}\n", "diff", "s", "ratio");
+  fmt::print("{:<52} {:>8.3f} {:>7.3f}x\n", "plain pair, in this process (as before)", p, 1.0);
+  fmt::print("{:<52} {:>8.3f} {:>7.3f}x\n", "checksummed tokens/top-K/lse, in this process", c,
+             c / p);
+  fmt::print("{:<52} {:>8.3f} {:>7.3f}x\n", "checksummed, in a watched child (driftscope diff)", w,
+             w / p);
+  for (const auto& f : {a0, b0, a1, b1}) fs::remove(f);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc == 4 && std::string(argv[1]) == "--diff-only") return diff_only(argv[2], argv[3]);
+  if (argc == 4 && std::string(argv[1]) == "--diff-watched") {
+    return ds::run_with_watched_reads([&] { return diff_only(argv[2], argv[3]); });
+  }
   if (argc == 4 && std::string(argv[1]) == "--hdf5-floor") return hdf5_floor(argv[2], argv[3]);
-  if ((argc == 6 || argc == 7) && std::string(argv[1]) == "--write-pair") {
+  if (argc >= 6 && argc <= 8 && std::string(argv[1]) == "--write-pair") {
     write_pair(argv[2], argv[3], std::atoi(argv[4]), shape_named(argv[5]),
-               argc == 7 ? std::atoi(argv[6]) : ds::trace::WriterOptions{}.deflate_level);
+               argc >= 7 ? std::atoi(argv[6]) : ds::trace::WriterOptions{}.deflate_level,
+               argc == 8 ? std::atoi(argv[7]) != 0 : ds::trace::WriterOptions{}.checksum);
     return 0;
   }
   std::vector<int> sizes = {200, 400};
   fs::path dir = fs::temp_directory_path() / "ds-bench-diff";
   int reps = 3;
-  bool keep = false, compression = false, writer_compression = false;
+  bool keep = false, compression = false, writer_compression = false, untrusted = false;
   const Shape* sh = &kBench;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -371,10 +419,12 @@ int main(int argc, char** argv) {
       compression = true;
     } else if (arg == "--writer-compression") {
       writer_compression = true;
+    } else if (arg == "--untrusted") {
+      untrusted = true;
     } else {
       fmt::print(stderr,
                  "usage: {} [--shape bench|110m] [--mb 200,400] [--dir DIR] [--reps N] [--keep] "
-                 "[--compression | --writer-compression]\n",
+                 "[--compression | --writer-compression | --untrusted]\n",
                  argv[0]);
       return 2;
     }
@@ -383,6 +433,7 @@ int main(int argc, char** argv) {
   const std::string self = fs::canonical("/proc/self/exe").string();
   if (compression) return compression_study(self, dir, reps, *sh, sizes.front());
   if (writer_compression) return writer_compression_study(self, dir, reps, *sh, sizes.front());
+  if (untrusted) return untrusted_study(self, dir, reps, *sh, sizes.front());
   if (sh == &k110m) sizes = {0};
   fmt::print(
       "synthetic traces ({}): {} sequences, {} hidden sites of width {}, {} V={}, f32, written with "

@@ -4,7 +4,10 @@ bench_diff_throughput --compression): same groups, attributes, values and chunk 
 filter pipeline changes. Prints the seconds spent writing the datasets (data already in memory),
 which is what the filter costs the writer.
 
-  trace_repack.py IN.h5 OUT.h5 none|deflate1|shuffle-deflate1|shuffle-deflate4|shuffle-deflate9
+  trace_repack.py IN.h5 OUT.h5 none|fletcher32|deflate1|shuffle-deflate1|shuffle-deflate4|shuffle-deflate9
+
+fletcher32: every dataset with HDF5's Fletcher-32 checksum and no compression (what checksumming
+hidden states too would cost; driftscope checksums tokens, top-K and lse only).
 """
 import sys
 import time
@@ -15,6 +18,8 @@ import h5py
 def filters(kind):
     if kind == "none":
         return {}
+    if kind == "fletcher32":
+        return {"fletcher32": True}
     shuffle = kind.startswith("shuffle-")
     level = int(kind[-1])
     return {"compression": "gzip", "compression_opts": level, "shuffle": shuffle}
