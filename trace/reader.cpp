@@ -266,9 +266,10 @@ SequenceInfo TraceReader::sequence(int seq) const {
     // The datasets the check opens stay open in the reader's cache for the reads that follow.
     open_->sets.clear();
     open_->seq = seq;
-    check_sequence(group.get(), "/" + g, [&](const std::string& rel, h5::Elem elem, h5::Id d) {
+    const auto keep = [&](const std::string& rel, h5::Elem elem, h5::Id d) {
       open_->sets[rel] = std::make_unique<DatasetRows>(std::move(d), elem, open_->plain);
-    });
+    };
+    check_sequence(group.get(), "/" + g, keep, /*status_may_be_lost=*/lenient_);
     return read_sequence(seq, group.get());
   } catch (const Error& e) {
     const std::string what = e.what();
@@ -283,7 +284,12 @@ SequenceInfo TraceReader::read_sequence(int seq, hid_t group) const {
   s.index = seq;
   s.prompt_len = static_cast<int>(h5::read_attr_int(group, "prompt_len"));
   s.gen_len = static_cast<int>(h5::read_attr_int(group, "gen_len"));
-  s.stop_reason = h5::read_attr_string(group, "stop_reason");
+  try {
+    s.stop_reason = h5::read_attr_string(group, "stop_reason");
+  } catch (const Error&) {
+    if (!lenient_) throw;
+    s.stop_reason = "running";  // lost past the cut (check_sequence took it so): gen_len decides
+  }
   {
     DatasetRows& d = rows_of(seq, "tokens", h5::Elem::I32);
     s.tokens.resize(static_cast<size_t>(d.shape()[0]));
