@@ -43,6 +43,16 @@ bool locked_by_a_writer(const fs::path& path) {
   return locked;
 }
 
+// The locating driver's access list with one metadata read attempt. SWMR read mode retries a
+// metadata checksum failure 100 times with growing sleeps (minutes on a damaged superblock), for
+// a writer that may be midway through a write; a trace another run is writing is refused by its
+// lock, so one read is all a reader needs.
+h5::Id reader_fapl() {
+  h5::Id fapl = locating_fapl();
+  DS_H5(H5Pset_metadata_read_attempts(fapl.get(), 1));
+  return fapl;
+}
+
 // Runs `read`; an error that does not already name the trace (a failed HDF5 call, a group that
 // cannot be opened) becomes "trace 'PATH' is damaged: <what>", with a hint.
 template <typename Read>
@@ -77,11 +87,7 @@ TraceReader TraceReader::open(const fs::path& path) {
                 "a driftscope trace is the .h5 file written by `driftscope run`");
   }
   // HDF5's sec2 driver, with chunks located in one step (trace/locating_driver.h)
-  const h5::Id locating = locating_fapl();
-  // SWMR read mode retries a metadata checksum failure 100 times with growing sleeps (minutes on
-  // a damaged superblock), for a writer that may be midway through a write; a trace another run
-  // is writing is refused below (its lock), so one read is all a reader needs.
-  DS_H5(H5Pset_metadata_read_attempts(locating.get(), 1));
+  const h5::Id locating = reader_fapl();
   hid_t fid = H5Fopen(path.c_str(), H5F_ACC_RDONLY, locating.get());
   if (fid < 0 && !locked_by_a_writer(path)) {
     // A run killed (or stopped by a full disk) while its file was in SWMR write mode leaves
@@ -92,8 +98,7 @@ TraceReader TraceReader::open(const fs::path& path) {
   if (fid < 0 && !locked_by_a_writer(path)) {
     // Killed inside one of the writer's short plain-mode windows: the flags say "open for
     // write". Read-only, ignoring them (what `h5clear -s` does, without writing the file).
-    h5::Id fapl = locating_fapl();
-    DS_H5(H5Pset_metadata_read_attempts(fapl.get(), 1));
+    h5::Id fapl = reader_fapl();
     hbool_t ignore_flags = 1;  // HDF5's property behind h5clear (H5F_ACS_CLEAR_STATUS_FLAGS_NAME)
     if (H5Pset(fapl.get(), "clear_status_flags", &ignore_flags) >= 0) {
       fid = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get());
@@ -105,8 +110,7 @@ TraceReader TraceReader::open(const fs::path& path) {
     // than the end address its superblock records. Opened with that check skipped (h5clear's
     // property, H5F_ACS_SKIP_EOF_CHECK_NAME), what lies before the cut reads as usual, and a read
     // past it fails (the locating driver) instead of reading zeros.
-    h5::Id fapl = locating_fapl();
-    DS_H5(H5Pset_metadata_read_attempts(fapl.get(), 1));
+    h5::Id fapl = reader_fapl();
     hbool_t yes = 1;
     if (H5Pset(fapl.get(), "clear_status_flags", &yes) >= 0 &&
         H5Pset(fapl.get(), "skip_eof_check", &yes) >= 0) {
