@@ -1,5 +1,5 @@
 // Tracing overhead and the trace writer's memory (issue 19):
-//  260k  wall time of the same generation on the bundled stories260K untraced, traced with the
+//  260k  wall time of the same generation on the bundled kjv-llama untraced, traced with the
 //        default probes and with all probes, each with the default compression (shuffle +
 //        deflate 1) and with none (--compression none), measured interleaved (A B C D E A B ...)
 //        so machine noise hits all alike; medians, traced / untraced ratios and trace sizes.
@@ -175,7 +175,7 @@ int main(int argc, char** argv) {
       ds::default_model_path().parent_path() / "prompts.txt", tok.get());
   if (sections.find("260k") != std::string::npos) {
     std::vector<ds::Prompt> eight(prompts.begin(), prompts.begin() + 8);
-    overhead("stories260K", m, eight, 200, reps);
+    overhead("kjv-llama", m, eight, 200, reps);
   }
   if (sections.find("110m") != std::string::npos) {
     const fs::path bin = fs::temp_directory_path() / "driftscope_bench_110m.bin";

@@ -7,8 +7,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# libopenblas0-openmp: Debian's torch calls the system BLAS, by default the reference one, about 20
+# times slower on the engines tests' matmuls (scripts/make_models refuses it; docs/models.md).
 packages=(python3 python3-venv python3-pip python3-torch python3-numpy python3-h5py python3-yaml python3-requests
-          python3-typing-extensions)
+          python3-typing-extensions libopenblas0-openmp)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

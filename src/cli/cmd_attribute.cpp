@@ -149,7 +149,7 @@ CommandRun register_attribute(CLI::App& app) {
       ->required();
   cmd->add_option("-m,--model", args->model.model,
                   "the model A was recorded with (llama2.c .bin or Hugging Face directory); "
-                  "default: the bundled stories260K");
+                  "default: the bundled kjv-llama");
   add_run_config_options(*cmd, args->run);
   cmd->add_option("--json", args->json, "write the report as JSON to FILE, or - for stdout");
   cmd->add_option("--html", args->html,

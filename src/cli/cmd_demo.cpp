@@ -128,9 +128,12 @@ int run_demo(const CLI::App& cmd, DemoArgs& a) {
   if (a.html) outputs.push_back(out / "report.html");
   check_outputs(outputs, a.force);
   LoadedModel lm = load_model_and_prompt(a.model, /*need_tokenizer=*/true, /*want_prompt=*/false);
-  const fs::path prompts_file = !a.prompts_file.empty()
-                                    ? fs::path(a.prompts_file)
-                                    : lm.model.path.parent_path() / "prompts.txt";
+  // Beside the model: in a Hugging Face directory, or in the folder of a llama2.c .bin.
+  const fs::path model_folder = lm.model.format == ModelFormat::HuggingFace
+                                    ? lm.model.path
+                                    : lm.model.path.parent_path();
+  const fs::path prompts_file =
+      !a.prompts_file.empty() ? fs::path(a.prompts_file) : model_folder / "prompts.txt";
   if (!fs::exists(prompts_file)) {
     throw Error(fmt::format("no prompts file '{}'", prompts_file.string()),
                 "pass --prompts FILE (one prompt per line)");
@@ -165,7 +168,7 @@ CommandRun register_demo(CLI::App& app) {
       "engine under load (or --config-b FILE). The request flags (--max-new, sampling, "
       "--stop-token) apply to both runs; every other run-configuration flag to B only.");
   cmd->add_option("-m,--model", args->model.model,
-                  "Hugging Face model directory or llama2.c .bin (default: bundled stories260K)");
+                  "Hugging Face model directory or llama2.c .bin (default: bundled kjv-llama)");
   cmd->add_option("--tokenizer", args->model.tokenizer, "tokenizer (default: beside the model)");
   args->run.config = demo_default("bf16", 8, "heuristic");  // B's: the defaults --help shows
   add_run_config_options(*cmd, args->run);
@@ -184,7 +187,7 @@ CommandRun register_demo(CLI::App& app) {
                   "configs/bf16-tp4.toml); fields it leaves out keep their defaults")
       ->group(kBGroup);
   cmd->add_option("--prompts", args->prompts_file,
-                  "prompts file (default: prompts.txt beside the model)");
+                  "prompts file (default: prompts.txt in the model's folder)");
   cmd->add_option("--out", args->out, "folder for a.h5, b.h5, report.json (and report.html)")
       ->capture_default_str();
   cmd->add_flag("--html", args->html, "also write report.html to --out and print its path");

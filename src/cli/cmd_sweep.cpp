@@ -53,7 +53,7 @@ SweepState state_from_args(const SweepArgs& a) {
   }
   if (!std::filesystem::exists(a.prompts)) {
     throw Error(fmt::format("prompts file '{}' does not exist", a.prompts),
-                "--prompts takes a file of prompts, e.g. models/stories260K/prompts.txt");
+                "--prompts takes a file of prompts, e.g. models/prompts.txt");
   }
   s.prompts = absolute_or_empty(a.prompts);
   s.model = absolute_or_empty(a.model);
@@ -225,7 +225,7 @@ CommandRun register_sweep(CLI::App& app) {
                   "(run-config fields), or @FILE (configs/grid-seeds-12.txt); may be left out to resume or wait for the sweep in DIR");
   cmd->add_option("--prompts", args->prompts, "file of prompts (as for run); required with --grid");
   cmd->add_option("--model", args->model,
-                  "Hugging Face model directory or llama2.c .bin (default: bundled stories260K)");
+                  "Hugging Face model directory or llama2.c .bin (default: bundled kjv-llama)");
   cmd->add_option("--tokenizer", args->tokenizer, "tokenizer file (default: found beside the model)");
   cmd->add_option("-o,--output", args->output, "sweep directory; required");
   cmd->add_option("-j,--jobs", args->jobs, "configurations run at once on this machine")

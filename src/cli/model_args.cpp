@@ -14,7 +14,7 @@ namespace ds {
 
 void add_model_options(CLI::App& cmd, ModelArgs& args) {
   cmd.add_option("-m,--model", args.model,
-                 "Hugging Face model directory or llama2.c .bin (default: bundled stories260K)");
+                 "Hugging Face model directory or llama2.c .bin (default: bundled kjv-llama)");
   cmd.add_option("--tokenizer", args.tokenizer,
                  "tokenizer.json, model directory or llama2.c tokenizer.bin (default: beside the "
                  "model)");

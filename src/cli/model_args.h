@@ -17,7 +17,7 @@ class App;
 namespace ds {
 
 struct ModelArgs {
-  std::string model;      // empty = the bundled stories260K
+  std::string model;      // empty = the bundled kjv-llama
   std::string tokenizer;  // empty = found beside the model
   std::optional<std::string> prompt;
   std::optional<std::string> prompt_ids;  // "1,2,3"

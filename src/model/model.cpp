@@ -17,7 +17,7 @@ Model load_model(const fs::path& path) {
   if (!fs::exists(path)) {
     throw Error(fmt::format("model path '{}' does not exist", path.string()),
                 "give --model a Hugging Face model directory or a llama2.c .bin file "
-                "(without --model the bundled stories260K is used)");
+                "(without --model the bundled kjv-llama is used)");
   }
   if (fs::is_directory(path)) return load_hf_model(path);
   if (path.extension() == ".bin") return load_llama2c_model(path);
@@ -68,7 +68,7 @@ void check_token_ids(std::span<const int32_t> ids, int vocab_size) {
 }
 
 fs::path default_model_path() {
-  const fs::path rel = fs::path("models") / "stories260K" / "stories260K.bin";
+  const fs::path rel = fs::path("models") / "kjv-llama" / "kjv-llama.bin";
   std::vector<fs::path> roots;
   if (const char* home = std::getenv("DRIFTSCOPE_HOME")) roots.emplace_back(home);
   std::error_code ec;
@@ -81,7 +81,7 @@ fs::path default_model_path() {
   for (const auto& r : roots) {
     if (fs::exists(r / rel)) return fs::weakly_canonical(r / rel);
   }
-  throw Error("the bundled model models/stories260K/stories260K.bin was not found",
+  throw Error("the bundled model models/kjv-llama/kjv-llama.bin was not found",
               "pass --model PATH, or set DRIFTSCOPE_HOME to the driftscope source folder");
 }
 

@@ -66,7 +66,7 @@ void check_load_memory(const ModelConfig& c, const std::string& source);
 // Throws ds::Error "unknown token id" for an id outside [0, vocab_size).
 void check_token_ids(std::span<const int32_t> ids, int vocab_size);
 
-// The bundled default model (models/stories260K/stories260K.bin): found beside the executable's
+// The bundled default model (models/kjv-llama/kjv-llama.bin): found beside the executable's
 // install tree or the source tree this binary was built from.
 std::filesystem::path default_model_path();
 

@@ -21,7 +21,7 @@ namespace {
 
 // The first `n` prompts of the bundled list, as a prompts file in `dir`.
 std::string few_prompts(const ds::test::TempDir& dir, int n) {
-  std::ifstream in(DRIFTSCOPE_SOURCE_DIR "/models/stories260K/prompts.txt");
+  std::ifstream in(DRIFTSCOPE_SOURCE_DIR "/models/kjv-llama/prompts.txt");
   const auto path = dir.path() / "prompts.txt";
   std::ofstream out(path);
   std::string line;
@@ -62,57 +62,57 @@ struct ScopedEnv {
 
 }  // namespace
 
-TEST_CASE("attribute names layer 3's MLP as the only origin of a perturbation planted there",
+TEST_CASE("attribute names layer 2's MLP as the only origin of a perturbation planted there",
           "[cli][attribute]") {
   ds::test::TempDir dir;
   const std::string a = record_a(dir, "all");
   json report;
   std::map<std::string, json> blocks;
   {
-    ScopedEnv perturb("DRIFTSCOPE_TEST_PERTURB", "L3/mlp_out:bf16");
+    ScopedEnv perturb("DRIFTSCOPE_TEST_PERTURB", "L2/mlp_out:bf16");
     blocks = attribute(a, &report);
   }
   REQUIRE(report["split"] == true);
-  REQUIRE(report["n_layers"] == 5);
-  const json& l3 = blocks.at("L3 mlp");
-  CHECK(l3["origin"] == true);
-  CHECK(num(l3["local"]) > 1e-5);
-  // nothing differs before the perturbation: layer 3's MLP input is A's, so its local error is
+  REQUIRE(report["n_layers"] == 4);
+  const json& l2 = blocks.at("L2 mlp");
+  CHECK(l2["origin"] == true);
+  CHECK(num(l2["local"]) > 1e-5);
+  // nothing differs before the perturbation: layer 2's MLP input is A's, so its local error is
   // all of its drift
-  CHECK(num(l3["local"]) == num(l3["total"]));
-  CHECK(num(l3["inherited"]) == 0);
+  CHECK(num(l2["local"]) == num(l2["total"]));
+  CHECK(num(l2["inherited"]) == 0);
   for (const auto& [name, b] : blocks) {
-    if (name == "L3 mlp" || name == "L3" || b["kind"] == "layer") continue;
+    if (name == "L2 mlp" || name == "L2" || b["kind"] == "layer") continue;
     INFO(name);
     // fp32 against fp32: every other block, on A's inputs, reproduces A bit for bit
     CHECK(num(b["local"]) == 0);
     CHECK(b["origin"] == false);
     const int layer = b["layer"].get<int>();
-    if (layer >= 0 && layer < 3) CHECK(num(b["total"]) == 0);
-    if (layer == 4 || b["kind"] == "final_norm" || b["kind"] == "logits") {
+    if (layer >= 0 && layer < 2) CHECK(num(b["total"]) == 0);
+    if (layer == 3 || b["kind"] == "final_norm" || b["kind"] == "logits") {
       CHECK(num(b["total"]) > 0);  // downstream of the perturbation: inherited only
       CHECK(num(b["inherited"]) == num(b["total"]));
     }
   }
-  CHECK(num(blocks.at("L3 attention")["total"]) == 0);
-  CHECK(report["ranking"][0] == "L3 mlp");
+  CHECK(num(blocks.at("L2 attention")["total"]) == 0);
+  CHECK(report["ranking"][0] == "L2 mlp");
   const std::string verdict = report["verdict"];
-  CHECK(verdict.find("MLP of layer 3 adds 100% of the local error") != std::string::npos);
+  CHECK(verdict.find("MLP of layer 2 adds 100% of the local error") != std::string::npos);
   CHECK(verdict.find("attention adds none") != std::string::npos);
-  CHECK(verdict.find("origin above the float32 noise floor: L3 mlp") != std::string::npos);
+  CHECK(verdict.find("origin above the float32 noise floor: L2 mlp") != std::string::npos);
 }
 
-TEST_CASE("attribute without L*/resid_mid in A names whole layers: layer 3", "[cli][attribute]") {
+TEST_CASE("attribute without L*/resid_mid in A names whole layers: layer 2", "[cli][attribute]") {
   ds::test::TempDir dir;
   const std::string a = record_a(dir, "default");
-  ScopedEnv perturb("DRIFTSCOPE_TEST_PERTURB", "L3/mlp_out:bf16");
+  ScopedEnv perturb("DRIFTSCOPE_TEST_PERTURB", "L2/mlp_out:bf16");
   json report;
   const auto blocks = attribute(a, &report);
   CHECK(report["split"] == false);
-  CHECK(blocks.count("L3 mlp") == 0);
-  CHECK(blocks.at("L3")["origin"] == true);
-  for (int l : {0, 1, 2, 4}) CHECK(num(blocks.at("L" + std::to_string(l))["local"]) == 0);
-  CHECK(report["verdict"].get<std::string>().find("layer 3 adds 100% of the local error") !=
+  CHECK(blocks.count("L2 mlp") == 0);
+  CHECK(blocks.at("L2")["origin"] == true);
+  for (int l : {0, 1, 3}) CHECK(num(blocks.at("L" + std::to_string(l))["local"]) == 0);
+  CHECK(report["verdict"].get<std::string>().find("layer 2 adds 100% of the local error") !=
         std::string::npos);
 }
 
@@ -147,7 +147,7 @@ TEST_CASE("attribute under another split-K: local error exactly in the blocks wh
     if (b["kind"] == "mlp" || b["kind"] == "final_norm") CHECK(num(b["local"]) == 0);
   }
   CHECK(attn["verdict"].get<std::string>().find(
-            "attention layers 0–4 add 100% of the local error; MLPs add none") != std::string::npos);
+            "attention layers 0–3 add 100% of the local error; MLPs add none") != std::string::npos);
 }
 
 TEST_CASE("attribute against bf16: totals are B's own drift, local + inherited = total",

@@ -25,7 +25,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A config.json of a small Llama (the shape of stories260K) with `extra` fields replacing its
+// A config.json of a small Llama (dim 64, 2 layers, GQA, vocab 512) with `extra` fields replacing its
 // own: `extra` is JSON members, e.g. R"("hidden_size": 2147483648)".
 std::string llama_config(const std::string& extra = "") {
   nlohmann::json j = nlohmann::json::parse(R"({
@@ -166,7 +166,7 @@ TEST_CASE("llama2.c headers with sizes out of range are refused before any alloc
 
 TEST_CASE("max-new 2147483647 generates up to the context, not past an int overflow",
           "[cli][bad-input]") {
-  // stories260K's context is 512 positions: a 2-token prompt leaves 510 new tokens.
+  // kjv-llama's context is 512 positions: a 2-token prompt leaves 510 new tokens.
   auto r = run_cli("generate --prompt-ids 1,403 --max-new 2147483647 --stop-token none --ids");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -277,10 +277,10 @@ TEST_CASE("negative seeds are refused, not stored as 2^64 - 1", "[cli][bad-input
 TEST_CASE("numeric run options out of range are refused", "[cli][bad-input]") {
   check_input_error(run_cli("generate --prompt-ids 1 --repetition-penalty inf"),
                     "invalid repetition_penalty 'inf'");
-  // The stories260K vocabulary has 512 tokens: a stop token past it could never stop anything.
+  // The kjv-llama vocabulary has 1024 tokens: a stop token past it could never stop anything.
   auto r = run_cli("generate --prompt-ids 1 --stop-token 99999");
   check_input_error(r, "invalid stop_token '99999'");
-  CHECK(has(r.err, "(0..511)"));
+  CHECK(has(r.err, "(0..1023)"));
   check_input_error(run_cli("generate --prompt-ids 1 --max-new 2147483648"), "--max-new");
 }
 
@@ -317,7 +317,7 @@ TEST_CASE("command-line parser errors have the driftscope form and a hint", "[cl
 
 TEST_CASE("error messages of run's own options carry a hint", "[cli][bad-input]") {
   ds::test::TempDir dir;
-  ds::test::write_story_prompts(dir.path() / "p.txt", 1);
+  ds::test::write_prompts(dir.path() / "p.txt", 1);
   check_input_error(run_cli("run --prompt-ids 1 --prompts " + (dir.path() / "p.txt").string() +
                             " -o " + (dir.path() / "t.h5").string()),
                     "--prompts cannot be combined with --prompt or --prompt-ids");

@@ -59,7 +59,7 @@ TEST_CASE("every command that writes to stdout ends quietly when stdout is close
       "diff --json - " + trace + " " + trace,
       "generate --prompt-ids 1 -n 8",
       "generate --prompt-ids 1 -n 8 --ids",
-      "tokenize --text 'Once upon a time' --tokenizer " + ds::test::stories_tok(),
+      "tokenize --text 'Once upon a time' --tokenizer " + ds::test::model_tok(),
       "synth --list",
       "run --dry-run",
       "stats " + trace,

@@ -104,7 +104,7 @@ TEST_CASE("run stores no filter by default, and the same bits as --compression d
           "[cli][trace][compression]") {
   ds::test::TempDir dir;
   const fs::path prompts = dir.path() / "p.txt";
-  ds::test::write_story_prompts(prompts, 2);
+  ds::test::write_prompts(prompts, 2);
   const std::string common =
       "run -q -n 16 --probes all --full-logits --prompts " + prompts.string() + " -o ";
   const fs::path deflated = dir.path() / "deflate.h5", plain = dir.path() / "default.h5",
@@ -206,7 +206,7 @@ TEST_CASE("demo and sweep pass --compression to the traces they write",
   }
 
   const fs::path prompts = dir.path() / "p.txt", sw = dir.path() / "sw";
-  ds::test::write_story_prompts(prompts, 1);
+  ds::test::write_prompts(prompts, 1);
   r = run_cli("sweep -q --grid 'dtype=fp32' -n 4 --compression deflate --prompts " +
               prompts.string() + " -o " + sw.string());
   REQUIRE(r.exit_code == 0);
@@ -258,7 +258,7 @@ TEST_CASE("bad --compression values are refused with a hint", "[cli][bad-input][
                     "unknown compression 'zstd'");
   CHECK_FALSE(fs::exists(dir.path() / "d"));
   const fs::path prompts = dir.path() / "p.txt";
-  ds::test::write_story_prompts(prompts, 1);
+  ds::test::write_prompts(prompts, 1);
   check_input_error(run_cli("sweep --grid 'dtype=fp32' --compression zstd --prompts " +
                             prompts.string() + " -o " + (dir.path() / "sw").string()),
                     "unknown compression 'zstd'");

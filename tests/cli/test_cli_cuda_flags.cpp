@@ -17,7 +17,7 @@ TEST_CASE("device cuda without a usable device is an input error with a hint", "
     return;
   }
   ds::test::TempDir dir;
-  const auto r = run_cli("run -m " + ds::test::stories_bin() + " --device cuda -n 2 -o " +
+  const auto r = run_cli("run -m " + ds::test::model_bin() + " --device cuda -n 2 -o " +
                          (dir.path() / "t.h5").string());
   check_input_error(r, "device 'cuda'");
   CHECK(r.err.find("--device cpu") != std::string::npos);
@@ -27,10 +27,10 @@ TEST_CASE("device cuda without a usable device is an input error with a hint", "
 TEST_CASE("CUDA knobs are validated before a run starts", "[cli][cuda]") {
   check_input_error(run_cli("run --dry-run --kernel gemm=magic"), "invalid kernel 'gemm=magic'");
   check_input_error(run_cli("run --dry-run --tf32 maybe"), "invalid tf32");
-  check_input_error(run_cli("run -m " + ds::test::stories_bin() + " --kernels on -n 2 -o x.h5"),
+  check_input_error(run_cli("run -m " + ds::test::model_bin() + " --kernels on -n 2 -o x.h5"),
                     "kernel records need --device cuda");
   check_input_error(
-      run_cli("run -m " + ds::test::stories_bin() + " --kernels sometimes -n 2 -o x.h5"),
+      run_cli("run -m " + ds::test::model_bin() + " --kernels sometimes -n 2 -o x.h5"),
       "invalid kernels 'sometimes'");
   // The knob is recorded in the resolved configuration.
   const auto r = run_cli("run --dry-run --kernel gemm=tiled");

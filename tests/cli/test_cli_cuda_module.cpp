@@ -31,7 +31,7 @@ std::string command_output(const std::string& cmd) {
 // child through the environment).
 ds::test::CliResult cuda_run_with_module(const std::string& module, const ds::test::TempDir& dir) {
   setenv("DRIFTSCOPE_CUDA_MODULE", module.c_str(), 1);
-  auto r = run_cli("run -m " + ds::test::stories_bin() + " --device cuda -n 2 -o " +
+  auto r = run_cli("run -m " + ds::test::model_bin() + " --device cuda -n 2 -o " +
                    (dir.path() / "t.h5").string());
   unsetenv("DRIFTSCOPE_CUDA_MODULE");
   return r;
@@ -77,7 +77,7 @@ TEST_CASE("CPU runs never load the CUDA module", "[cli][cuda]") {
   ds::test::TempDir dir;
   const auto out = dir.path() / "t.h5";
   setenv("DRIFTSCOPE_CUDA_MODULE", "/nonexistent/libdriftscope_cuda.so", 1);
-  const auto r = run_cli("run -m " + ds::test::stories_bin() + " -n 2 -q -o " + out.string());
+  const auto r = run_cli("run -m " + ds::test::model_bin() + " -n 2 -q -o " + out.string());
   unsetenv("DRIFTSCOPE_CUDA_MODULE");
   REQUIRE(r.exit_code == 0);
   const std::string env = ds::trace::TraceReader::open(out).env_json();

@@ -33,7 +33,7 @@ const fs::path& reference_trace(const ds::test::TempDir& dir) {
   static fs::path made;
   made = dir.path() / "a.h5";
   const auto prompts = dir.path() / "prompts.txt";
-  ds::test::write_story_prompts(prompts, 3);
+  ds::test::write_prompts(prompts, 3);
   REQUIRE(run_cli("run --prompts " + prompts.string() +
                   " -n 12 -q --probes all --compression deflate -o " + made.string())
               .exit_code == 0);
@@ -133,7 +133,7 @@ TEST_CASE("damaged trace: inconsistent sequence metadata is named, not half-used
   const Case cases[] = {
       {"tokens-2d", "tokens-2d {} 1", "/seq/1/tokens has rank 2, expected 1"},
       {"gen-len", "int-attr {} seq/1 gen_len -3", "gen_len -3 out of range"},
-      {"width", "widen {} seq/1/hidden/L0/out", "is 65 wide, other sites 64"},
+      {"width", "widen {} seq/1/hidden/L0/out", "is 129 wide, other sites 128"},
       {"rows", "drop-rows {} seq/1/hidden/L1/mlp_out 2", "rows"},
   };
   for (const auto& c : cases) {

@@ -38,11 +38,19 @@ TEST_CASE("demo writes both traces and a report of where they part ways", "[cli]
   CHECK(r.out.find("dtype        fp32       bf16") != std::string::npos);
   CHECK(r.out.find("sequences compared") != std::string::npos);
   // Every diverged sequence in the JSON is one whose tokens really differ.
+  int flipped = 0;
   for (const auto& s : report["sequences"]) {
     const int i = s["index"];
     const bool differ = a.sequence(i).tokens != b.sequence(i).tokens;
     CHECK(s["first_flip"].is_null() == !differ);
+    flipped += differ;
   }
+  // The phenomenon the demo is for: on the bundled model and prompts, bf16 at batch 8 parts ways
+  // with fp32 at batch 1 within 40 tokens on some prompts (not on all: the margins differ).
+  INFO(flipped << " of " << report["sequences"].size() << " sequences flipped");
+  CHECK(report["sequences"].size() == 32);
+  CHECK(flipped >= 4);
+  CHECK(flipped < 32);
 }
 
 TEST_CASE("demo --dry-run shows both configurations and overrides apply", "[cli][demo]") {

@@ -1,5 +1,5 @@
 // `driftscope diff` end to end: a trace against itself, real fp32/fp64 traces of the bundled
-// stories260K (report and JSON consistent with each other and with the tokens), mismatched
+// kjv-llama (report and JSON consistent with each other and with the tokens), mismatched
 // prompts, different models, truncated traces, NaN, and the exit codes of the gate.
 #include <catch2/catch.hpp>
 #include <fstream>
@@ -119,7 +119,7 @@ TEST_CASE("diff: real fp32, fp64, bf16 and sampled traces: the report and JSON a
           "[cli][diff]") {
   ds::test::TempDir dir;
   const auto prompts = dir.path() / "prompts.txt";
-  ds::test::write_story_prompts(prompts);
+  ds::test::write_prompts(prompts);
   const auto f32 = dir.path() / "f32.h5", f64 = dir.path() / "f64.h5", smp = dir.path() / "smp.h5",
              bf16 = dir.path() / "bf16.h5";
   const std::string common = "run --prompts " + prompts.string() + " -n 48 -q --probes all ";
@@ -186,7 +186,7 @@ TEST_CASE("diff: traces of different models are refused unless allowed", "[cli][
   const auto a = dir.path() / "a.h5", b = dir.path() / "b.h5";
   REQUIRE(run_cli("run --prompt-ids 1,403 -n 4 -q -o " + a.string()).exit_code == 0);
   REQUIRE(
-      run_cli("run -m " + ds::test::aidreams_bin() + " --prompt-ids 1,403 -n 4 -q -o " + b.string())
+      run_cli("run -m " + ds::test::mistral_hf() + " --prompt-ids 1,403 -n 4 -q -o " + b.string())
           .exit_code == 0);
   auto r = run_cli("diff " + a.string() + " " + b.string());
   CHECK(r.exit_code == 2);

@@ -15,7 +15,7 @@ TEST_CASE("run --force-tokens consumes the reference's tokens and keeps every ro
           "[cli][trace][force]") {
   ds::test::TempDir dir;
   const auto a = dir.path() / "a.h5", b = dir.path() / "b.h5", free = dir.path() / "free.h5";
-  const std::string prompts = DRIFTSCOPE_SOURCE_DIR "/models/stories260K/prompts.txt";
+  const std::string prompts = DRIFTSCOPE_SOURCE_DIR "/models/kjv-llama/prompts.txt";
   REQUIRE(run_cli("run -q -n 80 --prompts " + prompts + " -o " + a.string()).exit_code == 0);
   REQUIRE(run_cli("run -q --dtype bf16 --force-tokens " + a.string() + " -o " + b.string()).exit_code == 0);
   REQUIRE(run_cli("run -q -n 80 --dtype bf16 --prompts " + prompts + " -o " + free.string()).exit_code == 0);

@@ -45,21 +45,22 @@ TEST_CASE("a Qwen2-7B-shaped model is refused before loading when memory is shor
 }
 
 TEST_CASE("the runtime's KV cache is checked before it is allocated", "[cli][memory]") {
-  // stories260K: 260032 parameters (1040128 bytes as float32), loading needs twice that
-  // (2.0 MiB). An fp64 runtime holds 2080256 bytes of weights plus a KV cache of
-  // 2 x 5 layers x 32 x 8 bytes = 2560 bytes per position, for 1 + 500 positions: 1282560.
-  // 3362816 bytes = 3.2 MiB in all.
+  // kjv-llama (dim 128, hidden 256, 4 layers, 8 heads / 4 KV heads of 16, vocab 1024, tied):
+  // 1024 x 128 + 4 x (2 x 128 + 2 x 128 x 128 + 2 x 64 x 128 + 3 x 256 x 128) + 128 = 722048
+  // parameters (2888192 bytes as float32), loading needs twice that (5.5 MiB). An fp64 runtime
+  // holds 5776384 bytes of weights plus a KV cache of 2 x 4 layers x 64 x 8 bytes = 4096 bytes
+  // per position, for 1 + 500 positions: 2052096. 7828480 bytes = 7.5 MiB in all.
   {
-    AvailableMemory mem(std::to_string(3 << 20));  // 3 MiB: loads, but no fp64 runtime
+    AvailableMemory mem(std::to_string(7 << 20));  // 7 MiB: loads, but no fp64 runtime
     auto r = run_cli("generate --prompt-ids 1 --max-new 500 --dtype fp64 -q");
-    check_input_error(r, "needs 3.2 MiB of memory; 3.0 MiB is available");
+    check_input_error(r, "needs 7.5 MiB of memory; 7.0 MiB is available");
     CHECK(r.err.find("501 positions x 1 sequences") != std::string::npos);
-    // At fp32 it fits: 1040128 + 1280 x 501 bytes = 1.6 MiB.
+    // At fp32 it fits: 2888192 + 2048 x 501 bytes = 3.7 MiB.
     CHECK(run_cli("generate --prompt-ids 1 --max-new 500 -q").exit_code == 0);
   }
   {
-    AvailableMemory mem(std::to_string(2000000));  // under the 2080256 bytes loading needs
-    check_input_error(run_cli("generate --prompt-ids 1 -q"), "needs 2.0 MiB of memory");
+    AvailableMemory mem(std::to_string(5000000));  // under the 5776384 bytes loading needs
+    check_input_error(run_cli("generate --prompt-ids 1 -q"), "needs 5.5 MiB of memory");
   }
 }
 

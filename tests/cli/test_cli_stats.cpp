@@ -1,4 +1,4 @@
-// `driftscope stats` end to end on real traces of the bundled stories260K: a sweep directory
+// `driftscope stats` end to end on real traces of the bundled kjv-llama: a sweep directory
 // (groups by dtype, JSON consistent with the traces read independently here, missing runs and
 // --require-all), N copies of one trace, answers, and the refusals: another model, another
 // prompt set, an extraction regex without a capture group, an answer key of the wrong length.
@@ -49,7 +49,7 @@ std::vector<int> div_index_of(const std::vector<fs::path>& paths) {
 TEST_CASE("stats: a sweep directory, grouped by dtype, agrees with its traces", "[cli][stats]") {
   ds::test::TempDir tmp;
   const fs::path prompts = tmp.path() / "p.txt", dir = tmp.path() / "sw";
-  ds::test::write_story_prompts(prompts, 6);
+  ds::test::write_prompts(prompts, 6);
   REQUIRE(run_cli("sweep -q --grid 'dtype=fp32,bf16 tp=1,2' -n 24 --prompts " + prompts.string() +
                   " -j 2 -o " + dir.string()).exit_code == 0);
   auto r = run_cli("stats " + dir.string() + " --json " + (tmp.path() / "s.json").string());
@@ -109,7 +109,7 @@ TEST_CASE("stats: N copies of one trace agree completely, and answers give TARa 
           "[cli][stats]") {
   ds::test::TempDir tmp;
   const fs::path prompts = tmp.path() / "p.txt", a = tmp.path() / "a.h5";
-  ds::test::write_story_prompts(prompts, 4);
+  ds::test::write_prompts(prompts, 4);
   REQUIRE(run_cli("run -q -n 16 --dtype bf16 --prompts " + prompts.string() + " -o " + a.string())
               .exit_code == 0);
   fs::copy_file(a, tmp.path() / "b.h5");
@@ -144,7 +144,7 @@ TEST_CASE("stats: sweep --samples gives seeded runs that stats counts as samples
           "[cli][stats][sweep]") {
   ds::test::TempDir tmp;
   const fs::path prompts = tmp.path() / "p.txt", dir = tmp.path() / "sw";
-  ds::test::write_story_prompts(prompts, 4);
+  ds::test::write_prompts(prompts, 4);
   REQUIRE(run_cli("sweep -q --grid 'dtype=fp32' --samples 3 --seed 5 --temperature 1.0 -n 8 "
                   "--prompts " + prompts.string() + " -o " + dir.string()).exit_code == 0);
   for (int seed : {5, 6, 7}) {
@@ -174,14 +174,14 @@ TEST_CASE("stats: the odd trace, a regex without a group and a bad answer key ar
           "[cli][stats]") {
   ds::test::TempDir tmp;
   const fs::path p4 = tmp.path() / "p4.txt", p3 = tmp.path() / "p3.txt";
-  ds::test::write_story_prompts(p4, 4);
-  ds::test::write_story_prompts(p3, 3);
+  ds::test::write_prompts(p4, 4);
+  ds::test::write_prompts(p3, 3);
   const fs::path a = tmp.path() / "a.h5", b = tmp.path() / "b.h5", other = tmp.path() / "other.h5",
                  fewer = tmp.path() / "fewer.h5";
   REQUIRE(run_cli("run -q -n 4 --prompts " + p4.string() + " -o " + a.string()).exit_code == 0);
   REQUIRE(run_cli("run -q -n 4 --dtype bf16 --prompts " + p4.string() + " -o " + b.string()).exit_code == 0);
-  REQUIRE(run_cli("run -q -n 4 --model " + ds::test::aidreams_bin() + " --tokenizer " +
-                  ds::test::aidreams_tok() + " --prompts " + p4.string() + " -o " + other.string())
+  REQUIRE(run_cli("run -q -n 4 --model " + ds::test::qwen2_hf() + " --prompts " + p4.string() +
+                  " -o " + other.string())
               .exit_code == 0);
   REQUIRE(run_cli("run -q -n 4 --prompts " + p3.string() + " -o " + fewer.string()).exit_code == 0);
   const std::string ab = " " + a.string() + " " + b.string();

@@ -1,4 +1,4 @@
-// `driftscope sweep` end to end on the bundled stories260K: a 2×2 grid run with -j 2 gives one
+// `driftscope sweep` end to end on the bundled kjv-llama: a 2×2 grid run with -j 2 gives one
 // trace per configuration, named by its knobs and bit-identical to `driftscope run` of that
 // configuration; a rerun keeps complete traces and redoes deleted, unreadable and interrupted
 // ones; a configuration that fails is reported missing (exit 1); bad grids are refused.
@@ -28,7 +28,7 @@ TEST_CASE("sweep: a grid runs one trace per configuration, identical to run, and
           "[cli][sweep]") {
   ds::test::TempDir tmp;
   const fs::path prompts = tmp.path() / "p.txt", dir = tmp.path() / "sw";
-  ds::test::write_story_prompts(prompts);
+  ds::test::write_prompts(prompts);
   const std::string sweep = "sweep --grid 'dtype=fp32,bf16 batch=1,2' -n 12 --prompts " +
                             prompts.string() + " -j 2 -o " + dir.string();
   auto r = run_cli(sweep);
@@ -92,8 +92,8 @@ TEST_CASE("sweep: a grid runs one trace per configuration, identical to run, and
 TEST_CASE("sweep: a configuration that fails is named missing, exit 1", "[cli][sweep]") {
   ds::test::TempDir tmp;
   const fs::path prompts = tmp.path() / "p.txt", dir = tmp.path() / "sw";
-  ds::test::write_story_prompts(prompts);
-  // stories260K has 8 heads and 4 key/value heads: tp=3 divides neither, its run fails.
+  ds::test::write_prompts(prompts);
+  // kjv-llama has 8 heads and 4 key/value heads: tp=3 divides neither, its run fails.
   auto r = run_cli("sweep -q --grid 'tp=1,3' -n 4 --prompts " + prompts.string() + " -o " +
                    dir.string());
   INFO(r.err);
@@ -111,7 +111,7 @@ TEST_CASE("sweep: a configuration that fails is named missing, exit 1", "[cli][s
 TEST_CASE("sweep: bad grids and options are refused with a hint", "[cli][sweep]") {
   ds::test::TempDir tmp;
   const fs::path prompts = tmp.path() / "p.txt";
-  ds::test::write_story_prompts(prompts);
+  ds::test::write_prompts(prompts);
   const std::string tail = " --prompts " + prompts.string() + " -o " + (tmp.path() / "d").string();
   ds::test::check_input_error(run_cli("sweep --grid 'colour=red'" + tail),
                               "unknown run-config field 'colour'");

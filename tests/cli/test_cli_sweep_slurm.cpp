@@ -74,7 +74,7 @@ TEST_CASE("sweep --slurm: a job array on a real Slurm, cancelled task, resubmiss
   ds::test::TempDir tmp("driftscope-slurm");
   SlurmCluster cluster(tmp.path() / "cluster");
   const fs::path prompts = tmp.path() / "p.txt";
-  ds::test::write_story_prompts(prompts);
+  ds::test::write_prompts(prompts);
   const std::string grid = " --grid 'dtype=fp32,bf16 batch=1,2' -n 12 --prompts " + prompts.string();
   const std::vector<std::pair<std::string, std::string>> configs = {
       {"dtype-fp32_batch-1", "--dtype fp32 --batch 1"},

@@ -21,13 +21,13 @@ namespace ds::test {
 namespace {
 
 std::string prompts_file() {
-  return source_dir() + "/models/stories260K/prompts.txt";
+  return prompts();
 }
 
 // Runs `driftscope run` on the bundled prompts into dir/name.h5 with extra flags.
 std::string traced(const TempDir& dir, const std::string& name, const std::string& flags, int n) {
   const std::string out = (dir.path() / (name + ".h5")).string();
-  const CliResult r = run_cli(fmt::format("run -m {} --prompts {} -n {} -q -o {} {}", stories_bin(),
+  const CliResult r = run_cli(fmt::format("run -m {} --prompts {} -n {} -q -o {} {}", model_bin(),
                                           prompts_file(), n, out, flags));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -118,8 +118,8 @@ TEST_CASE("CUDA bf16 against the CPU bf16 emulation: drift reported", "[cuda][mo
 }
 
 TEST_CASE("CUDA taps do not change a single logit", "[cuda][model][taps]") {
-  const Model m = load_model(stories_bin());
-  const std::vector<int32_t> prompt = {1, 403, 407, 261, 378, 433, 5, 22};  // ids < 512: stories260K's vocabulary
+  const Model m = load_model(model_bin());
+  const std::vector<int32_t> prompt = {1, 403, 407, 261, 378, 433, 5, 22};  // ids < 1024: kjv-llama's vocabulary
   for (DType d : {DType::fp32, DType::bf16}) {
     Numerics nx;
     nx.dtype = d;

@@ -113,9 +113,9 @@ def refusals(work):
                 and not os.path.exists(out), "an unknown family stops with exit 2, names the class, writes nothing: "
                 + p.stderr.strip().splitlines()[-1])
 
-    stories = os.path.join(ROOT, "models", "stories260K-hf")
+    bundled = os.path.join(ROOT, "models", "kjv-llama")
     from transformers import AutoModelForCausalLM
-    model = AutoModelForCausalLM.from_pretrained(stories, attn_implementation="eager")
+    model = AutoModelForCausalLM.from_pretrained(bundled, attn_implementation="eager")
     model.model.layers[3].self_attn.o_proj = torch.nn.Identity()
     try:
         site_table(model)
@@ -124,10 +124,10 @@ def refusals(work):
         ok &= check("'model.layers.3.self_attn.o_proj'" in str(e), "an unmappable layout names the module: %s" % e)
 
     out = os.path.join(work, "bad_ids.h5")
-    p = recorder("-m", stories, "--prompt-ids", "1,600", "-o", out)
-    ok &= check(p.returncode == 2 and "600" in p.stderr and not os.path.exists(out),
+    p = recorder("-m", bundled, "--prompt-ids", "1,2000", "-o", out)
+    ok &= check(p.returncode == 2 and "2000" in p.stderr and not os.path.exists(out),
                 "a token id outside the vocabulary: exit 2, nothing written: " + p.stderr.strip())
-    p = recorder("-m", stories, "--prompt-ids", "1", "--probes", "L9/out", "-o", out)
+    p = recorder("-m", bundled, "--prompt-ids", "1", "--probes", "L9/out", "-o", out)
     ok &= check(p.returncode == 2 and "L9/out" in p.stderr and not os.path.exists(out),
                 "an unknown probe: exit 2, nothing written: " + p.stderr.strip())
     return ok

@@ -1,7 +1,7 @@
 """The Rust `tokenizers` library (the one behind transformers' fast tokenizers) as a second
 reference for `driftscope tokenize`: identical ids on a deterministic mixed corpus of more than
 1 MB (code, prose, CJK, emoji, other scripts, whitespace runs, added and special tokens) with the
-bundled Qwen3 and Mistral tokenizers and a Llama-3-layout tokenizer (Llama-3's pre-tokenizer
+bundled Qwen3 and Mistral tokenizers, the project's own kjv-llama and kjv-qwen2, and a Llama-3-layout tokenizer (Llama-3's pre-tokenizer
 regex, ignore_merges, <|begin_of_text|> template) built here over Qwen3's vocabulary and merges.
 Encoding without special tokens (add_special_tokens=False), special tokens matched in the text.
 
@@ -100,6 +100,9 @@ def main(exe, work):
         "qwen3": (os.path.join(FIXTURES, "qwen3"), ["<|im_start|>", "<|im_end|>", "<|endoftext|>", "<think>"]),
         "mistral": (os.path.join(FIXTURES, "mistral"), ["<s>", "</s>", "<unk>"]),
         "llama3-layout": (llama3_layout(work), ["<|begin_of_text|>", "<|eot_id|>"]),
+        # the project's own trained tokenizers (models/PROVENANCE.md)
+        "kjv-llama": (os.path.join(ROOT, "models", "kjv-llama"), ["<s>", "</s>", "<unk>"]),
+        "kjv-qwen2": (os.path.join(ROOT, "models", "kjv-qwen2"), ["<|endoftext|>"]),
     }
     ok = True
     for name, (d, special) in cases.items():

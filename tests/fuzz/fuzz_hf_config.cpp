@@ -1,5 +1,5 @@
 // Fuzz target: a Hugging Face config.json through the whole loader (load_hf_model), beside the
-// bundled stories260K-hf weights: config parsing and validation, the memory check, and the
+// bundled kjv-llama weights: config parsing and validation, the memory check, and the
 // loader's tensor lookups and shape checks against whatever the config claims.
 #include <filesystem>
 
@@ -11,7 +11,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const fs::path dir = [] {
     const fs::path d = ds::fuzz::scratch_dir() / "hf_model";
     fs::create_directories(d);
-    fs::create_symlink(ds::fuzz::source_file("models/stories260K-hf/model.safetensors"),
+    fs::create_symlink(ds::fuzz::source_file("models/kjv-llama/model.safetensors"),
                        d / "model.safetensors");
     return d;
   }();

@@ -9,8 +9,8 @@
 #include "tests/fuzz/fuzz_target.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const auto llama2c = ds::load_tokenizer(ds::fuzz::source_file("models/stories260K/tok512.bin"), 512);
-  static const auto hf = ds::load_tokenizer(ds::fuzz::source_file("models/stories260K-hf"));
+  static const auto llama2c = ds::load_tokenizer(ds::fuzz::source_file("models/kjv-llama/tokenizer.bin"), 1024);
+  static const auto hf = ds::load_tokenizer(ds::fuzz::source_file("models/kjv-llama"));
   const auto path = ds::fuzz::write_input({data, size}, "prompts.txt");
   const ds::Tokenizer* const tokenizers[] = {nullptr, llama2c.get(), hf.get()};
   for (const ds::Tokenizer* tok : tokenizers) {

@@ -21,7 +21,7 @@ const std::filesystem::path& scratch_dir();
 // Writes `data` to scratch_dir() / name (replacing it) and returns that path.
 std::filesystem::path write_input(std::span<const uint8_t> data, const std::string& name);
 
-// A bundled file of the source tree, e.g. "models/stories260K/tok512.bin".
+// A bundled file of the source tree, e.g. "models/kjv-llama/tokenizer.bin".
 std::filesystem::path source_file(const std::string& rel);
 
 // Runs `body` on one input. A ds::Error is what a bad input should produce and ends the input

@@ -1,5 +1,5 @@
-// Fuzz target: text through the bundled tokenizers (llama2.c tok512.bin; tokenizer.json of
-// stories260K-hf, Mistral and Qwen3): the first byte picks the tokenizer and the options, the
+// Fuzz target: text through the bundled tokenizers (kjv-llama's tokenizer.bin and tokenizer.json,
+// Mistral and Qwen3): the first byte picks the tokenizer and the options, the
 // rest is the text. Encoded ids must lie in the vocabulary and decode without error.
 #include <memory>
 #include <string>
@@ -14,8 +14,8 @@ namespace {
 const std::vector<std::unique_ptr<ds::Tokenizer>>& tokenizers() {
   static const auto all = [] {
     std::vector<std::unique_ptr<ds::Tokenizer>> t;
-    t.push_back(ds::load_tokenizer(ds::fuzz::source_file("models/stories260K/tok512.bin"), 512));
-    t.push_back(ds::load_tokenizer(ds::fuzz::source_file("models/stories260K-hf")));
+    t.push_back(ds::load_tokenizer(ds::fuzz::source_file("models/kjv-llama/tokenizer.bin"), 1024));
+    t.push_back(ds::load_tokenizer(ds::fuzz::source_file("models/kjv-llama")));
     t.push_back(ds::load_tokenizer(ds::fuzz::source_file("tests/data/tokenizers/mistral")));
     t.push_back(ds::load_tokenizer(ds::fuzz::source_file("tests/data/tokenizers/qwen3")));
     return t;

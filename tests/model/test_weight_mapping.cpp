@@ -23,8 +23,8 @@ std::vector<char> file_bytes(const std::filesystem::path& p) {
 
 TEST_CASE("llama2.c fp32 weights are mapped, wq and wk copied to permute their rows",
           "[model][mapping]") {
-  const ds::Model m = ds::load_model(ds::test::stories_bin());
-  const auto bytes = file_bytes(ds::test::stories_bin());
+  const ds::Model m = ds::load_model(ds::test::model_bin());
+  const auto bytes = file_bytes(ds::test::model_bin());
   const auto& c = m.config;
   // embed starts right after the 28-byte header; wv of layer 0 after embed, the attention norms,
   // every wq and every wk (llama2.c stores each kind for all layers together)
@@ -63,12 +63,12 @@ TEST_CASE("safetensors F32 weights are mapped; BF16 ones converted to owned floa
 TEST_CASE("mapped weights outlive the model they were loaded into", "[model][mapping]") {
   ds::WeightTensor wv;
   {
-    const ds::Model m = ds::load_model(ds::test::stories_bin());
+    const ds::Model m = ds::load_model(ds::test::model_bin());
     wv = m.weights.layers[0].wv;
   }
   REQUIRE(wv.mapped());
   // read after the model (and its loader's mapping handle) is gone: the same values as a new load
-  const ds::Model again = ds::load_model(ds::test::stories_bin());
+  const ds::Model again = ds::load_model(ds::test::model_bin());
   CHECK(std::memcmp(wv.data(), again.weights.layers[0].wv.data(), 4 * wv.size()) == 0);
 }
 

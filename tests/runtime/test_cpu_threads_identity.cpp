@@ -128,9 +128,9 @@ void check_all_executions(const ds::Model& m) {
 
 }  // namespace
 
-TEST_CASE("threaded and vectorised CPU kernels match the scalar loops bit for bit: stories260K",
+TEST_CASE("threaded and vectorised CPU kernels match the scalar loops bit for bit: kjv-llama",
           "[runtime][threads]") {
-  check_all_executions(ds::load_model(ds::test::stories_bin()));
+  check_all_executions(ds::load_model(ds::test::model_bin()));
 }
 
 TEST_CASE("threaded and vectorised CPU kernels match the scalar loops bit for bit: synth tiny",

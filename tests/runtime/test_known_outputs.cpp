@@ -1,5 +1,7 @@
 // Real models against independent references: known greedy outputs of the reference C
-// implementation (models/PROVENANCE.md), the two formats of stories260K, fp32 against fp64.
+// implementation for the third-party stories260K and aidreams260K (../shared/models/README.md;
+// skipped where that folder is absent), the two formats of the bundled kjv-llama, fp32 against
+// fp64 on every bundled family.
 #include <catch2/catch.hpp>
 
 #include "src/run/generate.h"
@@ -41,13 +43,14 @@ std::vector<double> all_logits(const ds::Model& m, const std::vector<int32_t>& t
   return logits;
 }
 
-const std::vector<std::string> kPrompts = {"Once upon a time", "Lily and Tom went to the park.",
-                                           "The cat", "One day, a little bird"};
+const std::vector<std::string> kPrompts = {"In the beginning", "And God said",
+                                           "The LORD is my shepherd;", "Blessed are the"};
 
 }  // namespace
 
 TEST_CASE("stories260K greedy from BOS reproduces the reference output", "[model][known]") {
-  // Known output from models/PROVENANCE.md (printed by llama2.c's run.c, temperature 0, 100 tokens).
+  DS_REQUIRE_SHARED_MODELS();
+  // Known output from ../shared/models/README.md (llama2.c's run.c, temperature 0, 100 tokens).
   const std::string part1 =
       "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
       "park. One day, she saw a big, red ball. She wanted to play with it, but it was too high.";
@@ -69,6 +72,7 @@ TEST_CASE("stories260K greedy from BOS reproduces the reference output", "[model
 }
 
 TEST_CASE("aidreams260K greedy from BOS begins with its known opening", "[model][known]") {
+  DS_REQUIRE_SHARED_MODELS();
   auto l = load(ds::test::aidreams_bin(), ds::test::aidreams_tok());
   auto res = greedy(l.model, l.tok->encode("", true), 40);
   const std::string text = l.tok->decode(res.tokens);
@@ -81,9 +85,9 @@ TEST_CASE("aidreams260K greedy from BOS begins with its known opening", "[model]
   CHECK(text == "\"" + known + text.substr(known.size() + 1));
 }
 
-TEST_CASE("stories260K .bin and Hugging Face directory agree", "[model][formats]") {
-  auto bin = load(ds::test::stories_bin(), ds::test::stories_tok());
-  auto hf = load(ds::test::stories_hf(), ds::test::stories_hf() + "/tokenizer.json");
+TEST_CASE("kjv-llama .bin and Hugging Face directory agree", "[model][formats]") {
+  auto bin = load(ds::test::model_bin(), ds::test::model_tok());
+  auto hf = load(ds::test::model_hf(), ds::test::model_hf() + "/tokenizer.json");
   REQUIRE(hf.model.config.tied_embeddings);
   for (const auto& text : kPrompts) {
     INFO("prompt: " << text);
@@ -105,11 +109,12 @@ TEST_CASE("stories260K .bin and Hugging Face directory agree", "[model][formats]
 }
 
 TEST_CASE("fp32 and fp64 agree on greedy tokens and logits", "[model][dtype]") {
-  // fp32 rounding (eps 6e-8) accumulates over dot products of <= 512 terms and 5 layers;
+  // fp32 rounding (eps 6e-8) accumulates over dot products of <= 1024 terms and 4 layers;
   // 1e-4 relative per logits row leaves a wide margin while catching any real defect.
   for (const auto& [model, tok] :
-       {std::pair{ds::test::stories_bin(), ds::test::stories_tok()},
-        std::pair{ds::test::aidreams_bin(), ds::test::aidreams_tok()}}) {
+       {std::pair{ds::test::model_bin(), ds::test::model_tok()},
+        std::pair{ds::test::qwen2_hf(), ds::test::qwen2_hf() + "/tokenizer.json"},
+        std::pair{ds::test::mistral_hf(), ds::test::mistral_hf() + "/tokenizer.json"}}) {
     auto l = load(model, tok);
     for (const auto& text : kPrompts) {
       INFO(model << " prompt: " << text);
@@ -133,11 +138,12 @@ TEST_CASE("fp32 and fp64 agree on greedy tokens and logits", "[model][dtype]") {
 }
 
 TEST_CASE("generation stops at the context length", "[model][generate]") {
-  auto l = load(ds::test::aidreams_bin(), ds::test::aidreams_tok());  // context 128
-  auto res = greedy(l.model, {1}, 500);
-  CHECK(res.tokens.size() <= 128);
+  auto l = load(ds::test::model_bin(), ds::test::model_tok());  // context 512
+  REQUIRE(l.model.config.max_seq_len == 512);
+  ds::GenerateResult res = greedy(l.model, {1}, 600);
+  CHECK(res.tokens.size() <= 512);
   if (res.stop_reason != "eos") {
     CHECK(res.stop_reason == "context");
-    CHECK(res.tokens.size() == 128);
+    CHECK(res.tokens.size() == 512);
   }
 }

@@ -24,8 +24,8 @@
 namespace {
 
 std::vector<ds::Prompt> bundled_prompts(const ds::Model& m, size_t n) {
-  auto tok = ds::load_tokenizer(ds::test::stories_tok(), m.config.vocab_size);
-  auto all = ds::read_prompts_file(ds::test::source_dir() + "/models/stories260K/prompts.txt", tok.get());
+  auto tok = ds::load_tokenizer(ds::test::model_tok(), m.config.vocab_size);
+  auto all = ds::read_prompts_file(ds::test::prompts(), tok.get());
   all.resize(std::min(n, all.size()));
   return all;
 }
@@ -93,7 +93,7 @@ ds::RunConfig cfg(const std::string& dtype, int max_new = 40) {
 
 TEST_CASE("invariant policy: batch 1 and batch 8 give bit-identical traces", "[knobs][invariance]") {
   ds::test::TempDir dir;
-  const ds::Model m = ds::load_model(ds::test::stories_bin());
+  const ds::Model m = ds::load_model(ds::test::model_bin());
   const auto prompts = bundled_prompts(m, 8);
   for (const char* dtype : {"bf16", "fp16", "fp32"}) {
     for (int chunk : {0, 3}) {
@@ -112,7 +112,7 @@ TEST_CASE("invariant policy: batch 1 and batch 8 give bit-identical traces", "[k
 }
 
 TEST_CASE("fp64 does not move with reduction-order knobs beyond 1e-12", "[knobs][invariance]") {
-  const ds::Model m = ds::load_model(ds::test::stories_bin());
+  const ds::Model m = ds::load_model(ds::test::model_bin());
   const auto prompts = bundled_prompts(m, 4);
   auto base = cfg("fp64", 30);
   auto knobs = base;
@@ -146,7 +146,7 @@ TEST_CASE("fp64 does not move with reduction-order knobs beyond 1e-12", "[knobs]
 
 TEST_CASE("heuristic policy in bf16: batch 1 vs 8 changes hidden states", "[knobs][sensitivity]") {
   ds::test::TempDir dir;
-  const ds::Model m = ds::load_model(ds::test::stories_bin());
+  const ds::Model m = ds::load_model(ds::test::model_bin());
   const auto prompts = bundled_prompts(m, 8);
   auto c = cfg("bf16", 20);
   c.gemm_policy = "heuristic";
@@ -159,7 +159,7 @@ TEST_CASE("heuristic policy in bf16: batch 1 vs 8 changes hidden states", "[knob
 
 TEST_CASE("tp, all-reduce order and attention splits change hidden states", "[knobs][sensitivity]") {
   ds::test::TempDir dir;
-  const ds::Model m = ds::load_model(ds::test::stories_bin());
+  const ds::Model m = ds::load_model(ds::test::model_bin());
   const auto prompts = bundled_prompts(m, 2);
   auto base = cfg("bf16", 40);
   auto a = trace_of(m, prompts, base, dir.path() / "base.h5");
@@ -179,7 +179,7 @@ TEST_CASE("tp, all-reduce order and attention splits change hidden states", "[kn
 
 TEST_CASE("precision ordering on the bundled prompts: bf16 diverges more and earlier than fp16, "
           "fp16 more than fp32", "[knobs][sensitivity]") {
-  const ds::Model m = ds::load_model(ds::test::stories_bin());
+  const ds::Model m = ds::load_model(ds::test::model_bin());
   const auto prompts = bundled_prompts(m, 32);
   const int max_new = 150;
   const auto ref = greedy_tokens(m, prompts, cfg("fp64", max_new));
@@ -275,7 +275,7 @@ double median_last_layer_drift(const ds::Model& m, const std::vector<ds::Prompt>
 }  // namespace
 
 TEST_CASE("layercast drifts far less from fp32 than bf16 does", "[knobs][sensitivity]") {
-  const ds::Model m = ds::load_model(ds::test::stories_bin());
+  const ds::Model m = ds::load_model(ds::test::model_bin());
   const auto prompts = bundled_prompts(m, 8);
   // On a bf16 checkpoint (the LayerCast setting: weights are bf16 either way) layercast computes
   // exactly what fp32 computes; bf16 also stores activations and the KV cache in bf16.
@@ -314,7 +314,7 @@ TEST_CASE("bad config values are rejected up front, naming the field", "[knobs][
   bad([](ds::RunConfig& c) { c.add_bos = "maybe"; }, "add_bos");
   bad([](ds::RunConfig& c) { c.repetition_penalty = 0; }, "repetition_penalty");
   bad([](ds::RunConfig& c) { c.device = "tpu"; }, "device");
-  const ds::Model m = ds::load_model(ds::test::stories_bin());  // 8 heads, 4 kv heads, MLP 172
+  const ds::Model m = ds::load_model(ds::test::model_bin());  // 8 heads, 4 kv heads
   ds::RunConfig c;
   c.tp = 8;
   CHECK_THROWS_WITH(ds::validate_for_model(c, m.config), Catch::Contains("tp 8"));

@@ -1,10 +1,13 @@
-// Traces of the 32 bundled prompts under seven configurations hold the numbers they held before
-// the src/ reorganisation and the one forward skeleton (issue 12): the digests below were made
-// with the driftscope of commit dc3cb9e (before the move) by
-//   driftscope run --config configs/<name>.toml --prompts models/stories260K/prompts.txt \
+// A change detector: traces of the 32 stories260K prompts under seven configurations hold the
+// numbers they held before the src/ reorganisation and the one forward skeleton. The digests
+// below were produced by driftscope itself (the commit before the move, dc3cb9e) with
+//   driftscope run --config configs/<name>.toml --prompts <prompts> \
 //                  --max-new 24 --probes all --full-logits -q -o <name>.h5
 // and tests/support/trace_digest.cpp (tokens, every hidden site, top-K, lse, full logits; raw
-// bits). A refactor of the runtime that changes one bit of any of them fails here by name.
+// bits), on the then-bundled stories260K, now the third-party fixture in ../shared/models, with
+// its prompts, now tests/data/stories260K-prompts.txt (skipped where ../shared is absent). They
+// prove nothing about correctness; a refactor of the runtime that changes one bit of any of them
+// fails here by name.
 #include <catch2/catch.hpp>
 
 #include "tests/support/paths.h"
@@ -32,14 +35,15 @@ constexpr Recorded kRecorded[] = {
 }  // namespace
 
 TEST_CASE("traces are bit-identical to those recorded before the runtime refactor") {
+  DS_REQUIRE_SHARED_MODELS();
   ds::test::TempDir dir;
   for (const Recorded& rec : kRecorded) {
     SECTION(rec.config) {
       const std::string out = (dir.path() / (std::string(rec.config) + ".h5")).string();
       const auto r = ds::test::run_cli("run --config " + ds::test::source_dir() + "/configs/" +
-                                       rec.config + ".toml --prompts " + ds::test::source_dir() +
-                                       "/models/stories260K/prompts.txt --max-new 24 --probes all "
-                                       "--full-logits -q -o " + out);
+                                       rec.config + ".toml -m " + ds::test::stories_bin() +
+                                       " --prompts " + ds::test::stories_prompts() +
+                                       " --max-new 24 --probes all --full-logits -q -o " + out);
       REQUIRE(r.exit_code == 0);
       CHECK(ds::test::trace_digest(out) == rec.digest);
     }

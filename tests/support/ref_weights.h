@@ -13,7 +13,7 @@ struct RefModel {
   RefWeights weights;
 };
 
-// Only what stories260K-hf needs: Llama, F32 tensors, one model.safetensors.
+// Only what kjv-llama needs: Llama, F32 tensors, one model.safetensors.
 RefModel read_ref_model(const std::filesystem::path& hf_dir);
 
 }  // namespace ds::test

@@ -45,11 +45,12 @@ inline nlohmann::json slurp_json(const std::filesystem::path& p) {
   return nlohmann::json::parse(in);
 }
 
-// The first n (at most 6) of a fixed list of short story prompts, one per line: a prompts file
+// The first n (at most 6) of a fixed list of short prompts in the style of the bundled models'
+// corpus, one per line: a prompts file
 // for CLI tests of the bundled model.
-inline void write_story_prompts(const std::filesystem::path& p, int n = 4) {
-  const char* all[] = {"Once upon a time", "The little dog", "Tom and Lily went to the park",
-                       "The sun was hot", "One day, a little bird", "Tim had a big red ball."};
+inline void write_prompts(const std::filesystem::path& p, int n = 4) {
+  const char* all[] = {"In the beginning", "And the king said", "Then Jesus said unto them,",
+                       "Blessed are the", "And it came to pass, when", "Praise ye the LORD."};
   REQUIRE(n >= 0);
   REQUIRE(n <= 6);
   std::ofstream out(p);

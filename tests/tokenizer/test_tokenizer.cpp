@@ -1,5 +1,6 @@
-// Tests of the llama2.c and Hugging Face tokenizers on the bundled stories260K / aidreams260K
-// files.
+// Tests of the llama2.c and Hugging Face tokenizers: ids derived by hand from the third-party
+// stories260K / aidreams260K files (../shared/models; those cases skip where it is absent), and
+// the two formats of the bundled kjv-llama tokenizer against each other.
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -8,16 +9,16 @@
 
 #include "common/error.h"
 #include "src/tokenizer/tokenizer.h"
+#include "tests/support/paths.h"
 
 namespace fs = std::filesystem;
 using Ids = std::vector<int32_t>;
 
 namespace {
 
-const fs::path kModels = fs::path(DRIFTSCOPE_SOURCE_DIR) / "models";
-const fs::path kStoriesBin = kModels / "stories260K" / "tok512.bin";
-const fs::path kStoriesJson = kModels / "stories260K-hf" / "tokenizer.json";
-const fs::path kAidreamsBin = kModels / "aidreams260K" / "tok512.bin";
+const fs::path kStoriesBin = ds::test::stories_tok();
+const fs::path kStoriesJson = fs::path(ds::test::stories_hf()) / "tokenizer.json";
+const fs::path kAidreamsBin = ds::test::aidreams_tok();
 
 std::unique_ptr<ds::Tokenizer> stories_llama2c() {
   return ds::load_llama2c_tokenizer(kStoriesBin, 512);
@@ -74,9 +75,23 @@ const std::vector<std::string> kTexts = {
     "x",
 };
 
+// A llama2.c tokenizer.bin and a tokenizer.json of one vocabulary encode every text to the same
+// ids (BOS included) and decode those ids to the same text.
+void check_same_ids(const ds::Tokenizer& bin, const ds::Tokenizer& json,
+                    const std::vector<std::string>& texts) {
+  for (const std::string& text : texts) {
+    INFO(text);
+    const Ids ids = bin.encode(text, true);
+    CHECK(ids.size() > 1);
+    CHECK(json.encode(text, true) == ids);
+    CHECK(json.decode(ids) == bin.decode(ids));
+  }
+}
+
 }  // namespace
 
-TEST_CASE("llama2.c tokenizer loads the bundled tok512.bin", "[tokenizer]") {
+TEST_CASE("llama2.c tokenizer loads stories260K's tok512.bin", "[tokenizer]") {
+  DS_REQUIRE_SHARED_MODELS();
   auto tok = stories_llama2c();
   CHECK(tok->kind() == "llama2c");
   CHECK(tok->vocab_size() == 512);
@@ -87,7 +102,8 @@ TEST_CASE("llama2.c tokenizer loads the bundled tok512.bin", "[tokenizer]") {
   CHECK(tok->token_text(3 + 0x0A) == "<0x0A>");
 }
 
-TEST_CASE("tokenizer.json tokenizer loads the bundled stories260K-hf files", "[tokenizer]") {
+TEST_CASE("tokenizer.json tokenizer loads the stories260K-hf files", "[tokenizer]") {
+  DS_REQUIRE_SHARED_MODELS();
   auto tok = stories_hf();
   CHECK(tok->kind() == "hf-bpe");
   CHECK(tok->vocab_size() == 512);
@@ -98,6 +114,7 @@ TEST_CASE("tokenizer.json tokenizer loads the bundled stories260K-hf files", "[t
 }
 
 TEST_CASE("known ids: 'Once upon a time'", "[tokenizer]") {
+  DS_REQUIRE_SHARED_MODELS();
   // Derived by hand from model.vocab in stories260K-hf/tokenizer.json: the normalizer makes
   // "▁Once▁upon▁a▁time", and each "▁word" is itself a vocabulary entry: "▁Once" = 403,
   // "▁upon" = 407, "▁a" = 261, "▁time" = 378; BOS "<s>" = 1. (Hugging Face's own tokenizers
@@ -109,6 +126,7 @@ TEST_CASE("known ids: 'Once upon a time'", "[tokenizer]") {
 }
 
 TEST_CASE("known ids: equal merges go leftmost first", "[tokenizer]") {
+  DS_REQUIRE_SHARED_MODELS();
   // "▁Olll": the merges that apply are "▁ O" -> "▁O" (319) and "l l" -> "ll" (306), the latter at
   // two overlapping places; nothing merges with "ll" or "▁O" afterwards. Taking the leftmost "l l"
   // gives "▁O", "ll", "l" (421); the rightmost would give "▁O", "l", "ll".
@@ -118,6 +136,7 @@ TEST_CASE("known ids: equal merges go leftmost first", "[tokenizer]") {
 }
 
 TEST_CASE("BOS is added only with add_special", "[tokenizer]") {
+  DS_REQUIRE_SHARED_MODELS();
   for (auto& tok : {stories_llama2c(), stories_hf()}) {
     INFO(tok->kind());
     const Ids with = tok->encode("Lily", true);
@@ -132,6 +151,7 @@ TEST_CASE("BOS is added only with add_special", "[tokenizer]") {
 }
 
 TEST_CASE("characters missing from the vocabulary fall back to their UTF-8 bytes", "[tokenizer]") {
+  DS_REQUIRE_SHARED_MODELS();
   // "中" is U+4E2D = E4 B8 AD in UTF-8; byte b is the piece "<0xBB>" with id b + 3
   // (0xE4 + 3 = 231, 0xB8 + 3 = 187, 0xAD + 3 = 176). 410 is the dummy-prefix "▁" / " ".
   // "é" on the other hand is in the vocabulary (id 485) and stays one token.
@@ -146,6 +166,7 @@ TEST_CASE("characters missing from the vocabulary fall back to their UTF-8 bytes
 }
 
 TEST_CASE("text that is not valid UTF-8", "[tokenizer]") {
+  DS_REQUIRE_SHARED_MODELS();
   // run.c has no notion of validity: a lone 0xFF byte falls back to its byte piece, 0xFF + 3.
   CHECK(stories_llama2c()->encode("\xFF", false) == Ids{410, 258});
   // Hugging Face tokenizers take only valid strings.
@@ -153,6 +174,7 @@ TEST_CASE("text that is not valid UTF-8", "[tokenizer]") {
 }
 
 TEST_CASE("text -> ids -> text round trips", "[tokenizer]") {
+  DS_REQUIRE_SHARED_MODELS();
   auto aidreams = ds::load_llama2c_tokenizer(kAidreamsBin, 512);
   for (auto& tok : {stories_llama2c(), stories_hf(), std::move(aidreams)}) {
     for (const std::string& text : kTexts) {
@@ -164,21 +186,15 @@ TEST_CASE("text -> ids -> text round trips", "[tokenizer]") {
 }
 
 TEST_CASE("tok512.bin and tokenizer.json give the same ids", "[tokenizer]") {
+  DS_REQUIRE_SHARED_MODELS();
   // An independent check: the two files are separate conversions of the same SentencePiece model,
   // and the llama2.c merge-by-score loop must agree with Hugging Face's merge-by-rank BPE
   // (models/README.md records the same agreement for transformers.js).
-  auto bin = stories_llama2c();
-  auto json = stories_hf();
-  for (const std::string& text : kTexts) {
-    INFO(text);
-    const Ids ids = bin->encode(text, true);
-    CHECK(ids.size() > 1);
-    CHECK(json->encode(text, true) == ids);
-    CHECK(json->decode(ids) == bin->decode(ids));
-  }
+  check_same_ids(*stories_llama2c(), *stories_hf(), kTexts);
 }
 
 TEST_CASE("decode skips special tokens", "[tokenizer]") {
+  DS_REQUIRE_SHARED_MODELS();
   for (auto& tok : {stories_llama2c(), stories_hf()}) {
     INFO(tok->kind());
     // <unk> = 0, <s> = 1, </s> = 2 are special; 403 = "▁Once", 426 = ".".
@@ -188,6 +204,7 @@ TEST_CASE("decode skips special tokens", "[tokenizer]") {
 }
 
 TEST_CASE("decoding incomplete UTF-8 byte tokens", "[tokenizer]") {
+  DS_REQUIRE_SHARED_MODELS();
   // <0xE4><0xB8> is "中" cut short. Hugging Face's ByteFallback decoder turns each byte of an
   // invalid run into U+FFFD; llama2.c's decoder writes the raw bytes.
   const Ids ids = {231, 187};
@@ -196,6 +213,7 @@ TEST_CASE("decoding incomplete UTF-8 byte tokens", "[tokenizer]") {
 }
 
 TEST_CASE("decode rejects ids outside the vocabulary", "[tokenizer]") {
+  DS_REQUIRE_SHARED_MODELS();
   for (auto& tok : {stories_llama2c(), stories_hf()}) {
     INFO(tok->kind());
     CHECK_THROWS_AS(tok->decode(Ids{403, 512}), ds::Error);
@@ -207,6 +225,7 @@ TEST_CASE("decode rejects ids outside the vocabulary", "[tokenizer]") {
 }
 
 TEST_CASE("a truncated or mismatched tokenizer.bin is an error", "[tokenizer]") {
+  DS_REQUIRE_SHARED_MODELS();
   TempDir dir;
   const std::string bytes = read_file(kStoriesBin);
   REQUIRE(bytes.size() == 6227);
@@ -222,6 +241,7 @@ TEST_CASE("a truncated or mismatched tokenizer.bin is an error", "[tokenizer]") 
 }
 
 TEST_CASE("malformed or unsupported tokenizer.json is an error", "[tokenizer]") {
+  DS_REQUIRE_SHARED_MODELS();
   TempDir dir;
   SECTION("not JSON") {
     const fs::path p = dir.write("tokenizer.json", "{\"model\": {\"type\": \"BPE\", ");
@@ -321,6 +341,7 @@ TEST_CASE("tokenizer.json ids and counts that are not whole numbers in range are
 // bounded by the vocab_size limit of models, 2^22 (found by reading the code fuzz_tokenizer_json
 // reaches).
 TEST_CASE("tokenizer.json ids past the vocabulary size limit are errors", "[tokenizer]") {
+  DS_REQUIRE_SHARED_MODELS();
   TempDir dir;
   nlohmann::json j = stories_json();
   std::string expected;
@@ -338,6 +359,7 @@ TEST_CASE("tokenizer.json ids past the vocabulary size limit are errors", "[toke
 }
 
 TEST_CASE("tokenizer.json with the largest allowed id has 2^22 ids", "[tokenizer]") {
+  DS_REQUIRE_SHARED_MODELS();
   TempDir dir;
   nlohmann::json j = stories_json();
   j["added_tokens"][0]["id"] = 4194303;
@@ -346,6 +368,7 @@ TEST_CASE("tokenizer.json with the largest allowed id has 2^22 ids", "[tokenizer
 }
 
 TEST_CASE("tokenizer.json with a Split on backslash-C is refused", "[tokenizer]") {
+  DS_REQUIRE_SHARED_MODELS();
   TempDir dir;
   nlohmann::json j = stories_json();
   j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "\\C"}}}, {"behavior", "Isolated"}};
@@ -354,6 +377,7 @@ TEST_CASE("tokenizer.json with a Split on backslash-C is refused", "[tokenizer]"
 }
 
 TEST_CASE("tokenizer.json without tokenizer_config.json uses the template's BOS", "[tokenizer]") {
+  DS_REQUIRE_SHARED_MODELS();
   TempDir dir;
   const fs::path p = dir.write("tokenizer.json", read_file(kStoriesJson));
   auto tok = ds::load_hf_tokenizer(p);
@@ -363,6 +387,7 @@ TEST_CASE("tokenizer.json without tokenizer_config.json uses the template's BOS"
 }
 
 TEST_CASE("tokenizer_config.json overrides add_bos_token / add_eos_token", "[tokenizer]") {
+  DS_REQUIRE_SHARED_MODELS();
   TempDir dir;
   const fs::path p = dir.write("tokenizer.json", read_file(kStoriesJson));
   dir.write("tokenizer_config.json", R"({"add_bos_token": false, "add_eos_token": true,
@@ -375,6 +400,7 @@ TEST_CASE("tokenizer_config.json overrides add_bos_token / add_eos_token", "[tok
 }
 
 TEST_CASE("Metaspace pre-tokenizer and decoder", "[tokenizer]") {
+  DS_REQUIRE_SHARED_MODELS();
   // The same vocabulary with the newer Llama / Mistral layout: no normalizer, a Metaspace
   // pre-tokenizer that turns spaces into "▁", prepends one (unless the text already starts with
   // one) and splits in front of each "▁"; a Metaspace decoder that turns "▁" back into spaces and
@@ -404,6 +430,7 @@ TEST_CASE("Metaspace pre-tokenizer and decoder", "[tokenizer]") {
 }
 
 TEST_CASE("a 200 KB text encodes and round trips", "[tokenizer]") {
+  DS_REQUIRE_SHARED_MODELS();
   // Both encoders merge with a priority queue; a quadratic merge loop would take minutes here.
   std::string text;
   while (text.size() < 200'000) {
@@ -421,4 +448,32 @@ TEST_CASE("a 200 KB text encodes and round trips", "[tokenizer]") {
   const std::string spaces(100'000, ' ');
   CHECK(stories_hf()->decode(stories_hf()->encode(spaces, false)) == spaces);
   CHECK(stories_llama2c()->decode(stories_llama2c()->encode(spaces, false)) == spaces);
+}
+
+TEST_CASE("kjv-llama: tokenizer.bin and tokenizer.json give the same ids", "[tokenizer]") {
+  // Two encoders over two files that scripts/make_models wrote from one trained vocabulary: the
+  // llama2.c loop merges the neighbours whose concatenation scores highest, the tokenizer.json BPE
+  // merges by rank. They agree only if the merges list was written as make_models documents.
+  auto bin = ds::load_llama2c_tokenizer(ds::test::model_tok(), 1024);
+  auto json = ds::load_hf_tokenizer(fs::path(ds::test::model_hf()) / "tokenizer.json");
+  std::vector<std::string> texts = kTexts;
+  std::ifstream prompts(ds::test::prompts());
+  for (std::string line; std::getline(prompts, line);) texts.push_back(line);
+  REQUIRE(texts.size() == kTexts.size() + 32);
+  texts.push_back(
+      "And it came to pass in those days, that there went out a decree from Caesar Augustus, that "
+      "all the world should be taxed. (And this taxing was first made when Cyrenius was governor "
+      "of Syria.) Thy word is a lamp unto my feet; and a light unto my path! Selah? 1234567890");
+  check_same_ids(*bin, *json, texts);
+  for (const std::string& text : texts) CHECK(bin->decode(bin->encode(text, true)) == text);
+}
+
+TEST_CASE("kjv tokenizers: text -> ids -> text round trips", "[tokenizer]") {
+  for (const std::string& dir : {ds::test::model_hf(), ds::test::qwen2_hf()}) {
+    auto tok = ds::load_hf_tokenizer(fs::path(dir) / "tokenizer.json");
+    for (const std::string& text : kTexts) {
+      INFO(dir << ": " << text);
+      CHECK(tok->decode(tok->encode(text, false)) == text);
+    }
+  }
 }

@@ -19,7 +19,7 @@ namespace {
 // A trace of driftscope's own writer, relabelled as written by another producer, then changed.
 std::filesystem::path foreign_trace(const std::filesystem::path& dir, const std::string& name,
                                     const std::function<void(hid_t)>& change) {
-  const ds::Model m = ds::load_model(ds::test::stories_bin());
+  const ds::Model m = ds::load_model(ds::test::model_bin());
   ds::TracedRunOptions o;
   o.config.max_new = 4;
   o.sites = ds::trace::default_sites(m.config.n_layers);
@@ -80,7 +80,7 @@ TEST_CASE("conformance: a foreign trace that follows format v1 opens", "[trace][
 TEST_CASE("conformance: driftscope's own traces report driftscope as producer",
           "[trace][conformance]") {
   ds::test::TempDir dir;
-  const ds::Model m = ds::load_model(ds::test::stories_bin());
+  const ds::Model m = ds::load_model(ds::test::model_bin());
   ds::TracedRunOptions o;
   o.config.max_new = 2;
   o.writer.path = dir.path() / "own.h5";
@@ -93,7 +93,7 @@ TEST_CASE("conformance: each defect is named", "[trace][conformance]") {
   const std::vector<Case> cases = {
       {"rows",
        [](hid_t f) {
-         hsize_t dims[2] = {4, 64};
+         hsize_t dims[2] = {4, 128};  // kjv-llama's dim is 128
          hid_t d = H5Dopen2(f, "seq/0/hidden/L2/out", H5P_DEFAULT);
          H5Dset_extent(d, dims);
          H5Dclose(d);

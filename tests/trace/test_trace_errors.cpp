@@ -16,7 +16,7 @@
 namespace {
 
 std::filesystem::path small_trace(const std::filesystem::path& dir) {
-  const ds::Model m = ds::load_model(ds::test::stories_bin());
+  const ds::Model m = ds::load_model(ds::test::model_bin());
   ds::TracedRunOptions o;
   o.config.max_new = 5;
   o.writer.path = dir / "small.h5";
@@ -77,7 +77,7 @@ TEST_CASE("reader: a truncated trace file is refused", "[trace][errors]") {
 TEST_CASE("writer: refuses to overwrite without force", "[trace][errors]") {
   ds::test::TempDir dir;
   const auto path = small_trace(dir.path());
-  const ds::Model m = ds::load_model(ds::test::stories_bin());
+  const ds::Model m = ds::load_model(ds::test::model_bin());
   ds::TracedRunOptions o;
   o.config.max_new = 5;
   o.writer.path = path;

@@ -50,8 +50,8 @@ ds::test::CaptureHook capture(const ds::Model& m, const std::vector<int32_t>& pr
 
 TEST_CASE("trace round trip: f32 bit-exact, f16/bf16 round to nearest even", "[trace]") {
   ds::test::TempDir dir;
-  const ds::Model m = ds::load_model(ds::test::stories_bin());
-  const std::vector<int32_t> prompt = {1, 403, 407, 261, 378};  // BOS "Once upon a time"
+  const ds::Model m = ds::load_model(ds::test::model_bin());
+  const std::vector<int32_t> prompt = {1, 403, 407, 261, 378};  // BOS and four ids of the vocabulary
   const auto ref = capture(m, prompt, 24);
   for (auto hd : {ds::Storage::native, ds::Storage::f16, ds::Storage::bf16}) {
     INFO("hidden dtype " << ds::trace::hidden_dtype_name(hd));
@@ -121,7 +121,7 @@ TEST_CASE("probes select the recorded sites", "[trace]") {
 
 TEST_CASE("several prompts make one group each and metadata is recorded", "[trace]") {
   ds::test::TempDir dir;
-  const ds::Model m = ds::load_model(ds::test::stories_bin());
+  const ds::Model m = ds::load_model(ds::test::model_bin());
   const auto path = dir.path() / "multi.h5";
   auto opt = options(path, "default", ds::Storage::native, m.config.n_layers);
   opt.writer.full_logits = false;

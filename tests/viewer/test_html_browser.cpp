@@ -144,7 +144,7 @@ TEST_CASE("attribute --html: chromium renders one bar pair per block of the JSON
   // Reference A (fp32, every probe, so attention and MLP are apart) on two bundled prompts.
   const auto prompts = dir.path() / "prompts.txt";
   {
-    std::ifstream in(DRIFTSCOPE_SOURCE_DIR "/models/stories260K/prompts.txt");
+    std::ifstream in(DRIFTSCOPE_SOURCE_DIR "/models/kjv-llama/prompts.txt");
     std::ofstream p(prompts);
     std::string line;
     for (int i = 0; i < 2 && std::getline(in, line); ++i) p << line << "\n";

@@ -1,4 +1,4 @@
-// `driftscope stats --html` in a real browser: a 2×2 sweep of the bundled stories260K (dtype ×
+// `driftscope stats --html` in a real browser: a 2×2 sweep of the bundled kjv-llama (dtype ×
 // tp, few prompts and tokens), its page rendered by headless chromium. What the DOM must hold is
 // taken from the `--json` output of the same run: one Div_Index histogram per group listed there,
 // an N×N matrix whose cells are the JSON's pairwise values; no page error, a non-blank

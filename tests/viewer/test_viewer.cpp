@@ -22,8 +22,8 @@ std::string golden_path() {
 // an incomplete B, drift rows, onset, a layer view and margins.
 Report sample_report() {
   Report r;
-  r.a = {"runs/fp32.h5", true, "finished", "0.1.0", {"stories260K.bin b0a507e7ad0f"}, 2};
-  r.b = {"runs/bf16.h5", false, "interrupted", "0.1.0", {"stories260K.bin b0a507e7ad0f"}, 2};
+  r.a = {"runs/fp32.h5", true, "finished", "0.1.0", {"kjv-llama.bin 5d1c0e9a2f47"}, 2};
+  r.b = {"runs/bf16.h5", false, "interrupted", "0.1.0", {"kjv-llama.bin 5d1c0e9a2f47"}, 2};
   r.config_diff = {
       {"accum", "", "\"fp32\""}, {"dtype", "\"fp32\"", "\"bf16\""}, {"trace.topk", "20", "5"}};
   r.warnings = {
