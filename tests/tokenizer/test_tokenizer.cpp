@@ -54,8 +54,9 @@ std::string read_file(const fs::path& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-nlohmann::json stories_json() {
-  return nlohmann::json::parse(read_file(kStoriesJson));
+// The bundled kjv-llama tokenizer.json (Llama 2's layout), for tests that damage a copy of it.
+nlohmann::json bundled_json() {
+  return nlohmann::json::parse(read_file(fs::path(ds::test::model_hf()) / "tokenizer.json"));
 }
 
 // Texts for round trips and for comparing the two formats: ASCII, punctuation, newlines, tabs,
@@ -241,7 +242,6 @@ TEST_CASE("a truncated or mismatched tokenizer.bin is an error", "[tokenizer]") 
 }
 
 TEST_CASE("malformed or unsupported tokenizer.json is an error", "[tokenizer]") {
-  DS_REQUIRE_SHARED_MODELS();
   TempDir dir;
   SECTION("not JSON") {
     const fs::path p = dir.write("tokenizer.json", "{\"model\": {\"type\": \"BPE\", ");
@@ -255,7 +255,7 @@ TEST_CASE("malformed or unsupported tokenizer.json is an error", "[tokenizer]") 
     CHECK_THROWS_WITH(ds::load_hf_tokenizer(q), Catch::Contains("no \"model\" object"));
   }
   SECTION("unsupported component types") {
-    nlohmann::json j = stories_json();
+    nlohmann::json j = bundled_json();
     std::string expected;
     SECTION("BERT pre-tokenizer") {
       j["pre_tokenizer"] = {{"type", "BertPreTokenizer"}};
@@ -311,7 +311,7 @@ TEST_CASE("malformed or unsupported tokenizer.json is an error", "[tokenizer]") 
 TEST_CASE("tokenizer.json ids and counts that are not whole numbers in range are errors",
           "[tokenizer]") {
   TempDir dir;
-  nlohmann::json j = stories_json();
+  nlohmann::json j = bundled_json();
   std::string expected;
   SECTION("a vocabulary id far past int's range, written as a float") {
     j["model"]["vocab"]["<0xC3>"] = 1.98e70;
@@ -341,9 +341,8 @@ TEST_CASE("tokenizer.json ids and counts that are not whole numbers in range are
 // bounded by the vocab_size limit of models, 2^22 (found by reading the code fuzz_tokenizer_json
 // reaches).
 TEST_CASE("tokenizer.json ids past the vocabulary size limit are errors", "[tokenizer]") {
-  DS_REQUIRE_SHARED_MODELS();
   TempDir dir;
-  nlohmann::json j = stories_json();
+  nlohmann::json j = bundled_json();
   std::string expected;
   SECTION("a vocabulary id of 2^22") {
     j["model"]["vocab"]["<0xC3>"] = 4194304;
@@ -359,18 +358,16 @@ TEST_CASE("tokenizer.json ids past the vocabulary size limit are errors", "[toke
 }
 
 TEST_CASE("tokenizer.json with the largest allowed id has 2^22 ids", "[tokenizer]") {
-  DS_REQUIRE_SHARED_MODELS();
   TempDir dir;
-  nlohmann::json j = stories_json();
+  nlohmann::json j = bundled_json();
   j["added_tokens"][0]["id"] = 4194303;
   const auto tok = ds::load_hf_tokenizer(dir.write("tokenizer.json", j.dump()));
   CHECK(tok->vocab_size() == 4194304);
 }
 
 TEST_CASE("tokenizer.json with a Split on backslash-C is refused", "[tokenizer]") {
-  DS_REQUIRE_SHARED_MODELS();
   TempDir dir;
-  nlohmann::json j = stories_json();
+  nlohmann::json j = bundled_json();
   j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "\\C"}}}, {"behavior", "Isolated"}};
   CHECK_THROWS_WITH(ds::load_hf_tokenizer(dir.write("tokenizer.json", j.dump())),
                     Catch::Contains("invalid regex '\\C'"));
@@ -400,13 +397,13 @@ TEST_CASE("tokenizer_config.json overrides add_bos_token / add_eos_token", "[tok
 }
 
 TEST_CASE("Metaspace pre-tokenizer and decoder", "[tokenizer]") {
-  DS_REQUIRE_SHARED_MODELS();
   // The same vocabulary with the newer Llama / Mistral layout: no normalizer, a Metaspace
   // pre-tokenizer that turns spaces into "▁", prepends one (unless the text already starts with
   // one) and splits in front of each "▁"; a Metaspace decoder that turns "▁" back into spaces and
   // drops those of the first token.
+  DS_REQUIRE_SHARED_MODELS();  // ids derived by hand from stories260K-hf's vocabulary
   TempDir dir;
-  nlohmann::json j = stories_json();
+  nlohmann::json j = nlohmann::json::parse(read_file(kStoriesJson));
   j["normalizer"] = nullptr;
   const nlohmann::json metaspace = {{"type", "Metaspace"},
                                     {"replacement", "\u2581"},
