@@ -1,4 +1,4 @@
-// The CPU reference at the machine's limit (issue 20): writes a 110M-parameter Llama-shaped
+// The CPU reference at the machine's limit: writes a 110M-parameter Llama-shaped
 // llama2.c checkpoint (dim 768, 12 layers, 12 heads, hidden 2048, vocab 32000, fp32) with random
 // weights and prints, in one run:
 //   - read bandwidth, measured by streaming the same weights the decode reads (1 thread, all cores;

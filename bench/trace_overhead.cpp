@@ -1,7 +1,7 @@
-// Tracing overhead and the trace writer's memory (issue 19):
+// Tracing overhead and the trace writer's memory:
 //  260k  wall time of the same generation on the bundled kjv-llama untraced, traced with the
-//        default probes and with all probes, each with the default compression (shuffle +
-//        deflate 1) and with none (--compression none), measured interleaved (A B C D E A B ...)
+//        default probes and with all probes, each with --compression deflate (shuffle +
+//        deflate 1) and with none (the default), measured interleaved (A B C D E A B ...)
 //        so machine noise hits all alike; medians, traced / untraced ratios and trace sizes.
 //  110m  the same on a llama2.c checkpoint of the 110M shape (dim 768, 12 layers, 12 heads,
 //        hidden 2048, vocab 32000) with random weights, written to a temporary file.

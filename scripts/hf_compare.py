@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Compares a driftscope trace with Hugging Face transformers on the same checkpoint (issue 8):
+"""Compares a driftscope trace with Hugging Face transformers on the same checkpoint:
 per-layer relative drift of hidden states (transformers' output_hidden_states against the
 trace's embed / L<l>/out / final_norm), greedy agreement, and eager-generate tokens/s.
 

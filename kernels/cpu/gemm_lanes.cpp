@@ -184,9 +184,8 @@ __attribute__((target("avx2"))) void rows_packed(float* y, const float* x, int l
 // Rows [m0, m1) of x against weight rows [n0, n1) (a multiple of 8 rows): four rows of x share
 // each transposed tile; a single row works on two blocks at once (two independent add chains).
 // Two, not four: a single row (decode) is bound by memory, and 16 weight rows streamed side by
-// side keep the hardware prefetchers ahead where 32 did not (bench/RESULTS.md, issue 20: 0.84 to
-// 1.10 of the roofline at two threads against 0.56 to 0.72 in the same runs; software prefetch
-// made it slower).
+// side keep the hardware prefetchers ahead where 32 did not, and software prefetch made it slower
+// (measured in bench/RESULTS.md, "CPU reference: threads, AVX2 lanes and mapped weights").
 void rows_blocks(float* y, const float* x, int ldx, const float* w, int ldw, const float* b, int N,
                  int K, int splits, Storage out, int m0, int m1, int n0, int n1) {
   int m = m0;

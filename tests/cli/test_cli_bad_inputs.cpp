@@ -1,4 +1,4 @@
-// Bad inputs fed to the real executable (issue 17): every size from a file header is checked
+// Bad inputs fed to the real executable: every size from a file header is checked
 // against the documented limits before anything is allocated; files a user names are read
 // with a bound; each case ends in exit 2 with "driftscope: <message>" and a hint, never a
 // crash (exit 3), an allocation failure or a number that overflowed on its way to the message.

@@ -1,4 +1,4 @@
-// Float32 weights are used where they lie in the checkpoint file (issue 20): views into the
+// Float32 weights are used where they lie in the checkpoint file: views into the
 // mapping, checked against the file's bytes read independently; copies only where the layout
 // changes (llama2.c wq/wk, permuted to the half-split RoPE layout) or the dtype does (BF16).
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-// The vectorised, threaded CPU backend gives the bits of the scalar one-thread loops (issue 20):
+// The vectorised, threaded CPU backend gives the bits of the scalar one-thread loops:
 // logits and every hidden site of a prefill of 13 rows (the GEMM's packed path: 4-row tiles and a
 // remainder), a chunk of 5 rows (the in-register transposed path with a 4-row tile) and three
 // decode steps (one row), on the bundled llama2.c model, a `synth` Hugging Face

@@ -1,4 +1,4 @@
-// Run-config knobs that change the numerics (issue: configurations): invariance where it must
+// Run-config knobs that change the numerics: invariance where it must
 // hold, sensitivity where it must show, and the precision ordering on real prompts.
 #include <catch2/catch.hpp>
 
