@@ -22,6 +22,7 @@
 #include "diff/kernels.h"
 #include "diff/metrics.h"
 #include "diff/tolerances.h"
+#include "trace/schema.h"
 
 namespace ds::diff {
 namespace {
@@ -193,7 +194,7 @@ class SequenceDiff {
       try {
         compare_site(site);
       } catch (const Error& e) {
-        skip("hidden/" + site.a->name, e);
+        skip(trace::hidden_path(site.a->name), e);
       }
     }
     for (size_t i = 1; i < s_.layers.size(); ++i) {

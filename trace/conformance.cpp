@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <cctype>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -110,19 +112,19 @@ class Checker {
       fail(fmt::format("attribute /@stop_reason is '{}', not finished, interrupted or running",
                        stop));
     }
-    if (kind(file_, "meta") != H5I_GROUP) fail("/meta is missing or not a group");
-    h5::Id meta = h5::open_group(file_, "meta");
+    if (kind(file_, kMetaGroup) != H5I_GROUP) fail("/meta is missing or not a group");
+    h5::Id meta = h5::open_group(file_, kMetaGroup);
     for (const char* a : {"config_json", "model_json", "env_json"}) {
       const std::string text = string_attr(meta.get(), "/meta", a);
       const auto j = nlohmann::json::parse(text, nullptr, false);
       if (!j.is_object()) fail(fmt::format("attribute /meta@{} is not a JSON object", a));
     }
     string_attr(meta.get(), "/meta", "command_line");
-    if (kind(file_, "seq") != H5I_GROUP) fail("/seq is missing or not a group");
+    if (kind(file_, kSeqGroup) != H5I_GROUP) fail("/seq is missing or not a group");
   }
 
   void sequences() const {
-    h5::Id seq = h5::open_group(file_, "seq");
+    h5::Id seq = h5::open_group(file_, kSeqGroup);
     for (const auto& name : h5::list_children(seq.get())) {
       const bool digits = !name.empty() &&
                           name.find_first_not_of("0123456789") == std::string::npos &&
@@ -151,7 +153,7 @@ class Checker {
         gen_len > kMaxSequenceTokens) {
       fail(fmt::format("{}@prompt_len {} / gen_len {} out of range", where, prompt_len, gen_len));
     }
-    const auto tokens = dataset(g, where, "tokens", "tokens");
+    const auto tokens = dataset(g, where, kTokensDataset, kTokensDataset);
     expect(tokens, where + "/tokens", {h5::Elem::I32}, 1);
     const int64_t T = tokens.shape[0];
     if (T > kMaxSequenceTokens) {
@@ -185,11 +187,11 @@ class Checker {
         fail(fmt::format("{} has {} rows, {} has {}", name, r, first, R));
       }
     };
-    if (Object h = object(g, "hidden"); h.kind == H5I_GROUP)
+    if (Object h = object(g, kHiddenGroup); h.kind == H5I_GROUP)
       hidden(h.id.get(), where, rows);
     else if (h.kind != H5I_BADID)
       fail(where + "/hidden is not a group");
-    if (Object lg = object(g, "logits"); lg.kind == H5I_GROUP)
+    if (Object lg = object(g, kLogitsGroup); lg.kind == H5I_GROUP)
       logits(lg.id.get(), where, rows);
     else if (lg.kind != H5I_BADID)
       fail(where + "/logits is not a group");
@@ -211,7 +213,7 @@ class Checker {
     const std::set<h5::Elem> floats = {h5::Elem::F32, h5::Elem::F16, h5::Elem::BF16};
     int64_t width = -1;
     auto site = [&](hid_t loc, const std::string& rel, const std::string& name) {
-      const auto info = dataset(loc, base, rel, "hidden/" + rel);
+      const auto info = dataset(loc, base, rel, hidden_path(rel));
       expect(info, name, floats, 2);
       if (info.shape[1] > kMaxHiddenWidth) {
         fail(fmt::format("{} is {} wide, more than the {} of the widest model", name,
@@ -253,16 +255,17 @@ class Checker {
     const std::string base = where + "/logits";
     const hid_t lg = logits_group;
     for (const auto& child : h5::list_children(lg)) {
-      if (child != "topk_ids" && child != "topk_logits" && child != "lse" && child != "full") {
+      if (std::find(std::begin(kLogitsDatasets), std::end(kLogitsDatasets), child) ==
+          std::end(kLogitsDatasets)) {
         fail(fmt::format("{}/{} is not part of format v1 (topk_ids, topk_logits, lse, full)", base,
                          child));
       }
     }
-    const auto ids = dataset(lg, base, "topk_ids", "logits/topk_ids");
+    const auto ids = dataset(lg, base, kTopkIds, logits_path(kTopkIds));
     expect(ids, base + "/topk_ids", {h5::Elem::I32}, 2);
-    const auto vals = dataset(lg, base, "topk_logits", "logits/topk_logits");
+    const auto vals = dataset(lg, base, kTopkLogits, logits_path(kTopkLogits));
     expect(vals, base + "/topk_logits", {h5::Elem::F32}, 2);
-    const auto lse = dataset(lg, base, "lse", "logits/lse");
+    const auto lse = dataset(lg, base, kLse, logits_path(kLse));
     expect(lse, base + "/lse", {h5::Elem::F32}, 1);
     if (ids.shape[1] > kMaxLogitsWidth) {
       fail(fmt::format("{}/topk_ids has K = {}, more than the {} of the largest vocabulary", base,
@@ -275,8 +278,8 @@ class Checker {
     rows(base + "/topk_ids", ids.shape[0]);
     rows(base + "/topk_logits", vals.shape[0]);
     rows(base + "/lse", lse.shape[0]);
-    if (kind(lg, "full") != H5I_BADID) {
-      const auto full = dataset(lg, base, "full", "logits/full");
+    if (kind(lg, kFullLogits) != H5I_BADID) {
+      const auto full = dataset(lg, base, kFullLogits, logits_path(kFullLogits));
       expect(full, base + "/full", {h5::Elem::F32}, 2);
       if (full.shape[1] > kMaxLogitsWidth) {
         fail(fmt::format("{}/full has {} columns, more than the {} of the largest vocabulary", base,

@@ -23,6 +23,18 @@ std::string last_error() {
 
 namespace {
 
+// The process-wide HDF5 set-up, at static initialisation of every program that links these
+// helpers (it must come before the library's first use). HDF5 closes every open file when the
+// process exits (atexit); after a write failure that close writes to a full disk again and can
+// crash after main returned. The trace writer closes its files itself, so the library's exit
+// handler is not needed. HDF5's free lists (1-16 MiB per kind by default) are kept to 1 MiB in
+// all.
+const bool kProcessSetup = [] {
+  H5dont_atexit();
+  H5set_free_list_limits(1 << 18, 1 << 16, 1 << 18, 1 << 16, 1 << 18, 1 << 16);
+  return true;
+}();
+
 // "HDF5 call H5Gopen2 failed: <why>": the function's name without its arguments, and no source
 // path (the message reaches users; `run --verbose` shows HDF5's whole stack).
 Error call_failed(const char* call) {
@@ -45,6 +57,7 @@ herr_t check_status(herr_t s, const char* call) {
 }
 
 void silence_errors() {
+  (void)kProcessSetup;
   static std::once_flag once;
   std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
 }

@@ -205,11 +205,11 @@ void TraceReader::read_root() {
     if (!lenient_) throw;
   }
   stop_reason_ = str(root, "stop_reason");
-  if (!h5::exists(root, "meta") || !h5::exists(root, "seq")) {
+  if (!h5::exists(root, kMetaGroup) || !h5::exists(root, kSeqGroup)) {
     throw Error(fmt::format("trace '{}' lacks the /meta or /seq group", path_.string()),
                 "the file is damaged or was not written by driftscope");
   }
-  h5::Id meta = h5::open_group(root, "meta");
+  h5::Id meta = h5::open_group(root, kMetaGroup);
   config_json_ = str(meta.get(), "config_json");
   model_json_ = str(meta.get(), "model_json");
   env_json_ = str(meta.get(), "env_json");
@@ -235,7 +235,7 @@ uint64_t TraceReader::file_size() const { return fs::file_size(path_); }
 
 std::vector<int> TraceReader::sequence_indices() const {
   const WatchedRead watched(path_.native(), "listing its sequences");
-  h5::Id seq = naming_damage(path_, [&] { return h5::open_group(file_->get(), "seq"); });
+  h5::Id seq = naming_damage(path_, [&] { return h5::open_group(file_->get(), kSeqGroup); });
   std::vector<int> out;
   for (const auto& name : h5::list_children(seq.get())) {
     try {
@@ -248,7 +248,7 @@ std::vector<int> TraceReader::sequence_indices() const {
 }
 
 h5::Id TraceReader::dataset(int seq, const std::string& rel) const {
-  const std::string p = fmt::format("seq/{}/{}", seq, rel);
+  const std::string p = sequence_path(seq) + "/" + rel;
   // Opened first, asked about only on failure: checking each link of the path costs as much again.
   h5::Id d(H5Oopen(file_->get(), p.c_str(), H5P_DEFAULT));
   if (d && H5Iget_type(d.get()) == H5I_DATASET) return d;
@@ -261,7 +261,7 @@ h5::Id TraceReader::dataset(int seq, const std::string& rel) const {
 
 SequenceInfo TraceReader::sequence(int seq) const {
   const WatchedRead watched(path_.native(), "sequence", seq);
-  const std::string g = fmt::format("seq/{}", seq);
+  const std::string g = sequence_path(seq);
   if (!h5::exists(file_->get(), g)) {
     throw Error(fmt::format("trace '{}' has no sequence {}", path_.string(), seq));
   }
@@ -295,7 +295,7 @@ SequenceInfo TraceReader::read_sequence(int seq, hid_t group) const {
     s.stop_reason = "running";  // lost past the cut (check_sequence took it so): gen_len decides
   }
   {
-    DatasetRows& d = rows_of(seq, "tokens", h5::Elem::I32);
+    DatasetRows& d = rows_of(seq, kTokensDataset, h5::Elem::I32);
     s.tokens.resize(static_cast<size_t>(d.shape()[0]));
     d.read(0, d.shape()[0], s.tokens.data());
   }
@@ -305,7 +305,7 @@ SequenceInfo TraceReader::read_sequence(int seq, hid_t group) const {
     // The sites are the datasets the sequence check found under hidden/ (it refused any other
     // name), in forward order: embed, L0..L{n-1} (each in kLayerSiteKinds order), final_norm.
     std::vector<std::string> names;
-    const std::string prefix = "hidden/";
+    const std::string prefix = hidden_path("");
     for (const auto& [rel, set] : open_->sets) {
       if (rel.starts_with(prefix)) names.push_back(rel.substr(prefix.size()));
     }
@@ -314,20 +314,20 @@ SequenceInfo TraceReader::read_sequence(int seq, hid_t group) const {
     });
     for (const auto& n : names) {
       // opened through the reader's cache: the row reads that usually follow find it open
-      const DatasetRows& d = rows_of(seq, "hidden/" + n, std::nullopt);
+      const DatasetRows& d = rows_of(seq, hidden_path(n), std::nullopt);
       s.sites.push_back({n, d.shape(), d.elem()});
       take_rows(d.shape()[0]);
     }
   }
-  if (open_->sets.count("logits/topk_ids")) {  // the check kept the logits datasets it found
-    const auto& shape = rows_of(seq, "logits/topk_ids", h5::Elem::I32).shape();
+  if (open_->sets.count(logits_path(kTopkIds))) {  // the check kept the logits datasets it found
+    const auto& shape = rows_of(seq, logits_path(kTopkIds), h5::Elem::I32).shape();
     s.topk = shape.size() == 2 ? static_cast<int>(shape[1]) : 0;
     take_rows(shape[0]);
-    take_rows(rows_of(seq, "logits/lse", h5::Elem::F32).shape()[0]);
-    take_rows(rows_of(seq, "logits/topk_logits", h5::Elem::F32).shape()[0]);
+    take_rows(rows_of(seq, logits_path(kLse), h5::Elem::F32).shape()[0]);
+    take_rows(rows_of(seq, logits_path(kTopkLogits), h5::Elem::F32).shape()[0]);
   }
-  s.has_full_logits = open_->sets.count("logits/full") > 0;
-  if (s.has_full_logits) take_rows(rows_of(seq, "logits/full", h5::Elem::F32).shape()[0]);
+  s.has_full_logits = open_->sets.count(logits_path(kFullLogits)) > 0;
+  if (s.has_full_logits) take_rows(rows_of(seq, logits_path(kFullLogits), h5::Elem::F32).shape()[0]);
   s.rows = std::max<int64_t>(0, rows);
   if (s.stop_reason == "running") {
     // Cut by a kill or a full disk: only what gen_len vouches for (docs/trace-format.md, "Crash
@@ -393,11 +393,11 @@ std::span<const float> PlainHidden::read(int64_t begin, int64_t count,
 // The site's dataset, checked to hold hidden states (2-D, float) with rows [begin, begin+count).
 DatasetRows& TraceReader::hidden_rows(int seq, const std::string& site, int64_t begin,
                                       int64_t count) const {
-  DatasetRows& d = rows_of(seq, "hidden/" + site, std::nullopt);
+  DatasetRows& d = rows_of(seq, hidden_path(site), std::nullopt);
   const h5::Elem elem = d.elem();
   if (elem == h5::Elem::I32 || elem == h5::Elem::I64) {
-    throw Error(fmt::format("hidden/{} holds {} values: hidden states are float32, float16 or bf16",
-                            site, h5::elem_name(elem)),
+    throw Error(fmt::format("{} holds {} values: hidden states are float32, float16 or bf16",
+                            hidden_path(site), h5::elem_name(elem)),
                 "the trace is damaged or was not written by driftscope");
   }
   if (d.shape().size() != 2 || begin < 0 || begin + count > d.shape()[0]) {
@@ -425,8 +425,8 @@ std::optional<PlainHidden> TraceReader::plain_hidden(int seq, const std::string&
 
 TopKRows TraceReader::topk(int seq, int64_t begin, int64_t count) const {
   const WatchedRead watched(path_.native(), "rows of sequence", seq);
-  DatasetRows& ids = rows_of(seq, "logits/topk_ids", h5::Elem::I32);
-  DatasetRows& vals = rows_of(seq, "logits/topk_logits", h5::Elem::F32);
+  DatasetRows& ids = rows_of(seq, logits_path(kTopkIds), h5::Elem::I32);
+  DatasetRows& vals = rows_of(seq, logits_path(kTopkLogits), h5::Elem::F32);
   TopKRows t;
   t.k = static_cast<int>(ids.shape().size() == 2 ? ids.shape()[1] : 0);
   t.ids.resize(static_cast<size_t>(count * t.k));
@@ -438,7 +438,7 @@ TopKRows TraceReader::topk(int seq, int64_t begin, int64_t count) const {
 
 std::vector<float> TraceReader::lse(int seq, int64_t begin, int64_t count) const {
   const WatchedRead watched(path_.native(), "rows of sequence", seq);
-  DatasetRows& d = rows_of(seq, "logits/lse", h5::Elem::F32);
+  DatasetRows& d = rows_of(seq, logits_path(kLse), h5::Elem::F32);
   std::vector<float> out(static_cast<size_t>(count));
   d.read(begin, count, out.data());
   return out;
@@ -454,7 +454,7 @@ std::vector<float> TraceReader::full_logits(int seq, int64_t begin, int64_t coun
 std::span<const float> TraceReader::full_logits(int seq, int64_t begin, int64_t count,
                                                 std::vector<float>& buffer) const {
   const WatchedRead watched(path_.native(), "rows of sequence", seq);
-  DatasetRows& d = rows_of(seq, "logits/full", h5::Elem::F32);
+  DatasetRows& d = rows_of(seq, logits_path(kFullLogits), h5::Elem::F32);
   const int64_t V = d.shape().size() == 2 ? d.shape()[1] : 0;
   return as_floats(h5::Elem::F32, count, V, buffer, [&](void* out) { d.read(begin, count, out); });
 }

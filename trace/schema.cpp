@@ -13,6 +13,12 @@ std::string layer_site(int layer, const std::string& kind) {
   return fmt::format("L{}/{}", layer, kind);
 }
 
+std::string sequence_path(int64_t index) { return fmt::format("{}/{}", kSeqGroup, index); }
+
+std::string hidden_path(const std::string& site) { return fmt::format("{}/{}", kHiddenGroup, site); }
+
+std::string logits_path(const char* dataset) { return fmt::format("{}/{}", kLogitsGroup, dataset); }
+
 SiteOrder site_order(const std::string& site) {
   constexpr int kKinds = static_cast<int>(std::size(kLayerSiteKinds));
   if (site == "embed") return {-1, 0, {}};

@@ -22,6 +22,27 @@ inline constexpr int64_t kMaxSequenceTokens = int64_t{1} << 24;  // a context: m
 inline constexpr int64_t kMaxHiddenWidth = int64_t{1} << 16;     // a hidden state: dim
 inline constexpr int64_t kMaxLogitsWidth = int64_t{1} << 22;     // logits/full, top-k K: vocab_size
 
+// The groups and datasets of a trace (docs/trace-format.md, "Layout"): every path the writer
+// creates and the reader and the conformance check open is named here.
+inline constexpr const char* kMetaGroup = "meta";  // /meta: the run's attributes
+inline constexpr const char* kSeqGroup = "seq";    // /seq/<i>: one group per sequence
+// In a sequence's group:
+inline constexpr const char* kTokensDataset = "tokens";  // int32 [prompt_len + gen_len]
+inline constexpr const char* kHiddenGroup = "hidden";    // hidden/<site>: [rows, dim]
+inline constexpr const char* kLogitsGroup = "logits";    // the datasets below
+// In a sequence's logits group, in this order:
+inline constexpr const char* kTopkIds = "topk_ids";        // int32 [rows, K]
+inline constexpr const char* kTopkLogits = "topk_logits";  // float32 [rows, K]
+inline constexpr const char* kLse = "lse";                 // float32 [rows]
+inline constexpr const char* kFullLogits = "full";         // float32 [rows, vocab], optional
+inline constexpr const char* kLogitsDatasets[] = {kTopkIds, kTopkLogits, kLse, kFullLogits};
+
+// "seq/3"; "hidden/L0/out" for site "L0/out"; "logits/lse" for kLse: paths relative to the file
+// and to a sequence's group.
+std::string sequence_path(int64_t index);
+std::string hidden_path(const std::string& site);
+std::string logits_path(const char* dataset);
+
 // The optional /kernels table (CUDA traces recorded with CUPTI): one row per kernel launch, one
 // dataset per column, all of the same length (docs/trace-format.md "/kernels").
 inline constexpr const char* kKernelsGroup = "kernels";

@@ -41,7 +41,7 @@ int parse_compression(const std::string& s) {
   if (s == "deflate") return h5::kDefaultDeflateLevel;
   if (s.size() == 8 && s.starts_with("deflate") && s[7] >= '1' && s[7] <= '9') return s[7] - '0';
   throw Error(fmt::format("unknown compression '{}'", s),
-              "--compression takes none, deflate (shuffle + deflate level 1, the default) or "
+              "--compression takes none (the default), deflate (shuffle + deflate level 1) or "
               "deflate1 ... deflate9 (shuffle + deflate at that level)");
 }
 
@@ -82,7 +82,7 @@ struct TraceWriter::SeqState {
   int64_t buffered_rows = 0;
   size_t buffered_bytes = 0;
 
-  std::string path() const { return "seq/" + std::to_string(index); }
+  std::string path() const { return sequence_path(index); }
   void close_ids() {
     group.reset();
     for (auto& [site, d] : hidden) d.reset();
@@ -107,9 +107,9 @@ constexpr size_t kFlushKernelRows = 4096;
 // block covers whole chunks, each inflated once). Rank-1 datasets (width 0: tokens, lse): 4096.
 // Unfiltered (--compression none): at most 16 rows. HDF5 stores every chunk whole, filled or
 // not; deflate shrinks the unfilled rows of a sequence's last chunk to almost nothing, but without
-// it they take their full size: with these chunks a 200-token stories260K trace was 5.5 times
-// its deflated size, with 64-row chunks 1.4 times, with 16-row chunks 1.2 times (an uncompressed
-// trace cannot be smaller than its raw values: 1.13 times here). bench/RESULTS.md.
+// it they take their full size, so small chunks keep an uncompressed trace close to its raw
+// values (the sizes measured for each chunk height are in bench/RESULTS.md, "`run --compression
+// none` against the default").
 int64_t chunk_rows_for(int64_t width, size_t elem, int deflate_level) {
   const int64_t cap = deflate_level == 0 ? 16 : width == 0 ? 4096 : 1024;
   if (width == 0) return cap;
@@ -155,17 +155,6 @@ void keep_hdf5_errors_in_this_thread() {
   tl_hdf5_stack.clear();
 }
 
-// HDF5 closes every open file when the process exits (atexit). After a write failure that
-// close writes to a full disk again and can crash after main returned (issue 17); the writer
-// closes its file itself, so the library's exit handler is not needed. Effective only before the
-// library's first use, hence at static initialisation of every program that links the writer.
-const bool kNoHdf5Atexit = [] {
-  H5dont_atexit();
-  // HDF5's free lists (1-16 MiB per kind by default) kept to 1 MiB in all.
-  H5set_free_list_limits(1 << 18, 1 << 16, 1 << 18, 1 << 16, 1 << 18, 1 << 16);
-  return true;
-}();
-
 size_t message_bytes(const StepRecord& m) {
   size_t b = sizeof(m) + m.logits.size() * sizeof(double) + m.new_tokens.size() * 4;
   for (const auto& h : m.hidden) b += sizeof(h) + h.site.size() + h.values.size() * sizeof(float);
@@ -175,7 +164,6 @@ size_t message_bytes(const StepRecord& m) {
 }  // namespace
 
 TraceWriter::TraceWriter(WriterOptions options, RunInfo info) : opt_(std::move(options)) {
-  (void)kNoHdf5Atexit;
   h5::silence_errors();
   if (opt_.topk < 1) throw Error(fmt::format("topk {} must be >= 1", opt_.topk), "--trace-topk takes N >= 1");
   if (opt_.deflate_level < 0 || opt_.deflate_level > 9) {
@@ -201,12 +189,12 @@ TraceWriter::TraceWriter(WriterOptions options, RunInfo info) : opt_(std::move(o
     h5::write_attr(root, "complete", int64_t{0});
     h5::write_attr(root, "stop_reason", std::string("running"));
     {
-      h5::Id meta = h5::create_group(root, "meta");
+      h5::Id meta = h5::create_group(root, kMetaGroup);
       h5::write_attr(meta.get(), "config_json", info.config_json);
       h5::write_attr(meta.get(), "model_json", info.model_json);
       h5::write_attr(meta.get(), "env_json", info.env_json);
       h5::write_attr(meta.get(), "command_line", info.command_line);
-      h5::Id seq = h5::create_group(root, "seq");
+      h5::Id seq = h5::create_group(root, kSeqGroup);
     }
     create_ahead(root, 0);
     file_->swmr.start_swmr();
@@ -322,9 +310,9 @@ namespace {
 // their chunks off the direct-read path (docs/trace-format.md, "Untrusted traces", measures it).
 void create_sequence(hid_t file, int index, const std::vector<int32_t>& prompt, int deflate_level,
                      bool checksum) {
-  h5::Id seq_group = h5::open_group(file, "seq");
+  h5::Id seq_group = h5::open_group(file, kSeqGroup);
   h5::Id g = h5::create_group(seq_group.get(), std::to_string(index));
-  h5::Id tokens = h5::create_growing(g.get(), "tokens", h5::Elem::I32, 0,
+  h5::Id tokens = h5::create_growing(g.get(), kTokensDataset, h5::Elem::I32, 0,
                                      chunk_rows_for(0, 4, deflate_level), deflate_level,
                                      checksum);
   h5::write_rows(tokens.get(), h5::Elem::I32, 0, static_cast<int64_t>(prompt.size()), 0,
@@ -336,6 +324,39 @@ void create_sequence(hid_t file, int index, const std::vector<int32_t>& prompt, 
 
 h5::Id open_dataset(hid_t file, const std::string& path) {
   return h5::Id(DS_H5_ID(H5Dopen2(file, path.c_str(), H5P_DEFAULT)));
+}
+
+// The shapes of a sequence's hidden-state and logits datasets.
+struct SequenceLayout {
+  const std::vector<std::pair<std::string, int>>& sites;  // (site, width)
+  h5::Elem hidden;
+  int K = 0, V = 0;  // no logits datasets when K is 0
+  bool full_logits = false;
+  int deflate_level = 0;
+  bool checksum = false;
+};
+
+// The datasets of sequence group `seq` that are not there yet: one per hidden site, then the
+// logits datasets (top-K ids and logits and lse checksummed, as create_sequence says).
+void create_datasets(hid_t file, const std::string& seq, const SequenceLayout& l) {
+  const int z = l.deflate_level;
+  for (const auto& [site, width] : l.sites) {
+    const std::string p = seq + "/" + hidden_path(site);
+    if (!h5::exists(file, p)) {
+      h5::create_growing(file, p, l.hidden, width, chunk_rows_for(width, h5::elem_size(l.hidden), z),
+                         z);
+    }
+  }
+  const auto p = [&](const char* dataset) { return seq + "/" + logits_path(dataset); };
+  if (l.K == 0 || h5::exists(file, p(kTopkIds))) return;
+  h5::create_growing(file, p(kTopkIds), h5::Elem::I32, l.K, chunk_rows_for(l.K, 4, z), z,
+                     l.checksum);
+  h5::create_growing(file, p(kTopkLogits), h5::Elem::F32, l.K, chunk_rows_for(l.K, 4, z), z,
+                     l.checksum);
+  h5::create_growing(file, p(kLse), h5::Elem::F32, 0, chunk_rows_for(0, 4, z), z, l.checksum);
+  if (l.full_logits) {
+    h5::create_growing(file, p(kFullLogits), h5::Elem::F32, l.V, chunk_rows_for(l.V, 4, z), z);
+  }
 }
 
 }  // namespace
@@ -370,24 +391,13 @@ void TraceWriter::create_ahead(hid_t f, int from) {
   if (opt_.planned_vocab <= 0) return;
   constexpr int kAhead = 16;
   const int n = static_cast<int>(opt_.planned_prompts.size());
-  const h5::Elem he = hidden_elem(opt_.hidden_dtype);
-  const int V = opt_.planned_vocab, K = std::min(opt_.topk, V), z = opt_.deflate_level;
+  const int V = opt_.planned_vocab;
+  const SequenceLayout layout{opt_.planned_sites, hidden_elem(opt_.hidden_dtype),
+                              std::min(opt_.topk, V), V, opt_.full_logits, opt_.deflate_level,
+                              opt_.checksum};
   for (int i = std::max(from, created_ahead_); i < std::min(n, from + kAhead); ++i) {
-    create_sequence(f, i, opt_.planned_prompts[i], z, opt_.checksum);
-    const std::string p = "seq/" + std::to_string(i);
-    for (const auto& [site, width] : opt_.planned_sites) {
-      h5::create_growing(f, p + "/hidden/" + site, he, width,
-                         chunk_rows_for(width, h5::elem_size(he), z), z);
-    }
-    h5::create_growing(f, p + "/logits/topk_ids", h5::Elem::I32, K, chunk_rows_for(K, 4, z), z,
-                       opt_.checksum);
-    h5::create_growing(f, p + "/logits/topk_logits", h5::Elem::F32, K, chunk_rows_for(K, 4, z), z,
-                       opt_.checksum);
-    h5::create_growing(f, p + "/logits/lse", h5::Elem::F32, 0, chunk_rows_for(0, 4, z), z,
-                       opt_.checksum);
-    if (opt_.full_logits) {
-      h5::create_growing(f, p + "/logits/full", h5::Elem::F32, V, chunk_rows_for(V, 4, z), z);
-    }
+    create_sequence(f, i, opt_.planned_prompts[i], opt_.deflate_level, opt_.checksum);
+    create_datasets(f, sequence_path(i), layout);
     created_ahead_ = i + 1;
   }
 }
@@ -395,15 +405,14 @@ void TraceWriter::create_ahead(hid_t f, int from) {
 void TraceWriter::open_sequence(SeqState& s) {
   const hid_t f = file_->swmr.id();
   s.group = h5::open_group(f, s.path());
-  s.tokens = open_dataset(f, s.path() + "/tokens");
-  for (const auto& [site, width] : s.site_order) {
-    s.hidden[site] = open_dataset(f, s.path() + "/hidden/" + site);
-  }
+  const hid_t g = s.group.get();
+  s.tokens = open_dataset(g, kTokensDataset);
+  for (const auto& [site, width] : s.site_order) s.hidden[site] = open_dataset(g, hidden_path(site));
   if (s.K > 0) {
-    s.topk_ids = open_dataset(f, s.path() + "/logits/topk_ids");
-    s.topk_logits = open_dataset(f, s.path() + "/logits/topk_logits");
-    s.lse = open_dataset(f, s.path() + "/logits/lse");
-    if (opt_.full_logits) s.full = open_dataset(f, s.path() + "/logits/full");
+    s.topk_ids = open_dataset(g, logits_path(kTopkIds));
+    s.topk_logits = open_dataset(g, logits_path(kTopkLogits));
+    s.lse = open_dataset(g, logits_path(kLse));
+    if (opt_.full_logits) s.full = open_dataset(g, logits_path(kFullLogits));
   }
 }
 
@@ -468,24 +477,8 @@ void TraceWriter::handle(StepRecord& m) {
         }
         if (!t.created) create_sequence(f, t.index, t.prompt, z, opt_.checksum);
         t.created = true;
-        for (const auto& [site, width] : t.site_order) {
-          const std::string p = t.path() + "/hidden/" + site;
-          if (!h5::exists(f, p)) {
-            h5::create_growing(f, p, he, width, chunk_rows_for(width, h5::elem_size(he), z), z);
-          }
-        }
-        if (t.K > 0 && !h5::exists(f, t.path() + "/logits/topk_ids")) {
-          const std::string p = t.path() + "/logits/";
-          h5::create_growing(f, p + "topk_ids", h5::Elem::I32, t.K, chunk_rows_for(t.K, 4, z), z,
-                             opt_.checksum);
-          h5::create_growing(f, p + "topk_logits", h5::Elem::F32, t.K,
-                             chunk_rows_for(t.K, 4, z), z, opt_.checksum);
-          h5::create_growing(f, p + "lse", h5::Elem::F32, 0, chunk_rows_for(0, 4, z), z,
-                             opt_.checksum);
-          if (opt_.full_logits) {
-            h5::create_growing(f, p + "full", h5::Elem::F32, t.V, chunk_rows_for(t.V, 4, z), z);
-          }
-        }
+        create_datasets(f, t.path(), {t.site_order, he, t.K, t.V, opt_.full_logits, z,
+                                      opt_.checksum});
       }
     });
   }
@@ -714,17 +707,15 @@ void TraceWriter::finish_file(bool complete, const std::string& stop_reason, boo
       // probes). After a failure, or with rows past the last flush point, each is cut back.
       const bool exact = ok && s.rows == s.committed_rows && s.n_tokens == s.committed_tokens;
       if (!exact) {
-        for (const auto& [site, width] : s.site_order) cut("hidden/" + site, s.committed_rows);
-        for (const char* l : {"logits/topk_ids", "logits/topk_logits", "logits/lse", "logits/full"}) {
-          cut(l, s.committed_rows);
-        }
-        cut("tokens", s.committed_tokens);
+        for (const auto& [site, width] : s.site_order) cut(hidden_path(site), s.committed_rows);
+        for (const char* l : kLogitsDatasets) cut(logits_path(l), s.committed_rows);
+        cut(kTokensDataset, s.committed_tokens);
       }
       h5::write_attr(g.get(), "gen_len", s.committed_tokens - static_cast<int64_t>(s.prompt.size()));
       h5::write_attr(g.get(), "stop_reason", s.ended && ok ? s.stop_reason : std::string("interrupted"));
     }
     for (int i = 0; i < created_ahead_; ++i) {  // planned, created ahead, never begun
-      if (!seqs_.count(i)) DS_H5(H5Ldelete(f, ("seq/" + std::to_string(i)).c_str(), H5P_DEFAULT));
+      if (!seqs_.count(i)) DS_H5(H5Ldelete(f, sequence_path(i).c_str(), H5P_DEFAULT));
     }
     const hid_t root = f;
     h5::write_attr(root, "complete", int64_t{complete && ok ? 1 : 0});

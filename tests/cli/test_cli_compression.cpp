@@ -1,4 +1,4 @@
-// `--compression` (issue 19 part 4): the filters of a trace's datasets. A trace written with
+// `--compression`: the filters of a trace's datasets. A trace written with
 // `none` (the default) holds the same values, bit for bit, as one written with shuffle + deflate 1
 // (read back through the trace reader, and by diff: zero drift); its datasets carry no filter at
 // all, checked on each dataset's creation property list with HDF5 itself, independently of what
@@ -251,7 +251,7 @@ TEST_CASE("bad --compression values are refused with a hint", "[cli][bad-input][
     INFO(v);
     auto r = run_cli(std::string("run --prompt-ids 1 -n 1 --compression ") + v + o);
     check_input_error(r, "unknown compression");
-    CHECK(has(r.err, "hint: --compression takes none, deflate"));
+    CHECK(has(r.err, "hint: --compression takes none (the default), deflate"));
     CHECK_FALSE(fs::exists(dir.path() / "t.h5"));
   }
   check_input_error(run_cli("demo --compression zstd --out " + (dir.path() / "d").string()),
