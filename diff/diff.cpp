@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <future>
@@ -78,13 +79,11 @@ void flatten(const json& j, const std::string& prefix, std::map<std::string, jso
   }
 }
 
-// -1 for embed, n_layers for final_norm, l for "L<l>/...".
+// -1 for embed, l for "L<l>/...", n_layers for final_norm and any other name (the schema's
+// site_order parses the name).
 int site_layer(const std::string& site, int n_layers) {
-  if (site.size() > 1 && site[0] == 'L' && std::isdigit(static_cast<unsigned char>(site[1]))) {
-    return std::stoi(site.substr(1));
-  }
-  if (site == "embed") return -1;
-  return n_layers;
+  const int layer = trace::site_order(site).layer;  // INT_MAX / 2 and up: not a layer's site
+  return layer < INT_MAX / 2 ? layer : n_layers;
 }
 
 std::string safe_decode(const DiffOptions& opt, const std::vector<int32_t>& ids) {

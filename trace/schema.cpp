@@ -13,6 +13,12 @@ std::string layer_site(int layer, const std::string& kind) {
   return fmt::format("L{}/{}", layer, kind);
 }
 
+std::string site_name(const Site& s) {
+  const char* name = kSiteKindNames[static_cast<int>(s.kind)];
+  const int k = layer_site_index(s.kind);
+  return k >= 0 && k < kLayerSiteCount ? layer_site(s.layer, name) : name;
+}
+
 std::string sequence_path(int64_t index) { return fmt::format("{}/{}", kSeqGroup, index); }
 
 std::string hidden_path(const std::string& site) { return fmt::format("{}/{}", kHiddenGroup, site); }

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -11,9 +13,35 @@ namespace ds::trace {
 inline constexpr const char* kFormatName = "driftscope-trace";
 inline constexpr int kFormatVersion = 1;
 
-// Tap sites of one layer, in forward order.
-inline constexpr const char* kLayerSiteKinds[] = {"attn_norm", "attn_out", "resid_mid",
-                                                  "mlp_norm",  "mlp_out",  "out"};
+// Every kind of tap site, in forward order, and its name in a trace. The per-layer kinds
+// (attn_norm ... out) are named "L<layer>/<kind>" (layer_site), the others by the kind alone.
+enum class SiteKind { embed, attn_norm, attn_out, resid_mid, mlp_norm, mlp_out, out, final_norm, logits };
+inline constexpr const char* kSiteKindNames[] = {"embed",    "attn_norm", "attn_out",
+                                                 "resid_mid", "mlp_norm", "mlp_out",
+                                                 "out",      "final_norm", "logits"};
+static_assert(std::size(kSiteKindNames) == static_cast<size_t>(SiteKind::logits) + 1,
+              "one name per SiteKind");
+
+// The per-layer kinds: their number, names in forward order, and the k-th kind and back.
+inline constexpr int kLayerSiteCount = 6;
+inline constexpr std::span<const char* const, kLayerSiteCount> kLayerSiteKinds{kSiteKindNames + 1,
+                                                                              kLayerSiteCount};
+constexpr SiteKind layer_site_kind(int k) {
+  return static_cast<SiteKind>(static_cast<int>(SiteKind::attn_norm) + k);
+}
+constexpr int layer_site_index(SiteKind kind) {
+  return static_cast<int>(kind) - static_cast<int>(SiteKind::attn_norm);
+}
+static_assert(layer_site_kind(kLayerSiteCount - 1) == SiteKind::out, "attn_norm ... out");
+
+// A tap site: its kind, and its layer for the per-layer kinds.
+struct Site {
+  SiteKind kind;
+  int layer = -1;
+};
+
+// "embed", "L3/attn_out", "final_norm", "logits".
+std::string site_name(const Site& s);
 
 // Upper bounds on the sizes a trace declares, checked before anything is allocated from them:
 // those of the models driftscope runs (src/model/config.h, ConfigLimits; docs/cli.md "Input

@@ -10,17 +10,17 @@
 #include <span>
 #include <string>
 
+#include "trace/schema.h"
+
 namespace ds {
 
-enum class SiteKind { embed, attn_norm, attn_out, resid_mid, mlp_norm, mlp_out, out, final_norm, logits };
-
-struct Site {
-  SiteKind kind;
-  int layer = -1;  // for the per-layer kinds
-};
-
-// "embed", "L3/attn_out", "final_norm", "logits": the trace format's names.
-std::string site_name(const Site& s);
+// The site kinds, their names and the per-layer kinds are the trace format's (trace/schema.h).
+using trace::kLayerSiteCount;
+using trace::layer_site_index;
+using trace::layer_site_kind;
+using trace::Site;
+using trace::site_name;
+using trace::SiteKind;
 
 // A tapped tensor: `rows` rows of `width` values (float or double, as the runtime computes),
 // row r belonging to the sequence in KV-cache slot slot[r], at input position pos[r].
@@ -58,17 +58,6 @@ class TapHook {
   // Called with each wanted tensor; the data is only valid during the call.
   virtual void on_tap(const Site& site, const TapTensor& t) = 0;
 };
-
-// Number of per-layer site kinds: attn_norm, attn_out, resid_mid, mlp_norm, mlp_out, out (in
-// forward order; trace::kLayerSiteKinds holds their names).
-inline constexpr int kLayerSiteCount = 6;
-// The k-th per-layer kind (0 = attn_norm) and back.
-constexpr SiteKind layer_site_kind(int k) {
-  return static_cast<SiteKind>(static_cast<int>(SiteKind::attn_norm) + k);
-}
-constexpr int layer_site_index(SiteKind kind) {
-  return static_cast<int>(kind) - static_cast<int>(SiteKind::attn_norm);
-}
 
 // The first phase of the hook: which sites it wants, asked once per site.
 struct WantedSites {
