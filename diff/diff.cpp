@@ -13,13 +13,13 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <nlohmann/json.hpp>
 #include <set>
 #include <system_error>
 #include <thread>
 
 #include "common/error.h"
 #include "common/work_pool.h"
+#include "diff/identity.h"
 #include "diff/kernels.h"
 #include "diff/metrics.h"
 #include "diff/tolerances.h"
@@ -28,56 +28,7 @@
 namespace ds::diff {
 namespace {
 
-using nlohmann::json;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-// Invalid UTF-8 in a recorded string (a prompt's bytes) shows as U+FFFD instead of throwing.
-std::string dump_text(const json& j) {
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-json parse_object(const std::string& text) {
-  json j = json::parse(text.empty() ? std::string("{}") : text, nullptr, false);
-  return j.is_object() ? j : json::object();
-}
-
-struct ModelIdentity {
-  std::vector<std::string> files;   // "name sha256", in recorded order
-  std::vector<std::string> hashes;  // sorted sha256 values
-  json tokenizer;  // the recorded tokenizer identity (sha256, kind, BOS/EOS policy), no path
-  int n_layers = -1;
-  bool known = false;
-};
-
-ModelIdentity model_identity(const std::string& model_json) {
-  ModelIdentity m;
-  const json j = parse_object(model_json);
-  if (j.contains("files") && j["files"].is_array()) {
-    for (const auto& f : j["files"]) {
-      if (!f.is_object() || !f.contains("sha256") || !f["sha256"].is_string()) continue;
-      const std::string sha = f["sha256"].get<std::string>();
-      m.files.push_back(fmt::format("{} {}", f.value("name", std::string("?")), sha));
-      m.hashes.push_back(sha);
-    }
-  }
-  std::sort(m.hashes.begin(), m.hashes.end());
-  m.known = !m.hashes.empty();
-  if (j.contains("tokenizer") && j["tokenizer"].is_object()) {
-    m.tokenizer = j["tokenizer"];
-    m.tokenizer.erase("path");  // where the file lies says nothing about how it tokenizes
-  }
-  if (j.contains("config") && j["config"].is_object())
-    m.n_layers = j["config"].value("n_layers", -1);
-  return m;
-}
-
-void flatten(const json& j, const std::string& prefix, std::map<std::string, json>& out) {
-  if (j.is_object() && (prefix.empty() || !j.empty())) {
-    for (const auto& [k, v] : j.items()) flatten(v, prefix.empty() ? k : prefix + "." + k, out);
-  } else {
-    out[prefix] = j;
-  }
-}
 
 // -1 for embed, l for "L<l>/...", n_layers for final_norm and any other name (the schema's
 // site_order parses the name).
@@ -564,26 +515,6 @@ int layers_from_sites(const trace::TraceReader& r, const std::vector<int>& seqs)
 
 }  // namespace
 
-std::vector<ConfigDifference> config_differences(const std::string& config_a,
-                                                 const std::string& config_b) {
-  std::map<std::string, json> fa, fb;
-  flatten(parse_object(config_a), "", fa);
-  flatten(parse_object(config_b), "", fb);
-  std::set<std::string> keys;
-  for (const auto& [k, v] : fa) keys.insert(k);
-  for (const auto& [k, v] : fb) keys.insert(k);
-  std::vector<ConfigDifference> out;
-  for (const auto& k : keys) {
-    if (k.empty()) continue;
-    auto ia = fa.find(k), ib = fb.find(k);
-    const bool ha = ia != fa.end(), hb = ib != fb.end();
-    if (ha && hb && ia->second == ib->second) continue;
-    out.push_back(
-        {k, ha ? dump_text(ia->second) : std::string(), hb ? dump_text(ib->second) : std::string()});
-  }
-  return out;
-}
-
 Report diff_traces(const trace::TraceReader& a, const trace::TraceReader& b,
                    const DiffOptions& opt) {
   Report rep;
@@ -603,7 +534,7 @@ Report diff_traces(const trace::TraceReader& a, const trace::TraceReader& b,
   rep.a = side(a, ma, ia.size());
   rep.b = side(b, mb, ib.size());
   rep.model_known = ma.known && mb.known;
-  rep.model_equal = rep.model_known && ma.hashes == mb.hashes;
+  rep.model_equal = same_model(ma, mb);
   if (rep.model_known && !rep.model_equal) {
     const std::string what =
         fmt::format("A: {}; B: {}", fmt::join(ma.files, ", "), fmt::join(mb.files, ", "));
@@ -622,20 +553,8 @@ Report diff_traces(const trace::TraceReader& a, const trace::TraceReader& b,
                                            : "B records"));
   }
   rep.config_diff = config_differences(a.config_json(), b.config_json());
-  {  // two runs that tokenized differently (file or BOS/EOS policy) are flagged like config
-    std::map<std::string, json> ta, tb;
-    flatten(ma.tokenizer, "model.tokenizer", ta);
-    flatten(mb.tokenizer, "model.tokenizer", tb);
-    std::set<std::string> keys;
-    for (const auto& [k, v] : ta) keys.insert(k);
-    for (const auto& [k, v] : tb) keys.insert(k);
-    for (const auto& k : keys) {
-      const auto ia = ta.find(k), ib = tb.find(k);
-      const std::string va = ia == ta.end() ? "" : dump_text(ia->second);
-      const std::string vb = ib == tb.end() ? "" : dump_text(ib->second);
-      if (va != vb) rep.config_diff.push_back({k, va, vb});
-    }
-  }
+  // two runs that tokenized differently (file or BOS/EOS policy) are flagged like config
+  for (auto& d : tokenizer_differences(ma, mb)) rep.config_diff.push_back(std::move(d));
   for (const auto* s : {&rep.a, &rep.b}) {
     if (!s->complete) {
       rep.warnings.push_back(fmt::format(

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "diff/identity.h"
 #include "diff/report.h"
 #include "trace/reader.h"
 
@@ -29,9 +30,5 @@ struct DiffOptions {
 // allowed, or when a requested sequence is missing. Everything else is reported.
 Report diff_traces(const trace::TraceReader& a, const trace::TraceReader& b,
                    const DiffOptions& options = {});
-
-// The differing fields of two run-config JSON objects, flattened to dotted paths, sorted.
-std::vector<ConfigDifference> config_differences(const std::string& config_a,
-                                                 const std::string& config_b);
 
 }  // namespace ds::diff

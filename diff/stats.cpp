@@ -10,6 +10,7 @@
 #include <set>
 
 #include "common/error.h"
+#include "diff/identity.h"
 #include "diff/stats_math.h"
 
 namespace ds::diff {
@@ -19,21 +20,6 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 std::string value_text(const nlohmann::json& v) {
   return v.is_string() ? v.get<std::string>() : v.dump();
-}
-
-// The model's identity: architecture, shape and weight-file digests (paths left out).
-std::string model_key(const std::string& model_json) {
-  const auto j = nlohmann::json::parse(model_json, nullptr, false);
-  if (j.is_discarded()) return model_json;
-  nlohmann::json key;
-  key["architecture"] = j.value("architecture", nlohmann::json());
-  key["config"] = j.value("config", nlohmann::json());
-  nlohmann::json digests = nlohmann::json::array();
-  for (const auto& f : j.value("files", nlohmann::json::array())) {
-    digests.push_back(f.value("sha256", nlohmann::json()));
-  }
-  key["files"] = digests;
-  return key.dump();
 }
 
 std::string prompts_key(const trace::TraceReader& r) {
@@ -279,7 +265,7 @@ StatsRun read_stats_run(const trace::TraceReader& r) {
 void check_comparable(const std::vector<const trace::TraceReader*>& traces) {
   std::vector<std::string> models, prompts;
   for (const auto* t : traces) {
-    models.push_back(model_key(t->model_json()));
+    models.push_back(model_key(model_identity(t->model_json())));
     prompts.push_back(prompts_key(*t));
   }
   if (int odd = odd_one_out(models); odd >= 0) {
