@@ -119,11 +119,9 @@ class CpuBackend {
   void rmsnorm(Ptr y, Ptr x, const Weight& w, int n, int dim) const {
     ops::rmsnorm(y, x, w.ptr(), n, dim, eps_, act_);
   }
-  // y (M, N) = x (M, K; rows ldx apart) w[:, w_col ...]^T (rows ldw apart) (+ b)
-  void gemm(Ptr y, Ptr x, int ldx, const Weight& w, size_t w_col, int ldw, const Weight* b, int M,
-            int N, int K, int split_k) const {
-    ops::matmul(y, x, ldx, w.ptr(w_col), ldw, b != nullptr ? b->ptr() : nullptr, M, N, K,
-                ops::GemmNumerics{act_, nx_.accum_f16, split_k});
+  void gemm(Ptr y, Ptr x, const Weight& w, const Weight* b, const GemmCall& g) const {
+    ops::matmul(y, x, g.ldx, w.ptr(g.w_col), g.ldw, b != nullptr ? b->ptr() : nullptr, g.M, g.N,
+                g.K, ops::GemmNumerics{act_, nx_.accum_f16, g.split_k});
   }
   void rope(Ptr x, int n, int heads, int head_dim, const Weight& cos, const Weight& sin) const {
     ops::rope(x, n, heads, head_dim, cols_->pos.data(), cos.ptr(), sin.ptr(), act_);

@@ -5,26 +5,13 @@
 // and ops only, so the two cannot drift apart in structure; docs/architecture.md argues the
 // template over a virtual ops interface.
 //
-// A backend B provides:
-//   using Buf;     activation storage that grows on demand; Buf::ptr(offset) (an element offset)
-//                  gives a B::Ptr into it
-//   using Weight;  a weight tensor as the backend stores it; Weight::ptr(offset), Weight::empty()
-//   Weight upload(const std::vector<float>&)   a host tensor in the backend's weight storage
-//   Weight upload_table(const std::vector<double>&)   rope cos/sin tables
-//   void resize(Buf&, size_t values)
-//   void begin_pass(const BatchColumns&)        the rows of this pass (tokens, slots, positions)
-//   op(site, label) -> a scope object           names the ops launched inside it (kernel records)
-//   embedding, rmsnorm, gemm, rope, append_cache, attention, swiglu, add, all_reduce   see below
-//   tap(site, Ptr, rows, width)                 hands a tensor to the hook (now or after the pass)
-//   end_pass(Ptr logits, rows, logits_out)      logits to the host as double, pending taps delivered
-// and optionally (used only when asked for; a backend without them refuses the feature):
-//   load_rows(Ptr, const float*, n)             host float32 values into a buffer, stored like
-//                                               activations (shadow layers' reference inputs)
-//   round(Ptr, n, Storage)                      values rounded in place (the test perturbation)
+// The backend contract is the concept ForwardBackend below: the compiler checks it for both
+// backends where ForwardRuntime is instantiated.
 #pragma once
 
 #include <array>
 #include <cmath>
+#include <concepts>
 #include <span>
 #include <string>
 #include <vector>
@@ -49,13 +36,72 @@ struct AttentionCall {
   int splits = 1;    // split-KV chunks
 };
 
+// One GEMM: y (M, N) = x (M, K; rows ldx apart) times w[:, w_col ...]^T (rows ldw apart), plus
+// the bias if there is one; K summed in split_k chunks (kernels/ops.h). Built by the forward pass,
+// read by both backends.
+struct GemmCall {
+  int M = 0, N = 0, K = 0;
+  int ldx = 0, ldw = 0;  // row strides of x and w, in elements
+  size_t w_col = 0;      // first column of w used (a tensor-parallel rank's shard)
+  int split_k = 1;
+};
+
+// What a backend B supplies to the forward pass: storage and ops, nothing of the model's structure.
+//   Ptr                 a pointer to activations (a T* on the CPU, a device byte pointer on CUDA)
+//   Buf                 activation storage that grows on demand; buf.ptr(element offset) -> Ptr
+//   Weight              a weight tensor as the backend stores it; empty() when absent (a bias)
+//   upload, upload_table   host weights and rope cos/sin tables into the backend's storage
+//   resize, resize_zeroed  a Buf to n values; ready() after set-up
+//   set_recorder, set_hook kernel records (CUDA) and the tap hook with the sites it wants
+//   begin_pass(cols)    the rows of this pass (tokens, KV-cache slots, positions)
+//   op(site, label)     a scope object naming the kernels launched inside it (kernel records)
+//   offset(Ptr, n)      a pointer n elements further
+//   embedding, rmsnorm, gemm, rope, copy, attention, swiglu, add, all_reduce: the ops of
+//                       kernels/ops.h, in the backend's storage and precision
+//   tap(site, Ptr, rows, width)  hands a tensor to the hook (now, or after the pass on CUDA)
+//   end_pass(logits, rows, out)  logits to the host as double, pending taps delivered
+// Optional (detected with requires; a backend without them refuses the feature): load_rows
+// (shadow layers' reference inputs) and round (the test perturbation).
+template <class B>
+concept ForwardBackend = requires(B& b, typename B::Buf& buf, typename B::Ptr p,
+                                  const typename B::Weight& w, const WeightTensor& host,
+                                  const std::vector<double>& table, const BatchColumns& cols,
+                                  const AttentionCall& call, const Site& site, TapHook* hook,
+                                  const WantedSites& wanted, trace::KernelRecorder* recorder,
+                                  std::vector<double>& logits, const std::string& label_site,
+                                  const GemmCall& gemm, size_t n, int i, ops::AllReduce order) {
+  { buf.ptr(n) } -> std::same_as<typename B::Ptr>;
+  { w.empty() } -> std::convertible_to<bool>;
+  { b.upload(host) } -> std::same_as<typename B::Weight>;
+  { b.upload_table(table) } -> std::same_as<typename B::Weight>;
+  b.resize(buf, n);
+  b.resize_zeroed(buf, n);
+  b.ready();
+  b.set_recorder(recorder);
+  b.set_hook(hook, wanted);
+  b.begin_pass(cols);
+  b.op(label_site, "label");
+  { b.offset(p, n) } -> std::same_as<typename B::Ptr>;
+  b.embedding(p, w, i, i);
+  b.rmsnorm(p, p, w, i, i);
+  b.gemm(p, p, w, &w, gemm);  // y, x, w, bias (or null), shape
+  b.rope(p, i, i, i, w, w);
+  b.copy(p, p, n);
+  b.attention(p, p, p, p, call);
+  b.swiglu(p, p, p, n);
+  b.add(p, p, p, n);
+  b.all_reduce(p, p, i, n, order);
+  b.tap(site, p, i, i);
+  b.end_pass(p, i, logits);
+};
+
 // The weights of one layer, in a backend's storage (absent biases are empty).
 template <typename W>
 struct StoredLayer {
   W attn_norm, wq, wk, wv, bq, bk, bv, wo, mlp_norm, w_gate, w_up, w_down;
 };
 
-template <class B>
+template <ForwardBackend B>
 class ForwardRuntime final : public Runtime {
  public:
   using Buf = typename B::Buf;
@@ -143,7 +189,7 @@ class ForwardRuntime final : public Runtime {
     resize(n);
     b_.begin_pass(cols_);
     {
-      [[maybe_unused]] auto op = b_.op(embed_site_, "embedding");
+      [[maybe_unused]] auto scope = b_.op(embed_site_, "embedding");
       b_.embedding(x_.ptr(0), embed_, n, c_.dim);
     }
     if (wanted_.embed) b_.tap({SiteKind::embed}, x_.ptr(0), n, c_.dim);
@@ -162,29 +208,13 @@ class ForwardRuntime final : public Runtime {
   void attention_block(int l, int n) {
     const StoredLayer<Weight>& w = layers_[l];
     const int D = c_.dim, Q = c_.q_dim(), KV = c_.kv_dim();
-    {
-      [[maybe_unused]] auto op = b_.op(lsite(l, SiteKind::attn_norm), "rmsnorm");
-      b_.rmsnorm(xb_.ptr(0), x_.ptr(0), w.attn_norm, n, D);
-    }
-    tap_layer(l, SiteKind::attn_norm, xb_.ptr(0), n, D);
     const std::string& site = lsite(l, SiteKind::attn_out);
-    {
-      [[maybe_unused]] auto op = b_.op(site, "q_proj");
-      gemm(q_.ptr(0), xb_.ptr(0), w.wq, &w.bq, n, Q, D);  // (n, q_dim)
-    }
-    {
-      [[maybe_unused]] auto op = b_.op(site, "k_proj");
-      gemm(k_.ptr(0), xb_.ptr(0), w.wk, &w.bk, n, KV, D);  // (n, kv_dim)
-    }
-    {
-      [[maybe_unused]] auto op = b_.op(site, "v_proj");
-      gemm(v_.ptr(0), xb_.ptr(0), w.wv, &w.bv, n, KV, D);  // (n, kv_dim)
-    }
-    {
-      [[maybe_unused]] auto op = b_.op(site, "rope");
-      b_.rope(q_.ptr(0), n, c_.n_heads, c_.head_dim, cos_, sin_);
-      b_.rope(k_.ptr(0), n, c_.n_kv_heads, c_.head_dim, cos_, sin_);
-    }
+    rmsnorm(lsite(l, SiteKind::attn_norm), xb_, x_, w.attn_norm, n);
+    tap_layer(l, SiteKind::attn_norm, xb_.ptr(0), n, D);
+    gemm(site, "q_proj", q_, xb_, w.wq, &w.bq, n, Q, D);  // (n, q_dim)
+    gemm(site, "k_proj", k_, xb_, w.wk, &w.bk, n, KV, D);  // (n, kv_dim)
+    gemm(site, "v_proj", v_, xb_, w.wv, &w.bv, n, KV, D);  // (n, kv_dim)
+    rope(site, n);
     const double scale = 1.0 / std::sqrt(static_cast<double>(c_.head_dim));
     for (int r0 = 0; r0 < n;) {  // per sequence: rows of one slot are contiguous, in position order
       int r1 = r0 + 1;
@@ -205,21 +235,15 @@ class ForwardRuntime final : public Runtime {
       a.window = c_.sliding_window;
       a.scale = scale;
       a.splits = attention_splits(nx_, rows, a.max_keys, cols_.n_seqs, c_.n_heads);
-      [[maybe_unused]] auto op = b_.op(site, "attention");
+      [[maybe_unused]] auto scope = b_.op(site, "attention");
       const size_t q_off = static_cast<size_t>(r0) * Q;
       b_.attention(att_.ptr(q_off), q_.ptr(q_off), k_cache_.ptr(cache_index(slot, l, 0)),
                    v_cache_.ptr(cache_index(slot, l, 0)), a);
       r0 = r1;
     }
-    {
-      [[maybe_unused]] auto op = b_.op(site, "o_proj");
-      row_parallel_gemm(xb_.ptr(0), att_.ptr(0), w.wo, n, D, Q);  // (n, dim)
-    }
+    row_parallel_gemm(site, "o_proj", xb_, att_, w.wo, n, D, Q);  // (n, dim)
     tap_layer(l, SiteKind::attn_out, xb_.ptr(0), n, D);
-    {
-      [[maybe_unused]] auto op = b_.op(lsite(l, SiteKind::resid_mid), "residual_add");
-      b_.add(x_.ptr(0), x_.ptr(0), xb_.ptr(0), static_cast<size_t>(n) * D);
-    }
+    residual_add(lsite(l, SiteKind::resid_mid), n);
     tap_layer(l, SiteKind::resid_mid, x_.ptr(0), n, D);
   }
 
@@ -227,61 +251,73 @@ class ForwardRuntime final : public Runtime {
   void mlp_block(int l, int n) {
     const StoredLayer<Weight>& w = layers_[l];
     const int D = c_.dim, F = c_.hidden_dim;
-    {
-      [[maybe_unused]] auto op = b_.op(lsite(l, SiteKind::mlp_norm), "rmsnorm");
-      b_.rmsnorm(xb_.ptr(0), x_.ptr(0), w.mlp_norm, n, D);
-    }
-    tap_layer(l, SiteKind::mlp_norm, xb_.ptr(0), n, D);
     const std::string& site = lsite(l, SiteKind::mlp_out);
-    {
-      [[maybe_unused]] auto op = b_.op(site, "gate_proj");
-      gemm(gate_.ptr(0), xb_.ptr(0), w.w_gate, nullptr, n, F, D);  // (n, hidden)
-    }
-    {
-      [[maybe_unused]] auto op = b_.op(site, "up_proj");
-      gemm(up_.ptr(0), xb_.ptr(0), w.w_up, nullptr, n, F, D);  // (n, hidden)
-    }
-    {
-      [[maybe_unused]] auto op = b_.op(site, "swiglu");
-      b_.swiglu(gate_.ptr(0), gate_.ptr(0), up_.ptr(0), static_cast<size_t>(n) * F);
-    }
-    {
-      [[maybe_unused]] auto op = b_.op(site, "down_proj");
-      row_parallel_gemm(xb_.ptr(0), gate_.ptr(0), w.w_down, n, D, F);  // (n, dim)
-    }
+    rmsnorm(lsite(l, SiteKind::mlp_norm), xb_, x_, w.mlp_norm, n);
+    tap_layer(l, SiteKind::mlp_norm, xb_.ptr(0), n, D);
+    gemm(site, "gate_proj", gate_, xb_, w.w_gate, nullptr, n, F, D);  // (n, hidden)
+    gemm(site, "up_proj", up_, xb_, w.w_up, nullptr, n, F, D);        // (n, hidden)
+    swiglu(site, n);                                                  // gate <- silu(gate) * up
+    row_parallel_gemm(site, "down_proj", xb_, gate_, w.w_down, n, D, F);  // (n, dim)
     tap_layer(l, SiteKind::mlp_out, xb_.ptr(0), n, D);
-    {
-      [[maybe_unused]] auto op = b_.op(lsite(l, SiteKind::out), "residual_add");
-      b_.add(x_.ptr(0), x_.ptr(0), xb_.ptr(0), static_cast<size_t>(n) * D);
-    }
+    residual_add(lsite(l, SiteKind::out), n);
     tap_layer(l, SiteKind::out, x_.ptr(0), n, D);
   }
 
   // logits <- lm_head(rmsnorm(x))
   void head_block(int n) {
-    {
-      [[maybe_unused]] auto op = b_.op(final_norm_site_, "rmsnorm");
-      b_.rmsnorm(xb_.ptr(0), x_.ptr(0), final_norm_, n, c_.dim);
-    }
+    rmsnorm(final_norm_site_, xb_, x_, final_norm_, n);
     if (wanted_.final_norm) b_.tap({SiteKind::final_norm}, xb_.ptr(0), n, c_.dim);
-    {
-      [[maybe_unused]] auto op = b_.op(logits_site_, "lm_head");
-      gemm(logits_.ptr(0), xb_.ptr(0), lm_head_.empty() ? embed_ : lm_head_, nullptr, n,
-           c_.vocab_size, c_.dim);
-    }
+    gemm(logits_site_, "lm_head", logits_, xb_, lm_head_.empty() ? embed_ : lm_head_, nullptr, n,
+         c_.vocab_size, c_.dim);
     if (wanted_.logits) b_.tap({SiteKind::logits}, logits_.ptr(0), n, c_.vocab_size);
   }
 
+  // ---- the ops of a block, each under its label (site, op): the backend names the kernels it
+  // launches inside after them (kernel records); the CPU backend records nothing ----
+
+  // y (n, dim) = rmsnorm(x) * w
+  void rmsnorm(const std::string& site, Buf& y, Buf& x, const Weight& w, int n) {
+    [[maybe_unused]] auto scope = b_.op(site, "rmsnorm");
+    b_.rmsnorm(y.ptr(0), x.ptr(0), w, n, c_.dim);
+  }
+
+  // q and k rotated in place at the rows' positions
+  void rope(const std::string& site, int n) {
+    [[maybe_unused]] auto scope = b_.op(site, "rope");
+    b_.rope(q_.ptr(0), n, c_.n_heads, c_.head_dim, cos_, sin_);
+    b_.rope(k_.ptr(0), n, c_.n_kv_heads, c_.head_dim, cos_, sin_);
+  }
+
+  // gate <- silu(gate) * up
+  void swiglu(const std::string& site, int n) {
+    [[maybe_unused]] auto scope = b_.op(site, "swiglu");
+    b_.swiglu(gate_.ptr(0), gate_.ptr(0), up_.ptr(0), static_cast<size_t>(n) * c_.hidden_dim);
+  }
+
+  // x <- x + xb
+  void residual_add(const std::string& site, int n) {
+    [[maybe_unused]] auto scope = b_.op(site, "residual_add");
+    b_.add(x_.ptr(0), x_.ptr(0), xb_.ptr(0), static_cast<size_t>(n) * c_.dim);
+  }
+
   // y (M, N) = x (M, K) w^T (+ b), split-K by the configured policy.
+  void gemm(const std::string& site, const char* label, Buf& y, Buf& x, const Weight& w,
+            const Weight* bias, int M, int N, int K) {
+    [[maybe_unused]] auto scope = b_.op(site, label);
+    gemm(y.ptr(0), x.ptr(0), w, bias, M, N, K);
+  }
   void gemm(Ptr y, Ptr x, const Weight& w, const Weight* bias, int M, int N, int K) {
     const Weight* b = bias != nullptr && !bias->empty() ? bias : nullptr;
-    b_.gemm(y, x, K, w, 0, K, b, M, N, K, gemm_split_k(nx_, M, N, K));
+    b_.gemm(y, x, w, b, GemmCall{M, N, K, K, K, 0, gemm_split_k(nx_, M, N, K)});
   }
 
   // o_proj / down_proj: K cut into tp equal shards (rank s multiplies x[:, s*K/tp ...] by the
   // weight's columns of the same range), each rank's result stored like activations, then
   // all-reduced in the configured order (kernels/ops.h all_reduce).
-  void row_parallel_gemm(Ptr y, Ptr x, const Weight& w, int M, int N, int K) {
+  void row_parallel_gemm(const std::string& site, const char* label, Buf& y_buf, Buf& x_buf,
+                         const Weight& w, int M, int N, int K) {
+    [[maybe_unused]] auto scope = b_.op(site, label);
+    const Ptr y = y_buf.ptr(0), x = x_buf.ptr(0);
     const int tp = nx_.tp;
     if (tp <= 1) {
       gemm(y, x, w, nullptr, M, N, K);
@@ -292,8 +328,8 @@ class ForwardRuntime final : public Runtime {
     b_.resize(tp_parts_, static_cast<size_t>(tp) * mn);
     const int split = gemm_split_k(nx_, M, N, ks);
     for (int s = 0; s < tp; ++s) {
-      b_.gemm(tp_parts_.ptr(s * mn), b_.offset(x, static_cast<size_t>(s) * ks), K, w,
-              static_cast<size_t>(s) * ks, K, nullptr, M, N, ks, split);
+      b_.gemm(tp_parts_.ptr(s * mn), b_.offset(x, static_cast<size_t>(s) * ks), w, nullptr,
+              GemmCall{M, N, ks, K, K, static_cast<size_t>(s) * ks, split});
     }
     b_.all_reduce(y, tp_parts_.ptr(0), tp, mn, nx_.allreduce);
   }

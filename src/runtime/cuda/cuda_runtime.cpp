@@ -124,25 +124,23 @@ class CudaBackend {
   void rmsnorm(Ptr y, Ptr x, const Weight& w, int n, int dim) const {
     cuda::rmsnorm(y.p, x.p, a_t_, w.ptr(), w.t, n, dim, eps_, stream_);
   }
-  // y (M, N) = x (M, K; rows ldx apart) w[:, w_col ...]^T (rows ldw apart) (+ b)
-  void gemm(Ptr y, Ptr x, int ldx, const Weight& w, size_t w_col, int ldw, const Weight* b, int M,
-            int N, int K, int split_k) {
+  void gemm(Ptr y, Ptr x, const Weight& w, const Weight* b, const GemmCall& call) {
     GemmArgs g;
     g.y = y.p;
     g.y_t = a_t_;
     g.x = x.p;
     g.x_t = a_t_;
-    g.ldx = ldx;
-    g.w = w.ptr(w_col);
+    g.ldx = call.ldx;
+    g.w = w.ptr(call.w_col);
     g.w_t = w.t;
-    g.ldw = ldw;
+    g.ldw = call.ldw;
     g.bias = b != nullptr ? b->ptr() : nullptr;
-    g.M = M;
-    g.N = N;
-    g.K = K;
+    g.M = call.M;
+    g.N = call.N;
+    g.K = call.K;
     g.accum_f16 = nx_.accum_f16;
     if (nx_.gemm_kernel == GemmKernel::tiled) {
-      g.split_k = split_k;
+      g.split_k = call.split_k;
       gemm_ws_.ensure(gemm_tiled_workspace_floats(g) * sizeof(float) + 1);
       gemm_tiled(g, gemm_ws_.as<float>(), stream_);
       return;
