@@ -18,8 +18,8 @@ using ds::Storage;  // common/float_formats.h: where an op's output (and a weigh
 template <typename T>
 void round_to(T* x, size_t n, Storage r);
 
-// How a GEMM reduces: K is split into `split_k` contiguous chunks (sizes differ by at most one,
-// larger first); each chunk is summed from k = start upwards in the accumulator (fp32 = T, or
+// How a GEMM reduces: K is split into `split_k` contiguous chunks (kernels/chunks.h: sizes differ
+// by at most one, larger first); each chunk is summed from k = start upwards in the accumulator (fp32 = T, or
 // fp16: every partial sum rounded to fp16, as HGEMM with fp16 accumulation); the chunk sums are
 // added in chunk order; the bias (if any) is added; the result is rounded to `out`.
 struct GemmNumerics {

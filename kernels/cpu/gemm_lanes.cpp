@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/chunks.h"
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -52,12 +54,11 @@ DS_AVX2 __m256 mul_add(__m256 acc, float x, __m256 col) {
 template <int MR, int NB>
 __attribute__((target("avx2"))) void tile(const float* x, int ldx, const float* w, int ldw, int K,
                                           int splits, __m256 total[MR][NB]) {
-  const int base = K / splits, extra = K % splits;
   for (int m = 0; m < MR; ++m)
     for (int b = 0; b < NB; ++b) total[m][b] = _mm256_setzero_ps();
-  int k0 = 0;
   for (int c = 0; c < splits; ++c) {
-    const int k1 = k0 + base + (c < extra ? 1 : 0);
+    const Chunk ch = chunk_of(K, splits, c);
+    const int k0 = ch.begin, k1 = ch.end;
     __m256 acc[MR][NB];
     for (int m = 0; m < MR; ++m)
       for (int b = 0; b < NB; ++b) acc[m][b] = _mm256_setzero_ps();
@@ -88,7 +89,6 @@ __attribute__((target("avx2"))) void tile(const float* x, int ldx, const float* 
     for (int m = 0; m < MR; ++m)
       for (int b = 0; b < NB; ++b)
         total[m][b] = c == 0 ? acc[m][b] : _mm256_add_ps(total[m][b], acc[m][b]);
-    k0 = k1;
   }
 }
 
@@ -138,12 +138,11 @@ __attribute__((target("avx2"))) void pack_block(float* pk, const float* w, int l
 template <int MR, int NB>
 __attribute__((target("avx2"))) void tile_packed(const float* x, int ldx, const float* const pk[NB],
                                                  int K, int splits, __m256 total[MR][NB]) {
-  const int base = K / splits, extra = K % splits;
   for (int m = 0; m < MR; ++m)
     for (int b = 0; b < NB; ++b) total[m][b] = _mm256_setzero_ps();
-  int k0 = 0;
   for (int c = 0; c < splits; ++c) {
-    const int k1 = k0 + base + (c < extra ? 1 : 0);
+    const Chunk ch = chunk_of(K, splits, c);
+    const int k0 = ch.begin, k1 = ch.end;
     __m256 acc[MR][NB];
     for (int m = 0; m < MR; ++m)
       for (int b = 0; b < NB; ++b) acc[m][b] = _mm256_setzero_ps();
@@ -158,7 +157,6 @@ __attribute__((target("avx2"))) void tile_packed(const float* x, int ldx, const 
     for (int m = 0; m < MR; ++m)
       for (int b = 0; b < NB; ++b)
         total[m][b] = c == 0 ? acc[m][b] : _mm256_add_ps(total[m][b], acc[m][b]);
-    k0 = k1;
   }
 }
 

@@ -12,6 +12,7 @@
 
 #include "common/float_formats.h"
 #include "kernels/cpu/cpu_exec.h"
+#include "kernels/chunks.h"
 #include "kernels/cpu/gemm_lanes.h"
 #include "kernels/ops.h"
 
@@ -62,18 +63,15 @@ size_t grain_for(size_t work_per_item) {
 template <typename T>
 void matmul_rows(T* y, const T* x, int ldx, const T* w, int ldw, const T* b, int M, int N, int K,
                  const GemmNumerics& g, int splits, int n_begin, int n_end) {
-  const int base = K / splits, extra = K % splits;
   for (int m = 0; m < M; ++m) {
     const T* xm = x + static_cast<size_t>(m) * ldx;
     for (int n = n_begin; n < n_end; ++n) {
       const T* wn = w + static_cast<size_t>(n) * ldw;
-      int k0 = 0;
       T acc = 0;
       for (int c = 0; c < splits; ++c) {
-        const int k1 = k0 + base + (c < extra ? 1 : 0);
-        const T part = dot(xm, wn, k0, k1, g.accum_f16);
+        const Chunk ch = chunk_of(K, splits, c);
+        const T part = dot(xm, wn, ch.begin, ch.end, g.accum_f16);
         acc = c == 0 ? part : acc_add(acc, part, g.accum_f16);
-        k0 = k1;
       }
       if (b != nullptr) acc = acc + b[n];
       y[static_cast<size_t>(m) * N + n] = rnd(acc, g.out);
@@ -233,10 +231,9 @@ void attention_head(T* out, const T* q, const T* k_cache, const T* v_cache, cons
   // split-KV: per chunk max, sum of exp and unnormalised output, then the standard merge
   const int stride = head_dim + 2;
   part.assign(static_cast<size_t>(splits) * stride, T(0));
-  const int base = n_keys / splits, extra = n_keys % splits;
-  int c0 = t0;
   for (int c = 0; c < splits; ++c) {
-    const int c1 = c0 + base + (c < extra ? 1 : 0);
+    const Chunk ch = chunk_of(n_keys, splits, c);
+    const int c0 = t0 + ch.begin, c1 = t0 + ch.end;
     T* pc = &part[static_cast<size_t>(c) * stride];
     T m = -INFINITY;
     for (int t = c0; t < c1; ++t) m = std::max(m, scratch[t]);
@@ -254,7 +251,6 @@ void attention_head(T* out, const T* q, const T* k_cache, const T* v_cache, cons
     }
     pc[0] = m;
     pc[1] = l;
-    c0 = c1;
   }
   T m = -INFINITY;
   for (int c = 0; c < splits; ++c) m = std::max(m, part[static_cast<size_t>(c) * stride]);

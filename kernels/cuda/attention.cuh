@@ -3,6 +3,7 @@
 // kernel combines the per-chunk partials in chunk order. Reduction order: kernels/ops.h attention.
 #pragma once
 
+#include "kernels/chunks.h"
 #include "kernels/cuda/types.cuh"
 
 namespace ds::cuda {
@@ -16,9 +17,8 @@ __device__ __forceinline__ AttnChunk attn_chunk(int p, int window, int want_spli
   const int t0 = window > 0 && p - window + 1 > 0 ? p - window + 1 : 0;
   const int n_keys = p - t0 + 1;
   const int splits = max(1, min(want_splits, n_keys));
-  const int base = n_keys / splits, extra = n_keys % splits;
-  const int c0 = t0 + c * base + min(c, extra);
-  return {t0, c0, c0 + base + (c < extra ? 1 : 0), splits};
+  const Chunk ch = chunk_of(n_keys, splits, c);  // kernels/chunks.h
+  return {t0, t0 + ch.begin, t0 + ch.end, splits};
 }
 
 // scratch layout: scores (rows, n_heads, max_keys), then partials (rows, n_heads, splits,

@@ -4,18 +4,12 @@
 // for any M and tile position: a batch-invariant kernel.
 #pragma once
 
+#include "kernels/chunks.h"
 #include "kernels/cuda/types.cuh"
 
 namespace ds::cuda {
 
 constexpr int kTileM = 64, kTileN = 64, kTileK = 16, kTileThreads = 256;
-
-// K chunk c of `splits` (sizes differ by at most one, larger first), as the CPU reference.
-__host__ __device__ inline void k_chunk(int K, int splits, int c, int& k0, int& k1) {
-  const int base = K / splits, extra = K % splits;
-  k0 = c * base + (c < extra ? c : extra);
-  k1 = k0 + base + (c < extra ? 1 : 0);
-}
 
 template <bool kF16Acc>
 __device__ __forceinline__ float acc_step(float acc, float x, float w) {
@@ -34,8 +28,8 @@ __global__ void __launch_bounds__(kTileThreads)
   const int tid = threadIdx.x;
   const int tx = tid % 16, ty = tid / 16;
   const int m_base = blockIdx.y * kTileM, n_base = blockIdx.x * kTileN;
-  int k0, k1;
-  k_chunk(K, splits, blockIdx.z, k0, k1);
+  const Chunk chunk = chunk_of(K, splits, blockIdx.z);  // the CPU reference's chunks (chunks.h)
+  const int k0 = chunk.begin, k1 = chunk.end;
 
   float acc[4][4] = {};
   for (int kt = k0; kt < k1; kt += kTileK) {
