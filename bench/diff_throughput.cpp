@@ -70,7 +70,9 @@ struct Shape {
 constexpr Shape kBench{"bench", 1024, 8, false, 8192, true, 2, 16};
 constexpr Shape k110m{"110m", 768, 12, true, 32000, false, 8, 8};
 
-const Shape& shape_named(const std::string& n) { return n == "110m" ? k110m : kBench; }
+const Shape& shape_named(const std::string& n) {
+  return n == "110m" ? k110m : kBench;
+}
 
 // xorshift64*: fast uniform floats in [-1, 1).
 struct Rng {
@@ -267,14 +269,17 @@ int compression_study(const std::string& self, const fs::path& dir, int reps, co
                       int mb) {
   const fs::path a = dir / "a_study.h5", b = dir / "b_study.h5";
   std::fflush(stdout);
-  run_child({self, "--write-pair", a.string(), b.string(), std::to_string(rows_for(sh, mb)), sh.name});
+  run_child(
+      {self, "--write-pair", a.string(), b.string(), std::to_string(rows_for(sh, mb)), sh.name});
   const std::string repack = std::string(DRIFTSCOPE_SOURCE_DIR) + "/bench/trace_repack.py";
-  fmt::print("{}-shape pair rewritten with each pipeline (bench/trace_repack.py, h5py); write s = "
-             "seconds writing A's datasets\n", sh.name);
+  fmt::print(
+      "{}-shape pair rewritten with each pipeline (bench/trace_repack.py, h5py); write s = "
+      "seconds writing A's datasets\n",
+      sh.name);
   fmt::print("{:>18} {:>10} {:>9} {:>9} {:>9} {:>9} {:>8}\n", "pipeline", "A MB", "write s",
              "cat s", "diff s", "h5py s", "diff/cat");
-  for (const char* kind :
-       {"none", "fletcher32", "deflate1", "shuffle-deflate1", "shuffle-deflate4", "shuffle-deflate9"}) {
+  for (const char* kind : {"none", "fletcher32", "deflate1", "shuffle-deflate1", "shuffle-deflate4",
+                           "shuffle-deflate9"}) {
     const fs::path va = dir / fmt::format("a_{}.h5", kind), vb = dir / fmt::format("b_{}.h5", kind);
     const std::string out = (dir / "repack.out").string();
     const std::string cmd = fmt::format("/usr/bin/python3 '{}' '{}' '{}' {} > '{}'", repack,
@@ -317,9 +322,9 @@ int writer_compression_study(const std::string& self, const fs::path& dir, int r
     for (int i = 0; i < 2; ++i) {
       const std::string z = std::to_string(levels[i]);
       const fs::path a = dir / ("a_writer" + z + ".h5"), b = dir / ("b_writer" + z + ".h5");
-      acc[i].write.push_back(
-          run_child({self, "--write-pair", a.string(), b.string(), std::to_string(rows), sh.name, z})
-              .wall);
+      acc[i].write.push_back(run_child({self, "--write-pair", a.string(), b.string(),
+                                        std::to_string(rows), sh.name, z})
+                                 .wall);
       acc[i].mb_a = fs::file_size(a) / 1e6;
       const std::string cat = fmt::format("cat '{}' '{}' > /dev/null", a.string(), b.string());
       if (std::system(cat.c_str()) != 0) return 2;  // page cache warm, as for the diff
@@ -329,9 +334,10 @@ int writer_compression_study(const std::string& self, const fs::path& dir, int r
       acc[i].rss_kb = std::max(acc[i].rss_kb, d.max_rss_kb);
     }
   }
-  fmt::print("{}-shape pair written by the trace writer with each --compression, {} interleaved "
-             "repetitions (medians); write s = the child generating and writing A and B\n",
-             sh.name, reps);
+  fmt::print(
+      "{}-shape pair written by the trace writer with each --compression, {} interleaved "
+      "repetitions (medians); write s = the child generating and writing A and B\n",
+      sh.name, reps);
   fmt::print("{:>12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}\n", "compression", "A MB", "write s",
              "cat s", "diff s", "diff/cat", "diff RSS");
   for (int i = 0; i < 2; ++i) {
@@ -365,9 +371,10 @@ int untrusted_study(const std::string& self, const fs::path& dir, int reps, cons
     watched.push_back(run_child({self, "--diff-watched", a1.string(), b1.string()}).wall);
   }
   const double p = median(plain), c = median(checked), w = median(watched);
-  fmt::print("synthetic traces ({}), --compression none, {} rows a sequence, A {:.1f} MB plain, "
-             "{:.1f} MB checksummed; medians of {} interleaved runs\n",
-             sh.name, rows, fs::file_size(a0) / 1e6, fs::file_size(a1) / 1e6, reps);
+  fmt::print(
+      "synthetic traces ({}), --compression none, {} rows a sequence, A {:.1f} MB plain, "
+      "{:.1f} MB checksummed; medians of {} interleaved runs\n",
+      sh.name, rows, fs::file_size(a0) / 1e6, fs::file_size(a1) / 1e6, reps);
   fmt::print("{:<52} {:>8} {:>8}\n", "diff", "s", "ratio");
   fmt::print("{:<52} {:>8.3f} {:>7.3f}x\n", "plain pair, in this process (as before)", p, 1.0);
   fmt::print("{:<52} {:>8.3f} {:>7.3f}x\n", "checksummed tokens/top-K/lse, in this process", c,
@@ -436,7 +443,8 @@ int main(int argc, char** argv) {
   if (untrusted) return untrusted_study(self, dir, reps, *sh, sizes.front());
   if (sh == &k110m) sizes = {0};
   fmt::print(
-      "synthetic traces ({}): {} sequences, {} hidden sites of width {}, {} V={}, f32, written with "
+      "synthetic traces ({}): {} sequences, {} hidden sites of width {}, {} V={}, f32, written "
+      "with "
       "the default --compression ({})\n",
       sh->name, sh->sequences, sites(*sh).size(), sh->width,
       sh->full_logits ? "top-20 + full logits" : "top-20 logits", sh->vocab,
@@ -456,11 +464,12 @@ int main(int argc, char** argv) {
     const double write_s = seconds_since(tw);
     const double bytes = static_cast<double>(fs::file_size(a) + fs::file_size(b));
     const Timing t = time_pair(self, a, b, reps, true);
-    fmt::print("{:>9.1f} {:>6} {:>8.3f} {:>9.0f} {:>8.3f} {:>9.1f} {:>7.1f}x {:>8.3f} {:>9.1f}x "
-               "{:>8.3f} {:>8.1f}x {:>7.1f} MB\n",
-               fs::file_size(a) / 1e6, rows * sh->sequences, t.cat, bytes / 1e6 / t.cat, t.diff,
-               bytes / 1e6 / t.diff, t.diff / t.cat, t.floor, t.floor / t.cat, t.h5py,
-               t.h5py / t.diff, t.rss_kb / 1024.0);
+    fmt::print(
+        "{:>9.1f} {:>6} {:>8.3f} {:>9.0f} {:>8.3f} {:>9.1f} {:>7.1f}x {:>8.3f} {:>9.1f}x "
+        "{:>8.3f} {:>8.1f}x {:>7.1f} MB\n",
+        fs::file_size(a) / 1e6, rows * sh->sequences, t.cat, bytes / 1e6 / t.cat, t.diff,
+        bytes / 1e6 / t.diff, t.diff / t.cat, t.floor, t.floor / t.cat, t.h5py, t.h5py / t.diff,
+        t.rss_kb / 1024.0);
     fmt::print(stderr, "  (wrote the pair in {:.1f} s; sizes A {:.1f} MB, B {:.1f} MB)\n", write_s,
                fs::file_size(a) / 1e6, fs::file_size(b) / 1e6);
     if (!keep) {
@@ -471,7 +480,8 @@ int main(int argc, char** argv) {
   fmt::print(
       "diff/cat = diff time / cat time (both files, page-cached); floor = a process that only "
       "opens every dataset of both, looks up its chunks and closes it; h5py/diff = "
-      "bench/diff_h5py.py time / diff time; medians of {} interleaved runs; diff RSS = peak RSS of the diff process "
+      "bench/diff_h5py.py time / diff time; medians of {} interleaved runs; diff RSS = peak RSS of "
+      "the diff process "
       "(ru_maxrss)\n",
       reps);
   return 0;

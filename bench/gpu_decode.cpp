@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "kernels/cuda/check.h"
-#include "src/run/generate.h"
 #include "src/model/model.h"
+#include "src/run/generate.h"
 #include "src/run/run_config.h"
 #include "src/run/trace_recorder.h"
 #include "trace/writer.h"

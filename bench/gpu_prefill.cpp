@@ -124,8 +124,8 @@ int main(int argc, char** argv) {
     double model_flops = 0;
     for (const Shape& s : shapes) model_flops += 2.0 * tokens * s.N * s.K * s.count;
     const ds::Storage t = rc.dtype == "fp16"   ? ds::Storage::f16
-                           : rc.dtype == "bf16" ? ds::Storage::bf16
-                                                : ds::Storage::native;
+                          : rc.dtype == "bf16" ? ds::Storage::bf16
+                                               : ds::Storage::native;
     const double peak = cublas_flops(shapes, tokens, t, rc.tf32 == "on");
     const double s = median(secs);
     fmt::print(

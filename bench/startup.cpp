@@ -28,7 +28,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> exes;
   for (int i = 1; i < argc; ++i) exes.emplace_back(argv[i]);
   if (exes.empty()) exes.emplace_back(DRIFTSCOPE_EXE);
-  std::vector<std::pair<std::string, std::vector<std::string>>> cases = {{"/bin/true", {"/bin/true"}}};
+  std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"/bin/true", {"/bin/true"}}};
   for (const std::string& exe : exes) {
     cases.push_back({exe + " --version", {exe, "--version"}});
     cases.push_back({exe + " generate (1 token)",

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "src/tokenizer/tokenizer.h"
 #include "src/tokenizer/load.h"
+#include "src/tokenizer/tokenizer.h"
 #include "src/tokenizer/utf8.h"
 
 namespace fs = std::filesystem;
@@ -107,10 +107,11 @@ void bench(const ds::Tokenizer& tok, const std::string& name, const fs::path& pa
     best = std::min(best, seconds_since(t0));
   }
   const double encode_first = bytes / 1e6 / first, encode_warm = bytes / 1e6 / best;
-  std::printf("%-10s %8.2f MB %9zu tok %10.1f MB/s read %8.2f MB/s encode (first) %8.2f MB/s "
-              "encode (warm cache) %7.0fx\n",
-              name.c_str(), bytes / 1e6, n_tokens, read_speed, encode_first, encode_warm,
-              read_speed / encode_first);
+  std::printf(
+      "%-10s %8.2f MB %9zu tok %10.1f MB/s read %8.2f MB/s encode (first) %8.2f MB/s "
+      "encode (warm cache) %7.0fx\n",
+      name.c_str(), bytes / 1e6, n_tokens, read_speed, encode_first, encode_warm,
+      read_speed / encode_first);
 }
 
 }  // namespace
@@ -122,8 +123,8 @@ int main(int argc, char** argv) {
   const double load = seconds_since(t0);
   std::printf("Qwen3 tokenizer.json (%.1f MB): loaded in %.2f s\n",
               fs::file_size(qwen / "tokenizer.json") / 1e6, load);
-  std::printf("%-10s %8s %13s %16s %24s %31s %8s\n", "text", "size", "tokens", "read", "encode",
-              "", "read/encode");
+  std::printf("%-10s %8s %13s %16s %24s %31s %8s\n", "text", "size", "tokens", "read", "encode", "",
+              "read/encode");
 
   std::vector<std::pair<std::string, fs::path>> inputs;
   if (argc > 1) {

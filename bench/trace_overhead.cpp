@@ -72,8 +72,8 @@ void overhead(const char* label, const ds::Model& m, const std::vector<ds::Promp
     std::vector<double> t;
     uint64_t bytes = 0;
   };
-  std::vector<Variant> variants = {{"default", 1, {}}, {"default", 0, {}}, {"all", 1, {}},
-                                   {"all", 0, {}}};
+  std::vector<Variant> variants = {
+      {"default", 1, {}}, {"default", 0, {}}, {"all", 1, {}}, {"all", 0, {}}};
   std::vector<double> t_none;
   untraced();  // warm-up
   for (int r = 0; r < reps; ++r) {
@@ -136,7 +136,8 @@ void rss(const std::vector<ds::Prompt>& texts, int reps) {
   auto prompts_file = [&](int n) {
     const fs::path p = dir / fmt::format("prompts{}.txt", n);
     std::ofstream f(p);
-    for (int i = 0; i < n; ++i) f << texts[i % texts.size()].text.value_or("Once upon a time") << " " << i << "\n";
+    for (int i = 0; i < n; ++i)
+      f << texts[i % texts.size()].text.value_or("Once upon a time") << " " << i << "\n";
     return p;
   };
   const int small = 19, large = 190;  // about 30 MB and 300 MB of trace (1.6 MB per prompt)
@@ -171,8 +172,8 @@ int main(int argc, char** argv) {
   const std::string sections = argc > 2 ? argv[2] : "260k,110m,rss";
   const ds::Model m = ds::load_model(ds::default_model_path());
   auto tok = ds::load_tokenizer(ds::find_tokenizer(m), m.config.vocab_size);
-  auto prompts = ds::read_prompts_file(
-      ds::default_model_path().parent_path() / "prompts.txt", tok.get());
+  auto prompts =
+      ds::read_prompts_file(ds::default_model_path().parent_path() / "prompts.txt", tok.get());
   if (sections.find("260k") != std::string::npos) {
     std::vector<ds::Prompt> eight(prompts.begin(), prompts.begin() + 8);
     overhead("kjv-llama", m, eight, 200, reps);

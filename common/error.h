@@ -1,4 +1,5 @@
-// The one error type library code throws (shared by src, trace, diff, viewer; header-only): a message for the user and an optional hint to fix it.
+// The one error type library code throws (shared by src, trace, diff, viewer; header-only): a
+// message for the user and an optional hint to fix it.
 #pragma once
 
 #include <stdexcept>

@@ -21,7 +21,9 @@ inline To bit_cast(From v) {
 }
 }  // namespace detail
 
-inline float bf16_bits_to_f32(uint16_t b) { return detail::bit_cast<float>(uint32_t{b} << 16); }
+inline float bf16_bits_to_f32(uint16_t b) {
+  return detail::bit_cast<float>(uint32_t{b} << 16);
+}
 
 inline uint16_t f32_to_bf16_bits(float f) {
   uint32_t x = detail::bit_cast<uint32_t>(f);
@@ -48,9 +50,9 @@ inline uint16_t f32_to_f16_bits(float f) {
   uint32_t a = x & 0x7fffffffu;
   if (a > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u | ((a >> 13) & 0x3ffu));  // NaN
   if (a >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // >= 65520 rounds to Inf
-  if (a >= 0x38800000u) {                                               // normal fp16 (>= 2^-14)
-    a += 0xfffu + ((a >> 13) & 1u);                                     // round to nearest even
-    return static_cast<uint16_t>(sign | ((a - 0x38000000u) >> 13));     // rebias 127 -> 15
+  if (a >= 0x38800000u) {                                              // normal fp16 (>= 2^-14)
+    a += 0xfffu + ((a >> 13) & 1u);                                    // round to nearest even
+    return static_cast<uint16_t>(sign | ((a - 0x38000000u) >> 13));    // rebias 127 -> 15
   }
   // Subnormal or zero: adding 0.5 (whose ulp is 2^-24, the fp16 subnormal step) lets the FPU
   // round |f| to a multiple of 2^-24 with ties to even; the low bits then count those steps.
@@ -58,8 +60,12 @@ inline uint16_t f32_to_f16_bits(float f) {
   return static_cast<uint16_t>(sign | (detail::bit_cast<uint32_t>(r) - 0x3f000000u));
 }
 
-inline float round_to_bf16(float f) { return bf16_bits_to_f32(f32_to_bf16_bits(f)); }
-inline float round_to_f16(float f) { return f16_bits_to_f32(f32_to_f16_bits(f)); }
+inline float round_to_bf16(float f) {
+  return bf16_bits_to_f32(f32_to_bf16_bits(f));
+}
+inline float round_to_f16(float f) {
+  return f16_bits_to_f32(f32_to_f16_bits(f));
+}
 
 // Where a weight, an activation, an op's output or the KV cache is stored: native = the compute
 // type itself (float; double in the CPU's fp64 oracle), f16 / bf16 = rounded to nearest even into
@@ -69,9 +75,12 @@ enum class Storage { native, f16, bf16 };
 // v rounded to storage s (identity for native).
 inline float round_to(float v, Storage s) {
   switch (s) {
-    case Storage::f16: return round_to_f16(v);
-    case Storage::bf16: return round_to_bf16(v);
-    default: return v;
+    case Storage::f16:
+      return round_to_f16(v);
+    case Storage::bf16:
+      return round_to_bf16(v);
+    default:
+      return v;
   }
 }
 

@@ -13,8 +13,9 @@ AnswerRule::AnswerRule(const std::string& pattern) {
   try {
     re_ = std::regex(pattern, std::regex::ECMAScript);
   } catch (const std::regex_error& e) {
-    throw Error(fmt::format("extraction regex '{}' does not compile: {}", pattern, e.what()),
-                "--extract takes an ECMAScript regex with one capture group, e.g. 'answer is (\\w+)'");
+    throw Error(
+        fmt::format("extraction regex '{}' does not compile: {}", pattern, e.what()),
+        "--extract takes an ECMAScript regex with one capture group, e.g. 'answer is (\\w+)'");
   }
   if (re_.mark_count() != 1) {
     throw Error(fmt::format("extraction regex '{}' has {} capture groups, not one", pattern,

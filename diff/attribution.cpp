@@ -175,8 +175,8 @@ AttributionReport AttributionBuilder::finish(const std::string& a_dtype, const s
   double sum = 0;
   for (size_t i = 0; i < r.blocks.size(); ++i) {
     const BlockError& b = r.blocks[i];
-    const bool counted = b.kind == "final_norm" || (split_ ? b.kind != "layer" && b.kind != "logits"
-                                                           : b.kind == "layer");
+    const bool counted = b.kind == "final_norm" ||
+                         (split_ ? b.kind != "layer" && b.kind != "logits" : b.kind == "layer");
     if (!counted) continue;
     r.ranking.push_back(static_cast<int>(i));
     if (std::isfinite(b.local)) sum += b.local;

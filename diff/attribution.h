@@ -25,18 +25,18 @@ enum class TapOrigin {
 // One block's errors. Hidden sites: relative L2 over every compared position of every sequence,
 // sqrt(Σ‖b−a‖²) / sqrt(Σ‖a‖²); logits: mean KL(A‖B) over A's recorded top-K (nats).
 struct BlockError {
-  std::string name;   // "L3 attention", "L3 mlp", "L3", "final_norm", "logits"
-  std::string kind;   // attention | mlp | layer | final_norm | logits
-  int layer = -1;     // the layer; -1 for final_norm and logits
-  std::string site;   // where it is measured: L3/resid_mid, L3/out, final_norm, logits
-  double local = 0;   // B's block on A's input vs A
-  double total = 0;   // B's own run vs A
-  double inherited = 0;   // total − local (negative when local and carried error cancel)
-  double local_max = 0;   // the largest per-position value of the local error
+  std::string name;      // "L3 attention", "L3 mlp", "L3", "final_norm", "logits"
+  std::string kind;      // attention | mlp | layer | final_norm | logits
+  int layer = -1;        // the layer; -1 for final_norm and logits
+  std::string site;      // where it is measured: L3/resid_mid, L3/out, final_norm, logits
+  double local = 0;      // B's block on A's input vs A
+  double total = 0;      // B's own run vs A
+  double inherited = 0;  // total − local (negative when local and carried error cancel)
+  double local_max = 0;  // the largest per-position value of the local error
   int64_t positions = 0;
-  bool nan = false;       // a NaN/Inf in B's or A's values: local and total are NaN
-  bool origin = false;    // local above the noise floor (hidden sites only)
-  double share = 0;       // local / Σ local over the verdict's blocks (0 outside them)
+  bool nan = false;     // a NaN/Inf in B's or A's values: local and total are NaN
+  bool origin = false;  // local above the noise floor (hidden sites only)
+  double share = 0;     // local / Σ local over the verdict's blocks (0 outside them)
   // the same per sequence, in the order of AttributionReport::sequence_ids
   std::vector<double> local_by_seq, total_by_seq;
 };
@@ -50,11 +50,12 @@ struct AttributionReport {
   bool split = false;      // attention and MLP separated (A holds L*/resid_mid)
   int n_layers = 0;
   int sequences = 0;
-  std::vector<int> sequence_ids;   // the compared sequences, in order
-  int64_t positions = 0;   // compared positions (rows of every sequence)
-  std::vector<BlockError> blocks;  // forward order: per layer [attention, mlp,] layer; final_norm, logits
-  std::vector<int> ranking;        // indices of the verdict's blocks, by local error, largest first
-  std::string verdict;             // one line: where error is born
+  std::vector<int> sequence_ids;  // the compared sequences, in order
+  int64_t positions = 0;          // compared positions (rows of every sequence)
+  std::vector<BlockError>
+      blocks;                // forward order: per layer [attention, mlp,] layer; final_norm, logits
+  std::vector<int> ranking;  // indices of the verdict's blocks, by local error, largest first
+  std::string verdict;       // one line: where error is born
 };
 
 // Accumulates the paired rows of one attribution run into the report.

@@ -195,21 +195,21 @@ class SequenceDiff {
       f.continuation_b =
           decode_after(opt_, before, slice(tb, f.position, f.position + opt_.context_tokens));
       if (sa_.topk > 0 && sb_.topk > 0 && f.row < sa_.rows && f.row < sb_.rows) try {
-        const auto ka = A_.topk(idx_, f.row, 1), kb = B_.topk(idx_, f.row, 1);
-        const double la = A_.lse(idx_, f.row, 1)[0], lb = B_.lse(idx_, f.row, 1)[0];
-        f.top5_a = top5(ka, la, opt_, before);
-        f.top5_b = top5(kb, lb, opt_, before);
-        auto m = [](const std::vector<TokenProb>& t, bool logit) {
-          if (t.size() < 2) return kNaN;
-          return logit ? t[0].logit - t[1].logit : t[0].prob - t[1].prob;
-        };
-        f.margin_a = m(f.top5_a, false);
-        f.margin_b = m(f.top5_b, false);
-        f.margin_logit_a = m(f.top5_a, true);
-        f.margin_logit_b = m(f.top5_b, true);
-      } catch (const Error& e) {
-        skip("logits at the flip", e);
-      }
+          const auto ka = A_.topk(idx_, f.row, 1), kb = B_.topk(idx_, f.row, 1);
+          const double la = A_.lse(idx_, f.row, 1)[0], lb = B_.lse(idx_, f.row, 1)[0];
+          f.top5_a = top5(ka, la, opt_, before);
+          f.top5_b = top5(kb, lb, opt_, before);
+          auto m = [](const std::vector<TokenProb>& t, bool logit) {
+            if (t.size() < 2) return kNaN;
+            return logit ? t[0].logit - t[1].logit : t[0].prob - t[1].prob;
+          };
+          f.margin_a = m(f.top5_a, false);
+          f.margin_b = m(f.top5_b, false);
+          f.margin_logit_a = m(f.top5_a, true);
+          f.margin_logit_b = m(f.top5_b, true);
+        } catch (const Error& e) {
+          skip("logits at the flip", e);
+        }
       s_.first_flip = std::move(f);
     } else if (ta.size() != tb.size() && s_.prompt_equal) {
       s_.notes.push_back(fmt::format(
@@ -227,9 +227,7 @@ class SequenceDiff {
     }
   }
 
-  void skip(const std::string& what, const Error& e) {
-    skipped_.push_back({idx_, what, e.what()});
-  }
+  void skip(const std::string& what, const Error& e) { skipped_.push_back({idx_, what, e.what()}); }
 
   // A dataset that cannot be read leaves the logits metrics out, named, not the whole sequence.
   void compare_logits() {
@@ -262,8 +260,10 @@ class SequenceDiff {
     if (n == 0) return;
     // Rows per block: the widest dataset read at once is the full row (V floats) or the top-K.
     int64_t width = std::max(sa_.topk, sb_.topk);
-    if (sa_.has_full_logits) width = std::max<int64_t>(width, A_.full_logits(idx_, 0, 1, buf_a_).size());
-    if (sb_.has_full_logits) width = std::max<int64_t>(width, B_.full_logits(idx_, 0, 1, buf_b_).size());
+    if (sa_.has_full_logits)
+      width = std::max<int64_t>(width, A_.full_logits(idx_, 0, 1, buf_a_).size());
+    if (sb_.has_full_logits)
+      width = std::max<int64_t>(width, B_.full_logits(idx_, 0, 1, buf_b_).size());
     const int64_t block = block_rows(opt_.block_bytes, width);
     const int64_t first_choice = std::max(0, sa_.prompt_len - 1);
     double sum_sq = 0, sum_j = 0, sum_kl = 0;
@@ -290,11 +290,10 @@ class SequenceDiff {
       auto row_of = [&](const trace::TopKRows& t, const std::vector<float>& lse,
                         std::span<const float> full, size_t v, int64_t r) {
         const size_t k = static_cast<size_t>(t.k);
-        return LogitsRow{
-            {t.ids.data() + r * k, k},
-            {t.logits.data() + r * k, k},
-            lse[static_cast<size_t>(r)],
-            full.empty() ? full : full.subspan(static_cast<size_t>(r) * v, v)};
+        return LogitsRow{{t.ids.data() + r * k, k},
+                         {t.logits.data() + r * k, k},
+                         lse[static_cast<size_t>(r)],
+                         full.empty() ? full : full.subspan(static_cast<size_t>(r) * v, v)};
       };
       // KL over full rows is an exponential per logit: the rows of the block on every core (each
       // row's value is computed alone, so which thread computes it does not change it).

@@ -18,9 +18,9 @@ const char* kGateHint =
 std::string universal_failure(const Report& r) {
   if (!r.skipped.empty()) {  // what could not be read cannot be vouched for
     const auto& k = r.skipped.front();
-    return fmt::format("seq {}: {} skipped (damaged trace{})", k.seq, k.what,
-                       r.skipped.size() > 1 ? fmt::format(", {} parts skipped", r.skipped.size())
-                                            : std::string());
+    return fmt::format(
+        "seq {}: {} skipped (damaged trace{})", k.seq, k.what,
+        r.skipped.size() > 1 ? fmt::format(", {} parts skipped", r.skipped.size()) : std::string());
   }
   if (r.sequences.empty()) return "no sequence was compared";
   for (const auto& s : r.sequences) {
@@ -137,7 +137,8 @@ GateResult evaluate_gates(const Report& r, const std::vector<GateCondition>& con
                         ws->index, holds ? ">" : "<=", fmt_num(c.threshold));
     }
     res.failed |= holds;
-    if (universal.empty()) parts.push_back(fmt::format("{}{}: {}", c.spec, holds ? "" : " ok", why));
+    if (universal.empty())
+      parts.push_back(fmt::format("{}{}: {}", c.spec, holds ? "" : " ok", why));
   }
   if (!universal.empty()) {  // one reason fails every condition: say it once
     std::vector<std::string> specs;

@@ -69,11 +69,14 @@ ModelIdentity model_identity(const std::string& model_json) {
     m.tokenizer = j["tokenizer"];
     m.tokenizer.erase("path");  // where the file lies says nothing about how it tokenizes
   }
-  if (j.contains("config") && j["config"].is_object()) m.n_layers = j["config"].value("n_layers", -1);
+  if (j.contains("config") && j["config"].is_object())
+    m.n_layers = j["config"].value("n_layers", -1);
   return m;
 }
 
-std::string model_key(const ModelIdentity& m) { return fmt::format("{}", fmt::join(m.hashes, ",")); }
+std::string model_key(const ModelIdentity& m) {
+  return fmt::format("{}", fmt::join(m.hashes, ","));
+}
 
 bool same_model(const ModelIdentity& a, const ModelIdentity& b) {
   return a.known && b.known && a.hashes == b.hashes;
@@ -84,7 +87,8 @@ std::vector<ConfigDifference> config_differences(const std::string& config_a,
   return differences(parse_object(config_a), parse_object(config_b), "");
 }
 
-std::vector<ConfigDifference> tokenizer_differences(const ModelIdentity& a, const ModelIdentity& b) {
+std::vector<ConfigDifference> tokenizer_differences(const ModelIdentity& a,
+                                                    const ModelIdentity& b) {
   return differences(a.tokenizer, b.tokenizer, "model.tokenizer");
 }
 

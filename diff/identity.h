@@ -3,10 +3,9 @@
 // configurations and of their tokenizers' recorded identities.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "diff/report.h"
 

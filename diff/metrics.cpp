@@ -18,9 +18,9 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // The four sums and the largest difference of row_drift, each sum kept in four lanes (element i
-// goes to lane i mod 4, added in order of i; the lanes are added at the end, (l0 + l1) + (l2 + l3)),
-// so the four lanes fit one AVX2 register. Products of two float32 values in double are exact and
-// cannot overflow, so a sum is non-finite exactly when an element was.
+// goes to lane i mod 4, added in order of i; the lanes are added at the end, (l0 + l1) + (l2 +
+// l3)), so the four lanes fit one AVX2 register. Products of two float32 values in double are exact
+// and cannot overflow, so a sum is non-finite exactly when an element was.
 struct Sums {
   double aa, bb, dd, ab, mx;
 };
@@ -40,7 +40,8 @@ void add_scalar(const float* a, const float* b, size_t i, size_t n, Lanes& l) {
     l.dd[j] += e * e;
     l.ab[j] += x * y;
     const double ae = e < 0 ? -e : e;
-    l.mx[j] = l.mx[j] < ae ? ae : l.mx[j];  // NaN never reaches a result: non-finite rows return early
+    l.mx[j] =
+        l.mx[j] < ae ? ae : l.mx[j];  // NaN never reaches a result: non-finite rows return early
   }
 }
 
@@ -49,12 +50,13 @@ void add_scalar(const float* a, const float* b, size_t i, size_t n, Lanes& l) {
 // once instead of twice), |e| by clearing the sign, the max keeping the old value on a tie. The
 // results are the scalar loop's bits.
 __attribute__((target("avx2"))) size_t add_avx2(const float* a, const float* b, size_t n,
-                                                 Lanes& l) {
+                                                Lanes& l) {
   __m256d aa = _mm256_setzero_pd(), bb = aa, dd = aa, ab = aa, mx = aa;
   const __m256d sign = _mm256_set1_pd(-0.0);
   size_t i = 0;
   for (; i + 4 <= n; i += 4) {
-    const __m256d x = _mm256_cvtps_pd(_mm_loadu_ps(a + i)), y = _mm256_cvtps_pd(_mm_loadu_ps(b + i));
+    const __m256d x = _mm256_cvtps_pd(_mm_loadu_ps(a + i)),
+                  y = _mm256_cvtps_pd(_mm_loadu_ps(b + i));
     const __m256d e = _mm256_sub_pd(x, y);
     aa = _mm256_add_pd(aa, _mm256_mul_pd(x, x));
     bb = _mm256_add_pd(bb, _mm256_mul_pd(y, y));
@@ -75,7 +77,9 @@ __attribute__((target("avx2"))) size_t add_avx2(const float* a, const float* b, 
 // Every sum is kept in four lanes, element i in lane i mod 4 in order of i, the lanes added as
 // (l0 + l1) + (l2 + l3), as in row_drift; the AVX2 code and the scalar code below give the same
 // sums, except for the exponentials themselves.
-double lane_total(const double l[4]) { return (l[0] + l[1]) + (l[2] + l[3]); }
+double lane_total(const double l[4]) {
+  return (l[0] + l[1]) + (l[2] + l[3]);
+}
 
 // The largest value (NaN skipped, as std::max(m, x) does; -inf for an empty or all-NaN row).
 float row_max_scalar(const float* x, size_t i, size_t n, float m) {
@@ -150,7 +154,9 @@ bool has_avx2() {
   return avx2;
 }
 #else
-bool has_avx2() { return false; }
+bool has_avx2() {
+  return false;
+}
 #endif
 
 float row_max(const float* x, size_t n) {

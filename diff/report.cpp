@@ -31,10 +31,14 @@ std::string verdict_text(const SequenceReport& s) {
 
 const char* kernel_tables_name(KernelTables t) {
   switch (t) {
-    case KernelTables::neither: return "neither";
-    case KernelTables::only_a: return "only_a";
-    case KernelTables::only_b: return "only_b";
-    case KernelTables::both: return "both";
+    case KernelTables::neither:
+      return "neither";
+    case KernelTables::only_a:
+      return "only_a";
+    case KernelTables::only_b:
+      return "only_b";
+    case KernelTables::both:
+      return "both";
   }
   return "?";
 }
@@ -79,8 +83,10 @@ void check_kernels(const KernelReport& k, const std::function<void(const std::st
       use(c.b);
       la += c.a.launches;
       lb += c.b.launches;
-      if (c.a.op != c.b.op || c.a.name != c.b.name) fail("changed kernel of two names at " + s.site);
-      if (same_configs(c.a.configs, c.b.configs)) fail("changed kernel without change at " + s.site);
+      if (c.a.op != c.b.op || c.a.name != c.b.name)
+        fail("changed kernel of two names at " + s.site);
+      if (same_configs(c.a.configs, c.b.configs))
+        fail("changed kernel without change at " + s.site);
     }
     if (la > s.launches_a || lb > s.launches_b) fail("more listed launches than at site " + s.site);
   }

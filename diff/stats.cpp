@@ -136,7 +136,8 @@ void add_accuracy(GroupStats& g, const std::vector<const StatsRun*>& runs,
   std::vector<std::pair<std::map<std::string, std::string>, std::vector<const StatsRun*>>> configs;
   for (const auto* r : runs) {
     const auto key = without(r->config, "seed");
-    auto it = std::find_if(configs.begin(), configs.end(), [&](const auto& c) { return c.first == key; });
+    auto it =
+        std::find_if(configs.begin(), configs.end(), [&](const auto& c) { return c.first == key; });
     if (it == configs.end()) {
       configs.push_back({key, {r}});
     } else {
@@ -171,7 +172,8 @@ void add_accuracy(GroupStats& g, const std::vector<const StatsRun*>& runs,
           {"0.25", 0.25}, {"0.5", 0.5}, {"0.75", 0.75}, {"1.0", 1.0}};
       for (int p = 0; p < prompts; ++p) {
         pk.pass += pass_at_k(ca.samples, c[p], k);
-        for (const auto& [name, tau] : taus) pk.g_pass[name] += g_pass_at_k(ca.samples, c[p], k, tau);
+        for (const auto& [name, tau] : taus)
+          pk.g_pass[name] += g_pass_at_k(ca.samples, c[p], k, tau);
         pk.mg_pass += mg_pass_at_k(ca.samples, c[p], k);
       }
       if (prompts > 0) {
@@ -294,12 +296,13 @@ StatsReport compute_stats(const std::vector<StatsRun>& runs,
     }
   }
   if (expected != nullptr && expected->size() != prompts) {
-    throw Error(fmt::format("the answer key holds {} answers for {} prompts", expected->size(),
-                            prompts),
-                "--answers takes one expected answer per line, in prompt order");
+    throw Error(
+        fmt::format("the answer key holds {} answers for {} prompts", expected->size(), prompts),
+        "--answers takes one expected answer per line, in prompt order");
   }
   if (expected != nullptr && runs[0].answers.empty()) {
-    throw Error("an answer key needs an extraction rule", "pass --extract 'REGEX' with one (group)");
+    throw Error("an answer key needs an extraction rule",
+                "pass --extract 'REGEX' with one (group)");
   }
   std::set<std::string> keys;
   for (const auto& r : runs) {
@@ -325,7 +328,8 @@ StatsReport compute_stats(const std::vector<StatsRun>& runs,
     std::vector<std::pair<std::string, std::vector<const StatsRun*>>> groups;
     for (const auto& r : runs) {
       const std::string v = r.config.count(opt.group_by) ? r.config.at(opt.group_by) : "";
-      auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == v; });
+      auto it =
+          std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == v; });
       if (it == groups.end()) {
         groups.push_back({v, {&r}});
       } else {

@@ -15,7 +15,7 @@ namespace ds::diff {
 
 // One run (one trace) as the statistics see it.
 struct StatsRun {
-  std::string name;                          // the trace's file name without .h5
+  std::string name;                           // the trace's file name without .h5
   std::map<std::string, std::string> config;  // resolved run-config fields (/meta config_json)
   std::vector<std::vector<int32_t>> outputs;  // per prompt: the generated tokens
   // Per prompt, per generated step: the probability of the token chosen there, exp(logit − lse);
@@ -37,9 +37,9 @@ void check_comparable(const std::vector<const trace::TraceReader*>& traces);
 // Pass rates of one configuration for one k, averaged over questions.
 struct PassAtK {
   int k = 0;
-  double pass = 0;                 // Pass@k
+  double pass = 0;                       // Pass@k
   std::map<std::string, double> g_pass;  // "0.25", "0.5", "0.75", "1.0" -> G-Pass@k_τ
-  double mg_pass = 0;              // mG-Pass@k
+  double mg_pass = 0;                    // mG-Pass@k
 };
 
 // Accuracy of one configuration (its runs that differ in the seed alone are its samples).
@@ -52,20 +52,20 @@ struct ConfigAccuracy {
 
 // The statistics over one group of runs (all runs, or those sharing the group knob's value).
 struct GroupStats {
-  std::string key;                 // "all", or e.g. "dtype=bf16"
-  std::vector<std::string> runs;   // names
+  std::string key;                // "all", or e.g. "dtype=bf16"
+  std::vector<std::string> runs;  // names
   int prompts = 0;
-  std::vector<int> div_index;      // per prompt (none: the longest output's length)
-  double div_percent = 0;          // % of prompts whose N outputs are not all identical
-  double avg_std_top1_prob = 0;    // NaN when no prompt has a position before its Div_Index
-  int top1_prompts = 0;            // prompts that entered Avg_Std@top1_prob
+  std::vector<int> div_index;    // per prompt (none: the longest output's length)
+  double div_percent = 0;        // % of prompts whose N outputs are not all identical
+  double avg_std_top1_prob = 0;  // NaN when no prompt has a position before its Div_Index
+  int top1_prompts = 0;          // prompts that entered Avg_Std@top1_prob
   double avg_std_output_length = 0;
   std::vector<int> unique_outputs;  // per prompt
   double unique_outputs_mean = 0;
-  double tarr = 0;                 // TARr@N, %
-  std::optional<double> tara;      // TARa@N, % (with --extract)
+  double tarr = 0;                       // TARr@N, %
+  std::optional<double> tara;            // TARa@N, % (with --extract)
   std::vector<ConfigAccuracy> accuracy;  // with an answer key
-  std::optional<double> std_acc;   // sample std of the configurations' accuracy (%)
+  std::optional<double> std_acc;         // sample std of the configurations' accuracy (%)
 };
 
 // Divergence attributed to one knob: over the pairs of runs that differ in that knob alone.
@@ -86,7 +86,7 @@ struct StatsReport {
   std::vector<std::string> missing;  // sweep configurations without a complete trace
   std::vector<std::string> varying;  // run-config fields that differ between runs
   std::string group_by;
-  std::vector<GroupStats> groups;    // "all" first, then one per value of group_by
+  std::vector<GroupStats> groups;  // "all" first, then one per value of group_by
   std::vector<Attribution> attribution;
   // runs × runs, in the order of `runs`: the % of prompts whose two outputs (generated tokens)
   // differ; symmetric, 0 on the diagonal. Div_Percent of the pair (i, j).

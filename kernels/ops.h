@@ -19,9 +19,9 @@ template <typename T>
 void round_to(T* x, size_t n, Storage r);
 
 // How a GEMM reduces: K is split into `split_k` contiguous chunks (kernels/chunks.h: sizes differ
-// by at most one, larger first); each chunk is summed from k = start upwards in the accumulator (fp32 = T, or
-// fp16: every partial sum rounded to fp16, as HGEMM with fp16 accumulation); the chunk sums are
-// added in chunk order; the bias (if any) is added; the result is rounded to `out`.
+// by at most one, larger first); each chunk is summed from k = start upwards in the accumulator
+// (fp32 = T, or fp16: every partial sum rounded to fp16, as HGEMM with fp16 accumulation); the
+// chunk sums are added in chunk order; the bias (if any) is added; the result is rounded to `out`.
 struct GemmNumerics {
   Storage out = Storage::native;
   bool accum_f16 = false;
@@ -82,8 +82,8 @@ struct AttnNumerics {
 // scratch: at least 2 * (max position + 1) + head_dim values.
 template <typename T>
 void attention(T* out, const T* q, const T* k_cache, const T* v_cache, int rows,
-               const int* positions, int n_heads, int n_kv_heads, int head_dim, int window,
-               T scale, const AttnNumerics& a, T* scratch);
+               const int* positions, int n_heads, int n_kv_heads, int head_dim, int window, T scale,
+               const AttnNumerics& a, T* scratch);
 
 // out[i] = round(silu(gate[i]) * up[i]), silu(x) = x / (1 + exp(-x))
 template <typename T>

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-
 #include <cctype>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -20,7 +19,10 @@ namespace {
 class Checker {
  public:
   Checker(hid_t file, std::string path, std::string producer, KeepDataset keep = {})
-      : file_(file), path_(std::move(path)), producer_(std::move(producer)), keep_(std::move(keep)) {}
+      : file_(file),
+        path_(std::move(path)),
+        producer_(std::move(producer)),
+        keep_(std::move(keep)) {}
 
   bool status_may_be_lost = false;  // check_sequence's option
 
@@ -216,8 +218,8 @@ class Checker {
       const auto info = dataset(loc, base, rel, hidden_path(rel));
       expect(info, name, floats, 2);
       if (info.shape[1] > kMaxHiddenWidth) {
-        fail(fmt::format("{} is {} wide, more than the {} of the widest model", name,
-                         info.shape[1], kMaxHiddenWidth));
+        fail(fmt::format("{} is {} wide, more than the {} of the widest model", name, info.shape[1],
+                         kMaxHiddenWidth));
       }
       if (width >= 0 && info.shape[1] != width) {
         fail(fmt::format("{} is {} wide, other sites {}", name, info.shape[1], width));

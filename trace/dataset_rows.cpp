@@ -8,9 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
-
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -83,8 +82,8 @@ PlainFile plain_file(hid_t obj) {
   hsize_t userblock = 1;
   const hid_t driver = fapl ? H5Pget_driver(fapl.get()) : -1;
   const bool locating = is_locating_driver(driver);
-  if (!fcpl || (driver != H5FD_SEC2 && !locating) ||
-      H5Pget_userblock(fcpl.get(), &userblock) < 0 || userblock != 0) {
+  if (!fcpl || (driver != H5FD_SEC2 && !locating) || H5Pget_userblock(fcpl.get(), &userblock) < 0 ||
+      userblock != 0) {
     return {};
   }
   void* handle = nullptr;
@@ -132,16 +131,16 @@ std::string dataset_name(hid_t dset) {
 void PlainRows::read(int64_t begin, int64_t count, void* out) const {
   if (count <= 0) return;
   if (begin < begin_ || begin + count > end_) {
-    throw Error(fmt::format("rows {}..{} are outside the rows {}..{} located", begin,
-                            begin + count, begin_, end_));
+    throw Error(fmt::format("rows {}..{} are outside the rows {}..{} located", begin, begin + count,
+                            begin_, end_));
   }
   auto* dst = static_cast<uint8_t*>(out);
   const int64_t first = begin_ / chunk_rows_;
   for (int64_t r = begin, end = begin + count; r < end;) {
     const int64_t c = r / chunk_rows_, c0 = c * chunk_rows_;
     const int64_t n = std::min(end, c0 + chunk_rows_) - r;
-    const uint64_t at = addr_[static_cast<size_t>(c - first)] +
-                        static_cast<uint64_t>(r - c0) * row_bytes_;
+    const uint64_t at =
+        addr_[static_cast<size_t>(c - first)] + static_cast<uint64_t>(r - c0) * row_bytes_;
     const size_t bytes = static_cast<size_t>(n) * row_bytes_;
     if (const int e = pread_all(fd_, dst, bytes, at); e != 0) {
       throw Error(fmt::format("rows {}..{} cannot be read: {} bytes at offset {} ({})", r, r + n,
@@ -166,8 +165,8 @@ bool DatasetRows::locate(int64_t first, int64_t last) const {
     // In one step where the driver allows; else through the chunk index, which HDF5 1.10 walks
     // from the first chunk (trace/locating_driver.h). Not on disk (fill values), a filter mask,
     // or a size not the chunk's: read() decides.
-    if (const auto a = file_.locating ? chunk_address(dset_.get(), offset, chunk_bytes)
-                                      : std::nullopt) {
+    if (const auto a =
+            file_.locating ? chunk_address(dset_.get(), offset, chunk_bytes) : std::nullopt) {
       addr = static_cast<haddr_t>(*a);
     } else if (H5Dget_chunk_info_by_coord(dset_.get(), offset, &mask, &addr, &stored) < 0 ||
                addr == HADDR_UNDEF || mask != 0 || stored != chunk_bytes) {
@@ -222,8 +221,8 @@ DatasetRows::DatasetRows(h5::Id dataset, h5::Elem elem, std::optional<PlainFile>
   for (int i = 0; i < nfilters; ++i) {
     unsigned flags = 0, cd[8];
     size_t ncd = 8;
-    const H5Z_filter_t f = H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &ncd, cd,
-                                          0, nullptr, nullptr);
+    const H5Z_filter_t f =
+        H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &ncd, cd, 0, nullptr, nullptr);
     // The pipeline handled: [shuffle] then [deflate], each optional, in that order.
     if (f == H5Z_FILTER_SHUFFLE && i == 0) {
       shuffle_ = true;
@@ -324,7 +323,8 @@ void DatasetRows::read_chunked(int64_t begin, int64_t count, uint8_t* out) {
     }
     uint32_t mask = 0;
     if (H5Dread_chunk(dset_.get(), H5P_DEFAULT, offset, &mask, raw) < 0) {
-      throw Error(fmt::format("chunk at row {} of {} cannot be read", c0, dataset_name(dset_.get())));
+      throw Error(
+          fmt::format("chunk at row {} of {} cannot be read", c0, dataset_name(dset_.get())));
     }
     // A filter was skipped for this chunk. (HDF5 1.10.8's H5Dread_chunk reports mask 0 for a
     // chunk still in its cache: the chunk index's mask is asked too.)
@@ -363,8 +363,8 @@ void DatasetRows::read_chunked(int64_t begin, int64_t count, uint8_t* out) {
       std::memcpy(target, data, chunk_bytes);
     }
   };
-  const bool inflate = std::any_of(pieces.begin(), pieces.end(),
-                                   [](const Piece& p) { return !p.raw.empty(); });
+  const bool inflate =
+      std::any_of(pieces.begin(), pieces.end(), [](const Piece& p) { return !p.raw.empty(); });
   try {
     // (chunks read in place leave nothing to do: no worker is woken for them)
     const size_t threads =

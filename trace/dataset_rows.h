@@ -21,8 +21,8 @@ namespace ds::trace {
 // default sec2 driver or the locating driver (trace/locating_driver.h) and no user block (HDF5
 // addresses start at byte 0). fd is -1 otherwise.
 struct PlainFile {
-  int fd = -1;        // HDF5's own descriptor of the file
-  uint64_t size = 0;  // bytes on disk when found: chunk addresses past it are damage
+  int fd = -1;            // HDF5's own descriptor of the file
+  uint64_t size = 0;      // bytes on disk when found: chunk addresses past it are damage
   bool locating = false;  // opened with the locating driver: chunks are located in one step
 };
 PlainFile plain_file(hid_t obj);
@@ -82,7 +82,7 @@ class DatasetRows {
   h5::Id dset_;
   h5::Elem elem_;
   std::vector<int64_t> shape_;
-  int64_t width_ = 0;          // elements per row (1 for rank 1)
+  int64_t width_ = 0;  // elements per row (1 for rank 1)
   size_t elem_bytes_ = 0;
   bool fast_ = false;
   bool shuffle_ = false, deflate_ = false;

@@ -65,14 +65,29 @@ void silence_errors() {
 void Id::reset() {
   if (id_ < 0) return;
   switch (H5Iget_type(id_)) {
-    case H5I_FILE: H5Fclose(id_); break;
-    case H5I_GROUP: H5Gclose(id_); break;
-    case H5I_DATASET: H5Dclose(id_); break;
-    case H5I_ATTR: H5Aclose(id_); break;
-    case H5I_DATASPACE: H5Sclose(id_); break;
-    case H5I_DATATYPE: H5Tclose(id_); break;
-    case H5I_GENPROP_LST: H5Pclose(id_); break;
-    default: break;
+    case H5I_FILE:
+      H5Fclose(id_);
+      break;
+    case H5I_GROUP:
+      H5Gclose(id_);
+      break;
+    case H5I_DATASET:
+      H5Dclose(id_);
+      break;
+    case H5I_ATTR:
+      H5Aclose(id_);
+      break;
+    case H5I_DATASPACE:
+      H5Sclose(id_);
+      break;
+    case H5I_DATATYPE:
+      H5Tclose(id_);
+      break;
+    case H5I_GENPROP_LST:
+      H5Pclose(id_);
+      break;
+    default:
+      break;
   }
   id_ = H5I_INVALID_HID;
 }
@@ -102,33 +117,46 @@ hid_t utf8_string_type() {
 hid_t file_type(Elem e) {
   static hid_t f16 = make_f16_type();
   switch (e) {
-    case Elem::I32: return H5T_STD_I32LE;
-    case Elem::F32: return H5T_IEEE_F32LE;
-    case Elem::F16: return f16;
-    case Elem::BF16: return H5T_STD_U16LE;
-    case Elem::I64: return H5T_STD_I64LE;
+    case Elem::I32:
+      return H5T_STD_I32LE;
+    case Elem::F32:
+      return H5T_IEEE_F32LE;
+    case Elem::F16:
+      return f16;
+    case Elem::BF16:
+      return H5T_STD_U16LE;
+    case Elem::I64:
+      return H5T_STD_I64LE;
   }
   return H5T_IEEE_F32LE;
 }
 
 size_t elem_size(Elem e) {
   switch (e) {
-    case Elem::I64: return 8;
+    case Elem::I64:
+      return 8;
     case Elem::I32:
-    case Elem::F32: return 4;
+    case Elem::F32:
+      return 4;
     case Elem::F16:
-    case Elem::BF16: return 2;
+    case Elem::BF16:
+      return 2;
   }
   return 4;
 }
 
 const char* elem_name(Elem e) {
   switch (e) {
-    case Elem::I32: return "int32";
-    case Elem::F32: return "float32";
-    case Elem::F16: return "float16";
-    case Elem::BF16: return "bf16";
-    case Elem::I64: return "int64";
+    case Elem::I32:
+      return "int32";
+    case Elem::F32:
+      return "float32";
+    case Elem::F16:
+      return "float16";
+    case Elem::BF16:
+      return "bf16";
+    case Elem::I64:
+      return "int64";
   }
   return "?";
 }
@@ -193,8 +221,8 @@ void write_attr(hid_t obj, const std::string& name, const std::string& value) {
     DS_H5(H5Adelete(obj, name.c_str()));
   }
   Id space(DS_H5_ID(H5Screate(H5S_SCALAR)));
-  Id attr(DS_H5_ID(H5Acreate2(obj, name.c_str(), utf8_string_type(), space.get(), H5P_DEFAULT,
-                              H5P_DEFAULT)));
+  Id attr(DS_H5_ID(
+      H5Acreate2(obj, name.c_str(), utf8_string_type(), space.get(), H5P_DEFAULT, H5P_DEFAULT)));
   DS_H5(H5Awrite(attr.get(), utf8_string_type(), &p));
 }
 
@@ -210,7 +238,9 @@ void write_attr(hid_t obj, const std::string& name, int64_t value) {
   DS_H5(H5Awrite(attr.get(), H5T_NATIVE_INT64, &value));
 }
 
-bool has_attr(hid_t obj, const std::string& name) { return H5Aexists(obj, name.c_str()) > 0; }
+bool has_attr(hid_t obj, const std::string& name) {
+  return H5Aexists(obj, name.c_str()) > 0;
+}
 
 namespace {
 

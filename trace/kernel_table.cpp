@@ -107,7 +107,9 @@ void KernelTableWriter::close() {
   for (h5::Id* d : {&pass_, &site_, &op_, &name_, &grid_, &block_, &duration_}) d->reset();
 }
 
-bool KernelTableWriter::exists_in(hid_t file) const { return has_kernel_table(file); }
+bool KernelTableWriter::exists_in(hid_t file) const {
+  return has_kernel_table(file);
+}
 
 void KernelTableWriter::rollback() {
   for (const h5::Id* d : {&pass_, &site_, &op_, &name_, &grid_, &block_, &duration_}) {
@@ -176,8 +178,8 @@ std::vector<KernelRecord> read_kernel_table(hid_t file, const std::string& trace
   }
   // Sized from the file's claim before anything is read: bounded (docs/cli.md, "Input limits")
   if (n > kMaxKernelRows) {
-    throw bad(fmt::format("claims {} kernel launches, more than the limit of {}", n,
-                          kMaxKernelRows));
+    throw bad(
+        fmt::format("claims {} kernel launches, more than the limit of {}", n, kMaxKernelRows));
   }
   const size_t rows = static_cast<size_t>(n);
   std::vector<int32_t> pass(rows), grid(3 * rows), block(3 * rows);

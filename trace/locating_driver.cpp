@@ -9,11 +9,13 @@ namespace ds::trace {
 namespace {
 
 struct Wrapped {
-  H5FD_t pub;      // filled in by HDF5 after open returns
-  H5FD_t* inner;   // the sec2 file
+  H5FD_t pub;     // filled in by HDF5 after open returns
+  H5FD_t* inner;  // the sec2 file
 };
 
-H5FD_t* inner(const H5FD_t* f) { return reinterpret_cast<const Wrapped*>(f)->inner; }
+H5FD_t* inner(const H5FD_t* f) {
+  return reinterpret_cast<const Wrapped*>(f)->inner;
+}
 
 // What chunk_address() asks for, on the thread that asks (HDF5 is not thread-safe: its calls all
 // come from one thread at a time).
@@ -45,7 +47,9 @@ herr_t wrap_close(H5FD_t* f) {
   return rc;
 }
 
-int wrap_cmp(const H5FD_t* a, const H5FD_t* b) { return H5FDcmp(inner(a), inner(b)); }
+int wrap_cmp(const H5FD_t* a, const H5FD_t* b) {
+  return H5FDcmp(inner(a), inner(b));
+}
 
 // (HDF5 also asks with no file, for the driver's own flags: sec2's)
 herr_t wrap_query(const H5FD_t* f, unsigned long* flags) {
@@ -53,13 +57,17 @@ herr_t wrap_query(const H5FD_t* f, unsigned long* flags) {
   return H5FDquery(inner(f), flags) < 0 ? -1 : 0;
 }
 
-haddr_t wrap_get_eoa(const H5FD_t* f, H5FD_mem_t type) { return H5FDget_eoa(inner(f), type); }
+haddr_t wrap_get_eoa(const H5FD_t* f, H5FD_mem_t type) {
+  return H5FDget_eoa(inner(f), type);
+}
 
 herr_t wrap_set_eoa(H5FD_t* f, H5FD_mem_t type, haddr_t addr) {
   return H5FDset_eoa(inner(f), type, addr);
 }
 
-haddr_t wrap_get_eof(const H5FD_t* f, H5FD_mem_t type) { return H5FDget_eof(inner(f), type); }
+haddr_t wrap_get_eof(const H5FD_t* f, H5FD_mem_t type) {
+  return H5FDget_eof(inner(f), type);
+}
 
 herr_t wrap_get_handle(H5FD_t* f, hid_t fapl, void** handle) {
   return H5FDget_vfd_handle(inner(f), fapl, handle);
@@ -97,8 +105,12 @@ herr_t wrap_truncate(H5FD_t* f, hid_t dxpl, hbool_t closing) {
   return H5FDtruncate(inner(f), dxpl, closing);
 }
 
-herr_t wrap_lock(H5FD_t* f, hbool_t rw) { return H5FDlock(inner(f), rw); }
-herr_t wrap_unlock(H5FD_t* f) { return H5FDunlock(inner(f)); }
+herr_t wrap_lock(H5FD_t* f, hbool_t rw) {
+  return H5FDlock(inner(f), rw);
+}
+herr_t wrap_unlock(H5FD_t* f) {
+  return H5FDunlock(inner(f));
+}
 
 hid_t driver_id() {
   static hid_t id = [] {

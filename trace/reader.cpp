@@ -1,17 +1,16 @@
 // Trace reader: validation of the root attributes and lazy, row-range reads of datasets.
 #include "trace/reader.h"
 
-#include <fmt/format.h>
-
-#include <algorithm>
-#include <map>
-#include <optional>
-#include <nlohmann/json.hpp>
-
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/file.h>
 #include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
 
 #include "common/error.h"
 #include "common/float_formats.h"
@@ -27,7 +26,7 @@ namespace ds::trace {
 
 struct TraceReader::OpenDatasets {
   int seq = -1;
-  PlainFile plain;  // plain_file() of the file, found once
+  PlainFile plain;                                           // plain_file() of the file, found once
   std::map<std::string, std::unique_ptr<DatasetRows>> sets;  // by path under /seq/<seq>
 };
 
@@ -215,8 +214,8 @@ void TraceReader::read_root() {
   env_json_ = str(meta.get(), "env_json");
   command_line_ = str(meta.get(), "command_line");
   using Attr = std::pair<const char*, const std::string*>;
-  for (const auto& [name, text] : {Attr{"config_json", &config_json_},
-                                   Attr{"model_json", &model_json_}}) {
+  for (const auto& [name, text] :
+       {Attr{"config_json", &config_json_}, Attr{"model_json", &model_json_}}) {
     if (!text->empty() && !nlohmann::json::parse(*text, nullptr, false).is_object()) {
       throw Error(fmt::format("trace '{}' is damaged: attribute /meta@{} is not a JSON object",
                               path_.string(), name),
@@ -231,7 +230,9 @@ void TraceReader::read_root() {
   open_->plain = plain_file(file_->get());
 }
 
-uint64_t TraceReader::file_size() const { return fs::file_size(path_); }
+uint64_t TraceReader::file_size() const {
+  return fs::file_size(path_);
+}
 
 std::vector<int> TraceReader::sequence_indices() const {
   const WatchedRead watched(path_.native(), "listing its sequences");
@@ -327,7 +328,8 @@ SequenceInfo TraceReader::read_sequence(int seq, hid_t group) const {
     take_rows(rows_of(seq, logits_path(kTopkLogits), h5::Elem::F32).shape()[0]);
   }
   s.has_full_logits = open_->sets.count(logits_path(kFullLogits)) > 0;
-  if (s.has_full_logits) take_rows(rows_of(seq, logits_path(kFullLogits), h5::Elem::F32).shape()[0]);
+  if (s.has_full_logits)
+    take_rows(rows_of(seq, logits_path(kFullLogits), h5::Elem::F32).shape()[0]);
   s.rows = std::max<int64_t>(0, rows);
   if (s.stop_reason == "running") {
     // Cut by a kill or a full disk: only what gen_len vouches for (docs/trace-format.md, "Crash
@@ -386,8 +388,7 @@ std::span<const float> as_floats(h5::Elem elem, int64_t count, int64_t width,
 
 std::span<const float> PlainHidden::read(int64_t begin, int64_t count,
                                          std::vector<float>& buffer) const {
-  return as_floats(elem_, count, width_, buffer,
-                   [&](void* out) { rows_.read(begin, count, out); });
+  return as_floats(elem_, count, width_, buffer, [&](void* out) { rows_.read(begin, count, out); });
 }
 
 // The site's dataset, checked to hold hidden states (2-D, float) with rows [begin, begin+count).

@@ -18,8 +18,8 @@
 namespace ds::trace {
 
 struct SiteInfo {
-  std::string name;              // "embed", "L0/attn_out", ...
-  std::vector<int64_t> shape;    // [rows, width]
+  std::string name;            // "embed", "L0/attn_out", ...
+  std::vector<int64_t> shape;  // [rows, width]
   h5::Elem elem = h5::Elem::F32;
 };
 
@@ -28,17 +28,17 @@ struct SequenceInfo {
   int prompt_len = 0;
   int gen_len = 0;
   std::string stop_reason;
-  std::vector<int32_t> tokens;   // prompt then generated tokens
-  int64_t rows = 0;              // positions that went through the forward pass (all datasets)
-  std::vector<SiteInfo> sites;   // hidden sites in forward order
-  int topk = 0;                  // K of logits/topk_*; 0 when no logits were recorded
+  std::vector<int32_t> tokens;  // prompt then generated tokens
+  int64_t rows = 0;             // positions that went through the forward pass (all datasets)
+  std::vector<SiteInfo> sites;  // hidden sites in forward order
+  int topk = 0;                 // K of logits/topk_*; 0 when no logits were recorded
   bool has_full_logits = false;
 };
 
 struct TopKRows {
   int k = 0;
-  std::vector<int32_t> ids;      // (rows, k)
-  std::vector<float> logits;     // (rows, k)
+  std::vector<int32_t> ids;   // (rows, k)
+  std::vector<float> logits;  // (rows, k)
 };
 
 // A hidden site's rows located once on the reader's thread (TraceReader::plain_hidden) and read
@@ -145,7 +145,8 @@ class TraceReader {
   std::optional<CutShort> cut_short_;
   bool lenient_ = false;
   bool complete_ = false;
-  std::string stop_reason_, tool_version_, producer_, config_json_, model_json_, env_json_, command_line_;
+  std::string stop_reason_, tool_version_, producer_, config_json_, model_json_, env_json_,
+      command_line_;
 };
 
 }  // namespace ds::trace

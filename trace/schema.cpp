@@ -19,11 +19,17 @@ std::string site_name(const Site& s) {
   return k >= 0 && k < kLayerSiteCount ? layer_site(s.layer, name) : name;
 }
 
-std::string sequence_path(int64_t index) { return fmt::format("{}/{}", kSeqGroup, index); }
+std::string sequence_path(int64_t index) {
+  return fmt::format("{}/{}", kSeqGroup, index);
+}
 
-std::string hidden_path(const std::string& site) { return fmt::format("{}/{}", kHiddenGroup, site); }
+std::string hidden_path(const std::string& site) {
+  return fmt::format("{}/{}", kHiddenGroup, site);
+}
 
-std::string logits_path(const char* dataset) { return fmt::format("{}/{}", kLogitsGroup, dataset); }
+std::string logits_path(const char* dataset) {
+  return fmt::format("{}/{}", kLogitsGroup, dataset);
+}
 
 SiteOrder site_order(const std::string& site) {
   constexpr int kKinds = static_cast<int>(std::size(kLayerSiteKinds));

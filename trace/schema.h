@@ -15,17 +15,27 @@ inline constexpr int kFormatVersion = 1;
 
 // Every kind of tap site, in forward order, and its name in a trace. The per-layer kinds
 // (attn_norm ... out) are named "L<layer>/<kind>" (layer_site), the others by the kind alone.
-enum class SiteKind { embed, attn_norm, attn_out, resid_mid, mlp_norm, mlp_out, out, final_norm, logits };
-inline constexpr const char* kSiteKindNames[] = {"embed",    "attn_norm", "attn_out",
-                                                 "resid_mid", "mlp_norm", "mlp_out",
-                                                 "out",      "final_norm", "logits"};
+enum class SiteKind {
+  embed,
+  attn_norm,
+  attn_out,
+  resid_mid,
+  mlp_norm,
+  mlp_out,
+  out,
+  final_norm,
+  logits
+};
+inline constexpr const char* kSiteKindNames[] = {"embed",     "attn_norm",  "attn_out",
+                                                 "resid_mid", "mlp_norm",   "mlp_out",
+                                                 "out",       "final_norm", "logits"};
 static_assert(std::size(kSiteKindNames) == static_cast<size_t>(SiteKind::logits) + 1,
               "one name per SiteKind");
 
 // The per-layer kinds: their number, names in forward order, and the k-th kind and back.
 inline constexpr int kLayerSiteCount = 6;
 inline constexpr std::span<const char* const, kLayerSiteCount> kLayerSiteKinds{kSiteKindNames + 1,
-                                                                              kLayerSiteCount};
+                                                                               kLayerSiteCount};
 constexpr SiteKind layer_site_kind(int k) {
   return static_cast<SiteKind>(static_cast<int>(SiteKind::attn_norm) + k);
 }

@@ -1,9 +1,8 @@
 // SwmrFile: SWMR write mode, plain-mode windows, the writer's lock and its disk-space reserve.
 #include "trace/swmr_file.h"
 
-#include <fmt/format.h>
-
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/file.h>
 #include <sys/statvfs.h>
 #include <unistd.h>

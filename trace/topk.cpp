@@ -11,8 +11,11 @@ TopK top_k(std::span<const double> row, int k) {
   const size_t n = std::min(row.size(), static_cast<size_t>(std::max(0, k)));
   std::vector<int32_t> order(row.size());
   std::iota(order.begin(), order.end(), 0);
-  auto before = [&](int32_t a, int32_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); };
-  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n), order.end(), before);
+  auto before = [&](int32_t a, int32_t b) {
+    return row[a] > row[b] || (row[a] == row[b] && a < b);
+  };
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n), order.end(),
+                    before);
   TopK t;
   t.ids.assign(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n));
   for (int32_t id : t.ids) t.logits.push_back(row[id]);

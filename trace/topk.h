@@ -8,8 +8,8 @@
 namespace ds::trace {
 
 struct TopK {
-  std::vector<int32_t> ids;     // sorted by logit descending, ties by lower id
-  std::vector<double> logits;   // the logits of those ids
+  std::vector<int32_t> ids;    // sorted by logit descending, ties by lower id
+  std::vector<double> logits;  // the logits of those ids
 };
 
 // The k largest logits (k is capped at the row length).

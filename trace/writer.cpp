@@ -29,9 +29,12 @@ Storage parse_hidden_dtype(const std::string& s) {
 
 const char* hidden_dtype_name(Storage d) {
   switch (d) {
-    case Storage::native: return "f32";
-    case Storage::f16: return "f16";
-    case Storage::bf16: return "bf16";
+    case Storage::native:
+      return "f32";
+    case Storage::f16:
+      return "f16";
+    case Storage::bf16:
+      return "bf16";
   }
   return "?";
 }
@@ -122,9 +125,12 @@ int64_t chunk_rows_for(int64_t width, size_t elem, int deflate_level) {
 
 h5::Elem hidden_elem(Storage d) {
   switch (d) {
-    case Storage::native: return h5::Elem::F32;
-    case Storage::f16: return h5::Elem::F16;
-    case Storage::bf16: return h5::Elem::BF16;
+    case Storage::native:
+      return h5::Elem::F32;
+    case Storage::f16:
+      return h5::Elem::F16;
+    case Storage::bf16:
+      return h5::Elem::BF16;
   }
   return h5::Elem::F32;
 }
@@ -165,7 +171,8 @@ size_t message_bytes(const StepRecord& m) {
 
 TraceWriter::TraceWriter(WriterOptions options, RunInfo info) : opt_(std::move(options)) {
   h5::silence_errors();
-  if (opt_.topk < 1) throw Error(fmt::format("topk {} must be >= 1", opt_.topk), "--trace-topk takes N >= 1");
+  if (opt_.topk < 1)
+    throw Error(fmt::format("topk {} must be >= 1", opt_.topk), "--trace-topk takes N >= 1");
   if (opt_.deflate_level < 0 || opt_.deflate_level > 9) {
     throw Error(fmt::format("deflate level {} is outside 0..9", opt_.deflate_level),
                 "--compression takes none, deflate or deflate1 ... deflate9");
@@ -177,7 +184,8 @@ TraceWriter::TraceWriter(WriterOptions options, RunInfo info) : opt_(std::move(o
   if (opt_.path.has_parent_path() && !fs::exists(opt_.path.parent_path())) {
     throw Error(fmt::format("folder '{}' does not exist", opt_.path.parent_path().string()));
   }
-  if (const char* f = std::getenv("DRIFTSCOPE_TRACE_FAIL_AFTER_STEPS")) fail_after_steps_ = std::atoi(f);
+  if (const char* f = std::getenv("DRIFTSCOPE_TRACE_FAIL_AFTER_STEPS"))
+    fail_after_steps_ = std::atoi(f);
   keep_hdf5_errors_in_this_thread();
   file_ = std::make_unique<WriterFile>(opt_.path);
   file_->kernels.set_deflate_level(opt_.deflate_level);
@@ -237,7 +245,9 @@ void TraceWriter::push(Message m) {
 void TraceWriter::begin_sequence(int seq, const std::vector<int32_t>& prompt) {
   push(Begin{seq, prompt});
 }
-void TraceWriter::append(StepRecord step) { push(std::move(step)); }
+void TraceWriter::append(StepRecord step) {
+  push(std::move(step));
+}
 void TraceWriter::end_sequence(int seq, const std::string& stop_reason) {
   push(End{seq, stop_reason});
 }
@@ -291,9 +301,11 @@ void TraceWriter::run() {
     if (std::holds_alternative<Stop>(m)) return;
     if (failed()) continue;  // after a failure, drain without writing
     try {
-      std::visit([this](auto& msg) {
-        if constexpr (!std::is_same_v<std::decay_t<decltype(msg)>, Stop>) handle(msg);
-      }, m);
+      std::visit(
+          [this](auto& msg) {
+            if constexpr (!std::is_same_v<std::decay_t<decltype(msg)>, Stop>) handle(msg);
+          },
+          m);
       maybe_flush(false);
     } catch (const std::exception& e) {
       fail(e);
@@ -313,8 +325,7 @@ void create_sequence(hid_t file, int index, const std::vector<int32_t>& prompt, 
   h5::Id seq_group = h5::open_group(file, kSeqGroup);
   h5::Id g = h5::create_group(seq_group.get(), std::to_string(index));
   h5::Id tokens = h5::create_growing(g.get(), kTokensDataset, h5::Elem::I32, 0,
-                                     chunk_rows_for(0, 4, deflate_level), deflate_level,
-                                     checksum);
+                                     chunk_rows_for(0, 4, deflate_level), deflate_level, checksum);
   h5::write_rows(tokens.get(), h5::Elem::I32, 0, static_cast<int64_t>(prompt.size()), 0,
                  prompt.data());
   h5::write_attr(g.get(), "prompt_len", static_cast<int64_t>(prompt.size()));
@@ -343,8 +354,8 @@ void create_datasets(hid_t file, const std::string& seq, const SequenceLayout& l
   for (const auto& [site, width] : l.sites) {
     const std::string p = seq + "/" + hidden_path(site);
     if (!h5::exists(file, p)) {
-      h5::create_growing(file, p, l.hidden, width, chunk_rows_for(width, h5::elem_size(l.hidden), z),
-                         z);
+      h5::create_growing(file, p, l.hidden, width,
+                         chunk_rows_for(width, h5::elem_size(l.hidden), z), z);
     }
   }
   const auto p = [&](const char* dataset) { return seq + "/" + logits_path(dataset); };
@@ -392,8 +403,9 @@ void TraceWriter::create_ahead(hid_t f, int from) {
   constexpr int kAhead = 16;
   const int n = static_cast<int>(opt_.planned_prompts.size());
   const int V = opt_.planned_vocab;
-  const SequenceLayout layout{opt_.planned_sites, hidden_elem(opt_.hidden_dtype),
-                              std::min(opt_.topk, V), V, opt_.full_logits, opt_.deflate_level,
+  const SequenceLayout layout{opt_.planned_sites,     hidden_elem(opt_.hidden_dtype),
+                              std::min(opt_.topk, V), V,
+                              opt_.full_logits,       opt_.deflate_level,
                               opt_.checksum};
   for (int i = std::max(from, created_ahead_); i < std::min(n, from + kAhead); ++i) {
     create_sequence(f, i, opt_.planned_prompts[i], opt_.deflate_level, opt_.checksum);
@@ -407,7 +419,8 @@ void TraceWriter::open_sequence(SeqState& s) {
   s.group = h5::open_group(f, s.path());
   const hid_t g = s.group.get();
   s.tokens = open_dataset(g, kTokensDataset);
-  for (const auto& [site, width] : s.site_order) s.hidden[site] = open_dataset(g, hidden_path(site));
+  for (const auto& [site, width] : s.site_order)
+    s.hidden[site] = open_dataset(g, hidden_path(site));
   if (s.K > 0) {
     s.topk_ids = open_dataset(g, logits_path(kTopkIds));
     s.topk_logits = open_dataset(g, logits_path(kTopkLogits));
@@ -423,7 +436,8 @@ void TraceWriter::handle(Begin& m) {
   s.prompt = std::move(m.prompt);
   s.n_tokens = s.committed_tokens = static_cast<int64_t>(s.prompt.size());
   seqs_[m.seq] = std::move(sp);
-  const bool planned = opt_.planned_vocab > 0 && m.seq < static_cast<int>(opt_.planned_prompts.size()) &&
+  const bool planned = opt_.planned_vocab > 0 &&
+                       m.seq < static_cast<int>(opt_.planned_prompts.size()) &&
                        opt_.planned_prompts[m.seq] == s.prompt;
   if (!planned) return;  // created in the file with its first step (or at the end)
   s.site_order = opt_.planned_sites;
@@ -439,7 +453,8 @@ void TraceWriter::handle(Begin& m) {
 
 void TraceWriter::handle(StepRecord& m) {
   auto it = seqs_.find(m.seq);
-  if (it == seqs_.end()) throw Error(fmt::format("trace writer: step for unknown sequence {}", m.seq));
+  if (it == seqs_.end())
+    throw Error(fmt::format("trace writer: step for unknown sequence {}", m.seq));
   SeqState& s = *it->second;
   if (fail_after_steps_ >= 0 && steps_written_ >= fail_after_steps_) {
     flush(s);  // what came before the failing step reaches the disk, as it would have
@@ -477,8 +492,8 @@ void TraceWriter::handle(StepRecord& m) {
         }
         if (!t.created) create_sequence(f, t.index, t.prompt, z, opt_.checksum);
         t.created = true;
-        create_datasets(f, t.path(), {t.site_order, he, t.K, t.V, opt_.full_logits, z,
-                                      opt_.checksum});
+        create_datasets(f, t.path(),
+                        {t.site_order, he, t.K, t.V, opt_.full_logits, z, opt_.checksum});
       }
     });
   }
@@ -519,8 +534,8 @@ void TraceWriter::flush(SeqState& s) {
     for (const auto& [site, width] : s.site_order) {
       const std::vector<float>& v = s.hidden_buf[site];
       if (static_cast<int64_t>(v.size()) != n * width) {
-        throw Error(fmt::format("trace writer: site {} has {} values for {} rows of width {}",
-                                site, v.size(), n, width));
+        throw Error(fmt::format("trace writer: site {} has {} values for {} rows of width {}", site,
+                                v.size(), n, width));
       }
       const h5::Id& d = s.hidden.at(site);
       if (he == h5::Elem::F32) {
@@ -698,7 +713,8 @@ void TraceWriter::finish_file(bool complete, const std::string& stop_reason, boo
         h5::Id d = open_dataset(g.get(), rel);
         std::vector<int64_t> shape = h5::dataset_shape(d.get());
         if (shape.empty() || shape[0] == rows) return;
-        hsize_t dims[2] = {static_cast<hsize_t>(rows), shape.size() > 1 ? static_cast<hsize_t>(shape[1]) : 0};
+        hsize_t dims[2] = {static_cast<hsize_t>(rows),
+                           shape.size() > 1 ? static_cast<hsize_t>(shape[1]) : 0};
         DS_H5(H5Dset_extent(d.get(), dims));
       };
       // After a clean run every dataset already holds exactly the committed rows (each write
@@ -711,8 +727,10 @@ void TraceWriter::finish_file(bool complete, const std::string& stop_reason, boo
         for (const char* l : kLogitsDatasets) cut(logits_path(l), s.committed_rows);
         cut(kTokensDataset, s.committed_tokens);
       }
-      h5::write_attr(g.get(), "gen_len", s.committed_tokens - static_cast<int64_t>(s.prompt.size()));
-      h5::write_attr(g.get(), "stop_reason", s.ended && ok ? s.stop_reason : std::string("interrupted"));
+      h5::write_attr(g.get(), "gen_len",
+                     s.committed_tokens - static_cast<int64_t>(s.prompt.size()));
+      h5::write_attr(g.get(), "stop_reason",
+                     s.ended && ok ? s.stop_reason : std::string("interrupted"));
     }
     for (int i = 0; i < created_ahead_; ++i) {  // planned, created ahead, never begun
       if (!seqs_.count(i)) DS_H5(H5Ldelete(f, sequence_path(i).c_str(), H5P_DEFAULT));

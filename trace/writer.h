@@ -27,7 +27,7 @@ namespace ds::trace {
 
 // Storage of hidden states in the trace (--hidden-dtype): native = f32, f16 or bf16.
 Storage parse_hidden_dtype(const std::string& s);  // throws ds::Error naming the value
-const char* hidden_dtype_name(Storage d);           // "f32", "f16", "bf16"
+const char* hidden_dtype_name(Storage d);          // "f32", "f16", "bf16"
 
 // Filters of every dataset of the trace (--compression): "none" -> 0 (no filter, the default),
 // "deflate" -> 1, "deflate1" .. "deflate9" -> 1 .. 9 (HDF5's shuffle, then deflate at that
@@ -40,13 +40,13 @@ struct WriterOptions {
   Storage hidden_dtype = Storage::native;  // f32
   int topk = 20;
   bool full_logits = false;
-  bool force = false;        // overwrite an existing file
-  int deflate_level = 0;     // 0: no filter (the default); 1..9: shuffle + deflate at that level
-                             // (parse_compression; "deflate" = h5::kDefaultDeflateLevel)
+  bool force = false;     // overwrite an existing file
+  int deflate_level = 0;  // 0: no filter (the default); 1..9: shuffle + deflate at that level
+                          // (parse_compression; "deflate" = h5::kDefaultDeflateLevel)
   // Tokens, top-K ids and logits and lse with HDF5's Fletcher-32 checksum (docs/trace-format.md,
   // "Untrusted traces"); off only to measure what the checksum costs (bench_diff_throughput).
   bool checksum = true;
-  size_t queue_steps = 64;   // steps queued before append() blocks
+  size_t queue_steps = 64;  // steps queued before append() blocks
   // The run's plan, when known up front (traced runs): every prompt, the hidden sites with
   // their widths, the vocabulary. The writer then creates the groups and datasets of up to 16
   // sequences at a time before they start, outside SWMR mode, instead of opening a plain-mode
@@ -54,7 +54,7 @@ struct WriterOptions {
   // at the end.
   std::vector<std::vector<int32_t>> planned_prompts;
   std::vector<std::pair<std::string, int>> planned_sites;
-  int planned_vocab = 0;  // 0: no plan
+  int planned_vocab = 0;           // 0: no plan
   size_t queue_bytes = 64u << 20;  // bytes of queued steps before append() blocks (one step
                                    // larger than this still passes, alone)
 };
@@ -69,7 +69,7 @@ struct RunInfo {
 };
 
 struct HiddenRows {
-  std::string site;           // "embed", "L0/out", ...
+  std::string site;  // "embed", "L0/out", ...
   int width = 0;
   std::vector<float> values;  // (n_rows, width) as the runtime produced them (fp64 rounded)
 };
@@ -80,8 +80,8 @@ struct StepRecord {
   int n_rows = 0;
   std::vector<HiddenRows> hidden;
   int vocab = 0;
-  std::vector<double> logits;          // (n_rows, vocab); empty: no logits for this step
-  std::vector<int32_t> new_tokens;     // tokens chosen after this step, appended to tokens
+  std::vector<double> logits;       // (n_rows, vocab); empty: no logits for this step
+  std::vector<int32_t> new_tokens;  // tokens chosen after this step, appended to tokens
 };
 
 class TraceWriter {
@@ -152,7 +152,7 @@ class TraceWriter {
   std::unique_ptr<struct WriterFile> file_;
   std::map<int, std::unique_ptr<SeqState>> seqs_;  // writer thread only
   int steps_written_ = 0;
-  int fail_after_steps_ = -1;                       // test hook: DRIFTSCOPE_TRACE_FAIL_AFTER_STEPS
+  int fail_after_steps_ = -1;  // test hook: DRIFTSCOPE_TRACE_FAIL_AFTER_STEPS
 
   mutable std::mutex mu_;
   std::condition_variable not_empty_, not_full_;

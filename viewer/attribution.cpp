@@ -54,10 +54,11 @@ std::pair<double, double> attribution_bar_scale(const diff::AttributionReport& r
 std::string render_attribution_terminal(const diff::AttributionReport& r, int width) {
   std::string out;
   out += fmt::format("attribute: A = {} ({})   B = {}\n", r.a_path, r.a_dtype, r.b_dtype);
-  out += fmt::format("{} sequences, {} positions; noise floor {:.2g} ({}); {}\n", r.sequences,
-                     r.positions, r.noise_floor, r.storage,
-                     r.split ? "attention and MLP separated (A holds L*/resid_mid)"
-                             : "whole layers (record L*/resid_mid in A to split attention from MLP)");
+  out +=
+      fmt::format("{} sequences, {} positions; noise floor {:.2g} ({}); {}\n", r.sequences,
+                  r.positions, r.noise_floor, r.storage,
+                  r.split ? "attention and MLP separated (A holds L*/resid_mid)"
+                          : "whole layers (record L*/resid_mid in A to split attention from MLP)");
   out += fmt::format("\n{}\n", r.verdict);
 
   out += "\nranked by local error (relative L2 of B's block on A's input vs A's output)\n";
@@ -95,8 +96,8 @@ std::string render_attribution_json(const diff::AttributionReport& r, int indent
   j["version"] = kAttributionJsonVersion;
   j["a"] = {{"path", r.a_path}, {"dtype", r.a_dtype}};
   j["b"] = {{"dtype", r.b_dtype},
-            {"config", nlohmann::ordered_json::parse(r.b_config_json.empty() ? "null"
-                                                                             : r.b_config_json)}};
+            {"config",
+             nlohmann::ordered_json::parse(r.b_config_json.empty() ? "null" : r.b_config_json)}};
   j["storage"] = r.storage;
   j["noise_floor"] = r.noise_floor;
   j["split"] = r.split;
@@ -107,19 +108,20 @@ std::string render_attribution_json(const diff::AttributionReport& r, int indent
   j["verdict"] = r.verdict;
   nlohmann::ordered_json blocks = nlohmann::ordered_json::array();
   for (const auto& b : r.blocks) {
-    blocks.push_back({{"name", b.name},
-                      {"kind", b.kind},
-                      {"layer", b.layer},
-                      {"site", b.site},
-                      {"local", jnum(b.local)},
-                      {"total", jnum(b.total)},
-                      {"inherited", jnum(b.inherited)},
-                      {"local_max", jnum(b.local_max)},
-                      {"positions", b.positions},
-                      {"nan", b.nan},
-                      {"origin", b.origin},
-                      {"share", b.share},
-                      {"by_sequence", {{"local", nums(b.local_by_seq)}, {"total", nums(b.total_by_seq)}}}});
+    blocks.push_back(
+        {{"name", b.name},
+         {"kind", b.kind},
+         {"layer", b.layer},
+         {"site", b.site},
+         {"local", jnum(b.local)},
+         {"total", jnum(b.total)},
+         {"inherited", jnum(b.inherited)},
+         {"local_max", jnum(b.local_max)},
+         {"positions", b.positions},
+         {"nan", b.nan},
+         {"origin", b.origin},
+         {"share", b.share},
+         {"by_sequence", {{"local", nums(b.local_by_seq)}, {"total", nums(b.total_by_seq)}}}});
   }
   j["blocks"] = blocks;
   nlohmann::ordered_json ranking = nlohmann::ordered_json::array();

@@ -234,7 +234,8 @@ std::string render_json(const diff::Report& r, int indent) {
   j["only_in_a"] = r.only_in_a;
   j["only_in_b"] = r.only_in_b;
   J skipped = J::array();
-  for (const auto& k : r.skipped) skipped.push_back({{"seq", k.seq}, {"what", k.what}, {"why", k.why}});
+  for (const auto& k : r.skipped)
+    skipped.push_back({{"seq", k.seq}, {"what", k.what}, {"why", k.why}});
   j["skipped"] = skipped;
   J seqs = J::array();
   for (const auto& s : r.sequences) seqs.push_back(sequence(s));

@@ -34,15 +34,21 @@ constexpr const char* kStyleHash = "sha256-B3mbSV2y/OA71B/kuUqDnMoSMkosrjjiH+Ipm
 
 constexpr double kW = 300, kLeft = 34, kRight = 8, kTop = 18, kPlotH = 80;
 
-std::string n2(double x) { return fmt::format("{:.1f}", x); }
+std::string n2(double x) {
+  return fmt::format("{:.1f}", x);
+}
 
 std::string cell(double v, const char* spec) {
   return std::isfinite(v) ? fmt::format(fmt::runtime(spec), v) : std::string("—");
 }
 
-std::string pct(double v) { return cell(v, "{:.1f} %"); }
+std::string pct(double v) {
+  return cell(v, "{:.1f} %");
+}
 
-std::string numeric(const std::string& text) { return "<td class=\"num\">" + text + "</td>"; }
+std::string numeric(const std::string& text) {
+  return "<td class=\"num\">" + text + "</td>";
+}
 
 std::string header(const StatsReport& r) {
   std::string h = "<header><h1>driftscope stats</h1>";
@@ -55,7 +61,8 @@ std::string header(const StatsReport& r) {
   if (!r.group_by.empty()) h += "; grouped by <code>" + html_escape(r.group_by) + "</code>";
   h += "</p>";
   if (!r.missing.empty()) {
-    h += fmt::format("<p class=\"warn missing\">missing ({}, no complete trace):", r.missing.size());
+    h +=
+        fmt::format("<p class=\"warn missing\">missing ({}, no complete trace):", r.missing.size());
     for (const auto& m : r.missing) h += " <code>" + html_escape(m) + "</code>";
     h += "</p>";
   }
@@ -70,10 +77,11 @@ std::string median_div_index(const GroupStats& g) {
 }
 
 std::string groups_table(const StatsReport& r) {
-  std::string h = "<h2>statistics per group</h2><table class=\"groups\"><tr><th>group</th>"
-                  "<th>runs (N)</th><th>prompts</th><th>Div_Percent</th><th>median Div_Index</th>"
-                  "<th>Avg_Std@top1_prob</th><th>Avg_Std@Output_Length</th>"
-                  "<th>unique outputs (mean)</th><th>TARr@N</th>";
+  std::string h =
+      "<h2>statistics per group</h2><table class=\"groups\"><tr><th>group</th>"
+      "<th>runs (N)</th><th>prompts</th><th>Div_Percent</th><th>median Div_Index</th>"
+      "<th>Avg_Std@top1_prob</th><th>Avg_Std@Output_Length</th>"
+      "<th>unique outputs (mean)</th><th>TARr@N</th>";
   const bool tara = !r.groups.empty() && r.groups[0].tara.has_value();
   const bool acc = !r.groups.empty() && r.groups[0].std_acc.has_value();
   if (tara) h += "<th>TARa@N</th>";
@@ -110,11 +118,11 @@ std::string div_histogram(const GroupStats& g, int max_value, int per) {
     if (c == 0) continue;
     const double hgt = kPlotH * c / most;
     const int lo = b * per, hi = std::min(max_value, lo + per - 1);
-    s += fmt::format(
-        R"(<rect class="bar" x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}">)"
-        R"(<title>Div_Index {}: {} prompt{}</title></rect>)",
-        kLeft + b * bw + 0.5, bottom - hgt, std::max(1.0, bw - 1), hgt,
-        lo == hi ? std::to_string(lo) : fmt::format("{}–{}", lo, hi), c, c == 1 ? "" : "s");
+    s += fmt::format(R"(<rect class="bar" x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}">)"
+                     R"(<title>Div_Index {}: {} prompt{}</title></rect>)",
+                     kLeft + b * bw + 0.5, bottom - hgt, std::max(1.0, bw - 1), hgt,
+                     lo == hi ? std::to_string(lo) : fmt::format("{}–{}", lo, hi), c,
+                     c == 1 ? "" : "s");
   }
   s += fmt::format(R"(<line class="axis" x1="{}" y1="{}" x2="{}" y2="{}"/>)", kLeft, bottom,
                    kW - kRight, bottom);

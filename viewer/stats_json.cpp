@@ -9,8 +9,12 @@ namespace {
 
 using J = nlohmann::ordered_json;
 
-J num(double v) { return std::isfinite(v) ? J(v) : J(); }
-J num(const std::optional<double>& v) { return v ? num(*v) : J(); }
+J num(double v) {
+  return std::isfinite(v) ? J(v) : J();
+}
+J num(const std::optional<double>& v) {
+  return v ? num(*v) : J();
+}
 
 J group_json(const diff::GroupStats& g) {
   J j;

@@ -40,7 +40,8 @@ std::string render_stats_terminal(const diff::StatsReport& r) {
   std::vector<std::string> heads;
   for (const auto& g : r.groups) heads.push_back(g.key);
   row(out, "", heads);
-  auto metric = [&](const std::string& label, const std::function<std::string(const diff::GroupStats&)>& f) {
+  auto metric = [&](const std::string& label,
+                    const std::function<std::string(const diff::GroupStats&)>& f) {
     std::vector<std::string> cells;
     for (const auto& g : r.groups) cells.push_back(f(g));
     row(out, label, cells);
@@ -55,8 +56,10 @@ std::string render_stats_terminal(const diff::StatsReport& r) {
     return std::to_string(d[d.size() / 2]);
   });
   metric("Avg_Std@top1_prob", [](const auto& g) { return cell(g.avg_std_top1_prob, "{:.3e}"); });
-  metric("Avg_Std@Output_Length", [](const auto& g) { return cell(g.avg_std_output_length, "{:.2f}"); });
-  metric("unique outputs (mean)", [](const auto& g) { return cell(g.unique_outputs_mean, "{:.2f}"); });
+  metric("Avg_Std@Output_Length",
+         [](const auto& g) { return cell(g.avg_std_output_length, "{:.2f}"); });
+  metric("unique outputs (mean)",
+         [](const auto& g) { return cell(g.unique_outputs_mean, "{:.2f}"); });
   metric("TARr@N", [](const auto& g) { return cell(g.tarr, "{:.1f} %"); });
   if (!r.groups.empty() && r.groups[0].tara) {
     metric("TARa@N", [](const auto& g) { return cell(g.tara.value_or(NAN), "{:.1f} %"); });
@@ -67,10 +70,11 @@ std::string render_stats_terminal(const diff::StatsReport& r) {
     for (const auto& c : r.groups[0].accuracy) {
       out += fmt::format("  {:<40} acc {:>6.2f}  (n={})", c.label, c.accuracy, c.samples);
       for (const auto& p : c.pass) {
-        out += fmt::format("  Pass@{} {:.1f}  G-Pass@{}_{{0.5,0.75,1.0}} {:.1f}/{:.1f}/{:.1f}  "
-                           "mG-Pass@{} {:.1f}",
-                           p.k, p.pass, p.k, p.g_pass.at("0.5"), p.g_pass.at("0.75"),
-                           p.g_pass.at("1.0"), p.k, p.mg_pass);
+        out += fmt::format(
+            "  Pass@{} {:.1f}  G-Pass@{}_{{0.5,0.75,1.0}} {:.1f}/{:.1f}/{:.1f}  "
+            "mG-Pass@{} {:.1f}",
+            p.k, p.pass, p.k, p.g_pass.at("0.5"), p.g_pass.at("0.75"), p.g_pass.at("1.0"), p.k,
+            p.mg_pass);
       }
       out += "\n";
     }

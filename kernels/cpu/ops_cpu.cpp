@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "common/float_formats.h"
-#include "kernels/cpu/cpu_exec.h"
 #include "kernels/chunks.h"
+#include "kernels/cpu/cpu_exec.h"
 #include "kernels/cpu/gemm_lanes.h"
 #include "kernels/ops.h"
 

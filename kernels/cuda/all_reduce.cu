@@ -18,10 +18,11 @@ void all_reduce(void* y, void* parts, Storage t, int tp, size_t n, ops::AllReduc
   }
   // tree: neighbours level by level; an odd one out moves up unchanged
   for (int width = tp; width > 1; width = (width + 1) / 2) {
-    for (int i = 0; 2 * i + 1 < width; ++i) add(part(i), part(2 * i), part(2 * i + 1), t, n, stream);
+    for (int i = 0; 2 * i + 1 < width; ++i)
+      add(part(i), part(2 * i), part(2 * i + 1), t, n, stream);
     if (width % 2 == 1) {
-      DS_CUDA_CHECK(cudaMemcpyAsync(part(width / 2), part(width - 1), bytes,
-                                    cudaMemcpyDeviceToDevice, s));
+      DS_CUDA_CHECK(
+          cudaMemcpyAsync(part(width / 2), part(width - 1), bytes, cudaMemcpyDeviceToDevice, s));
     }
   }
   DS_CUDA_CHECK(cudaMemcpyAsync(y, part(0), bytes, cudaMemcpyDeviceToDevice, s));

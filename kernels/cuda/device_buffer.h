@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "common/float_formats.h"
-
 #include "kernels/cuda/check.h"
 
 namespace ds::cuda {
@@ -23,7 +22,8 @@ class DeviceBuffer {
   explicit DeviceBuffer(size_t bytes) { ensure(bytes); }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  DeviceBuffer(DeviceBuffer&& o) noexcept : p_(std::exchange(o.p_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  DeviceBuffer(DeviceBuffer&& o) noexcept
+      : p_(std::exchange(o.p_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
     std::swap(p_, o.p_);
     std::swap(bytes_, o.bytes_);

@@ -45,9 +45,9 @@ void add_bias(void* y, Storage t, const void* bias, Storage bias_t, int M, int N
   if (total == 0) return;
   auto s = static_cast<cudaStream_t>(stream);
   DS_DISPATCH_STORAGE(t, T, DS_DISPATCH_STORAGE(bias_t, TB, {
-                   add_bias_kernel<T, TB><<<blocks_for(total), kThreads, 0, s>>>(
-                       static_cast<T*>(y), static_cast<const TB*>(bias), total, N);
-                 }));
+                        add_bias_kernel<T, TB><<<blocks_for(total), kThreads, 0, s>>>(
+                            static_cast<T*>(y), static_cast<const TB*>(bias), total, N);
+                      }));
   DS_LAUNCH_CHECK();
 }
 
@@ -55,9 +55,9 @@ void cast(void* dst, Storage dst_t, const void* src, Storage src_t, size_t n, St
   if (n == 0) return;
   auto s = static_cast<cudaStream_t>(stream);
   DS_DISPATCH_STORAGE(dst_t, TD, DS_DISPATCH_STORAGE(src_t, TS, {
-                   cast_kernel<TD, TS><<<blocks_for(n), kThreads, 0, s>>>(
-                       static_cast<TD*>(dst), static_cast<const TS*>(src), n);
-                 }));
+                        cast_kernel<TD, TS><<<blocks_for(n), kThreads, 0, s>>>(
+                            static_cast<TD*>(dst), static_cast<const TS*>(src), n);
+                      }));
   DS_LAUNCH_CHECK();
 }
 

@@ -45,12 +45,12 @@ void gemm_tiled(const GemmArgs& g, float* workspace, Stream stream) {
   auto s = static_cast<cudaStream_t>(stream);
   if (g.y_t != g.x_t) throw Error("CUDA tiled GEMM: output and input storage types must match");
   DS_DISPATCH_STORAGE(g.x_t, TX, DS_DISPATCH_STORAGE(g.w_t, TW, {
-                   if (g.accum_f16) {
-                     launch<TX, TX, TW, true>(g, workspace, s);
-                   } else {
-                     launch<TX, TX, TW, false>(g, workspace, s);
-                   }
-                 }));
+                        if (g.accum_f16) {
+                          launch<TX, TX, TW, true>(g, workspace, s);
+                        } else {
+                          launch<TX, TX, TW, false>(g, workspace, s);
+                        }
+                      }));
 }
 
 }  // namespace ds::cuda

@@ -24,14 +24,14 @@ size_t storage_bytes(Storage t);
 const char* storage_name(Storage t);
 
 // out[r] = table[ids[r]] converted to out_t.                   out: (n, dim), table: (vocab, dim)
-void embedding(void* out, Storage out_t, const void* table, Storage table_t, const int32_t* ids, int n,
-               int dim, Stream stream);
+void embedding(void* out, Storage out_t, const void* table, Storage table_t, const int32_t* ids,
+               int n, int dim, Stream stream);
 
 // y = round_t((x * inv_rms) * w), sum of squares in fp32 by a tree reduction (not the CPU's
 // sequential order).                                          x, y: (rows, dim) of t; w: (dim) of
 // w_t
-void rmsnorm(void* y, const void* x, Storage t, const void* w, Storage w_t, int rows, int dim, float eps,
-             Stream stream);
+void rmsnorm(void* y, const void* x, Storage t, const void* w, Storage w_t, int rows, int dim,
+             float eps, Stream stream);
 
 // Half-split rotary embedding in place, rounded to t.  x: (rows, n_heads*head_dim);
 // positions: (rows); cos, sin: fp32 (max_pos, head_dim/2).

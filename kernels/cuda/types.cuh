@@ -55,22 +55,22 @@ __device__ __forceinline__ float mul_add_rn(float a, float b, float c) {
 
 // Runs the statement with `T` bound to the C++ type of storage type `dt`.
 #define DS_DISPATCH_STORAGE(dt, T, ...) \
-  switch (dt) {                    \
-    case ::ds::Storage::native: {    \
-      using T = float;             \
-      __VA_ARGS__;                 \
-      break;                       \
-    }                              \
-    case ::ds::Storage::f16: {    \
-      using T = __half;            \
-      __VA_ARGS__;                 \
-      break;                       \
-    }                              \
-    case ::ds::Storage::bf16: {   \
-      using T = __nv_bfloat16;     \
-      __VA_ARGS__;                 \
-      break;                       \
-    }                              \
+  switch (dt) {                         \
+    case ::ds::Storage::native: {       \
+      using T = float;                  \
+      __VA_ARGS__;                      \
+      break;                            \
+    }                                   \
+    case ::ds::Storage::f16: {          \
+      using T = __half;                 \
+      __VA_ARGS__;                      \
+      break;                            \
+    }                                   \
+    case ::ds::Storage::bf16: {         \
+      using T = __nv_bfloat16;          \
+      __VA_ARGS__;                      \
+      break;                            \
+    }                                   \
   }
 
 // Block-wide reductions over blockDim.x threads (a multiple of 32, at most 1024).

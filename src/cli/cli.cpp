@@ -1,6 +1,9 @@
 // CLI entry: one error boundary for every command (exit codes documented in cli.h and docs/cli.md).
 #include "src/cli/cli.h"
 
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -9,13 +12,10 @@
 #include <utility>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
-
+#include "common/error.h"
 #include "src/cli/commands.h"
 #include "src/cli/output.h"
 #include "src/cli/read_supervisor.h"
-#include "common/error.h"
 
 namespace ds {
 
@@ -49,7 +49,7 @@ int report_error(const std::string& message, const std::string& hint) {
 // does and exit 0.
 int report_parse_error(CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
   if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-  std::string command;  // the deepest subcommand parsed before the error
+  std::string command;                             // the deepest subcommand parsed before the error
   for (const CLI::App* sub = &app; !sub->get_subcommands().empty();) {
     sub = sub->get_subcommands().front();
     command += " " + sub->get_name();
@@ -75,7 +75,9 @@ int report_parse_error(CLI::App& app, const CLI::ParseError& e, int argc, char**
 
 }  // namespace
 
-const std::string& invocation() { return g_invocation; }
+const std::string& invocation() {
+  return g_invocation;
+}
 
 int cli_main(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) g_invocation += (i ? " " : "") + shell_quote(argv[i]);
@@ -90,16 +92,11 @@ int cli_main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("driftscope ") + DRIFTSCOPE_VERSION);
   std::vector<std::pair<std::string, CommandRun>> commands = {
-      {"generate", register_generate(app)},
-      {"tokenize", register_tokenize(app)},
-      {"run", register_run(app)},
-      {"show", register_show(app)},
-      {"diff", register_diff(app)},
-      {"attribute", register_attribute(app)},
-      {"demo", register_demo(app)},
-      {"synth", register_synth(app)},
-      {"sweep", register_sweep(app)},
-      {"stats", register_stats(app)},
+      {"generate", register_generate(app)}, {"tokenize", register_tokenize(app)},
+      {"run", register_run(app)},           {"show", register_show(app)},
+      {"diff", register_diff(app)},         {"attribute", register_attribute(app)},
+      {"demo", register_demo(app)},         {"synth", register_synth(app)},
+      {"sweep", register_sweep(app)},       {"stats", register_stats(app)},
   };
   try {
     app.parse(argc, argv);
@@ -118,11 +115,13 @@ int cli_main(int argc, char** argv) {
     } catch (const Error& e) {
       return report_error(e.what(), e.hint());
     } catch (const std::bad_alloc&) {  // what the up-front memory checks did not foresee
-      return report_error("out of memory", "a smaller model, a shorter --max-new or a smaller "
-                                           "--batch needs less; or use a machine with more memory");
+      return report_error("out of memory",
+                          "a smaller model, a shorter --max-new or a smaller "
+                          "--batch needs less; or use a machine with more memory");
     } catch (const std::filesystem::filesystem_error& e) {  // a path the user named: not a bug
-      return report_error(e.what(), "check the path, that it is of the kind asked for (a file or "
-                                    "a folder) and its permissions");
+      return report_error(e.what(),
+                          "check the path, that it is of the kind asked for (a file or "
+                          "a folder) and its permissions");
     } catch (const std::exception& e) {
       if (is_output_closed(e)) return kExitOutputClosed;  // `driftscope show t.h5 | head`
       if (const std::string m = output_error_message(e); !m.empty()) {

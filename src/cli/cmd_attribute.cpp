@@ -1,9 +1,9 @@
 // `driftscope attribute A.h5 [--config B.toml | run-config flags]`: where drift is born. B runs
 // teacher-forced on A's tokens with every layer shadowed on A's recorded inputs
 // (src/run/attribution_run.h); diff/attribution.h turns the pairs into local vs inherited error.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -11,9 +11,9 @@
 #include "common/error.h"
 #include "diff/attribution.h"
 #include "src/cli/commands.h"
-#include "src/cli/output.h"
 #include "src/cli/diff_report.h"
 #include "src/cli/model_args.h"
+#include "src/cli/output.h"
 #include "src/cli/run_config_args.h"
 #include "src/run/attribution_run.h"
 #include "src/run/run_metadata.h"
@@ -40,7 +40,8 @@ std::set<std::string> file_hashes(const std::string& model_json) {
   const auto j = nlohmann::json::parse(model_json, nullptr, false);
   if (j.is_object() && j.contains("files") && j["files"].is_array()) {
     for (const auto& f : j["files"]) {
-      if (f.contains("sha256") && f["sha256"].is_string()) out.insert(f["sha256"].get<std::string>());
+      if (f.contains("sha256") && f["sha256"].is_string())
+        out.insert(f["sha256"].get<std::string>());
     }
   }
   return out;
@@ -58,16 +59,20 @@ std::string config_difference(const std::string& a_json, const RunConfig& b) {
       continue;
     }
     if (a.is_object() && a.contains(key) && a[key] == value) continue;
-    out += (out.empty() ? "" : " ") + key + "=" + (value.is_string() ? value.get<std::string>() : value.dump());
+    out += (out.empty() ? "" : " ") + key + "=" +
+           (value.is_string() ? value.get<std::string>() : value.dump());
   }
   return out.empty() ? "the same configuration as A" : out;
 }
 
 h5::Elem storage_elem(const std::string& dtype) {
   switch (activation_storage(parse_dtype(dtype))) {
-    case Storage::bf16: return h5::Elem::BF16;
-    case Storage::f16: return h5::Elem::F16;
-    default: return h5::Elem::F32;  // fp32, layercast, and fp64 (compared in float32)
+    case Storage::bf16:
+      return h5::Elem::BF16;
+    case Storage::f16:
+      return h5::Elem::F16;
+    default:
+      return h5::Elem::F32;  // fp32, layercast, and fp64 (compared in float32)
   }
 }
 
@@ -78,15 +83,16 @@ int run_attribute(const AttributeArgs& args) {
   validate(rc);
   if (print_dry_run(args.run)) return 0;
   const auto a = trace::TraceReader::open(args.a);
-  LoadedModel lm = load_model_and_prompt(args.model, /*need_tokenizer=*/false, /*want_prompt=*/false);
+  LoadedModel lm =
+      load_model_and_prompt(args.model, /*need_tokenizer=*/false, /*want_prompt=*/false);
   const ModelConfig& c = lm.model.config;
   const std::set<std::string> recorded = file_hashes(a.model_json());
   const std::set<std::string> loaded =
       file_hashes(model_identity_json(lm.model, nullptr, lm.tokenizer_path));
   if (!recorded.empty() && recorded != loaded) {
-    throw Error(fmt::format("trace '{}' was recorded with other model files than the model loaded",
-                            args.a),
-                "pass the model of A with --model");
+    throw Error(
+        fmt::format("trace '{}' was recorded with other model files than the model loaded", args.a),
+        "pass the model of A with --model");
   }
   // attention and MLP are separated when A holds every L<l>/resid_mid
   bool split = !a.sequence_indices().empty();
@@ -107,18 +113,24 @@ int run_attribute(const AttributeArgs& args) {
     diff::TapOrigin o = diff::TapOrigin::run;
     if (p.shadow) {
       switch (*p.shadow) {
-        case ShadowKind::layer: o = diff::TapOrigin::layer_shadow; break;
-        case ShadowKind::mlp: o = diff::TapOrigin::mlp_shadow; break;
-        case ShadowKind::head: o = diff::TapOrigin::head_shadow; break;
+        case ShadowKind::layer:
+          o = diff::TapOrigin::layer_shadow;
+          break;
+        case ShadowKind::mlp:
+          o = diff::TapOrigin::mlp_shadow;
+          break;
+        case ShadowKind::head:
+          o = diff::TapOrigin::head_shadow;
+          break;
       }
     }
     builder.add(o, p.seq, p.site, p.first_pos, p.rows, p.width, p.b, p.a);
   });
   const auto a_config = nlohmann::json::parse(a.config_json(), nullptr, false);
-  const std::string a_dtype = a_config.is_object() && a_config.contains("dtype") &&
-                                      a_config["dtype"].is_string()
-                                  ? a_config["dtype"].get<std::string>()
-                                  : std::string("?");
+  const std::string a_dtype =
+      a_config.is_object() && a_config.contains("dtype") && a_config["dtype"].is_string()
+          ? a_config["dtype"].get<std::string>()
+          : std::string("?");
   const diff::AttributionReport report =
       builder.finish(a_dtype, config_difference(a.config_json(), rc), to_json(rc));
   if (!args.json.empty()) write_json_text(viewer::render_attribution_json(report), args.json);

@@ -129,9 +129,8 @@ int run_demo(const CLI::App& cmd, DemoArgs& a) {
   check_outputs(outputs, a.force);
   LoadedModel lm = load_model_and_prompt(a.model, /*need_tokenizer=*/true, /*want_prompt=*/false);
   // Beside the model: in a Hugging Face directory, or in the folder of a llama2.c .bin.
-  const fs::path model_folder = lm.model.format == ModelFormat::HuggingFace
-                                    ? lm.model.path
-                                    : lm.model.path.parent_path();
+  const fs::path model_folder =
+      lm.model.format == ModelFormat::HuggingFace ? lm.model.path : lm.model.path.parent_path();
   const fs::path prompts_file =
       !a.prompts_file.empty() ? fs::path(a.prompts_file) : model_folder / "prompts.txt";
   if (!fs::exists(prompts_file)) {

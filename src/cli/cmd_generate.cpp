@@ -1,13 +1,13 @@
 // `driftscope generate`: run the model on a prompt and print the continuation.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
-
 #include "src/cli/commands.h"
-#include "src/cli/output.h"
 #include "src/cli/model_args.h"
+#include "src/cli/output.h"
 #include "src/cli/run_config_args.h"
 #include "src/run/generate.h"
 #include "src/run/prompts.h"
@@ -67,9 +67,9 @@ int run_generate(const GenerateArgs& a) {
   opt.prefill_chunk = rc.prefill_chunk;
   opt.prefix_cache = rc.prefix_cache == "on";
   opt.eos_id = stop_token_id(rc, lm.format_stop_id());
-  auto rt = make_runtime(lm.model, numerics(rc),
-                         needed_capacity(static_cast<int>(lm.prompt.size()), opt.max_new,
-                                         c.max_seq_len));
+  auto rt =
+      make_runtime(lm.model, numerics(rc),
+                   needed_capacity(static_cast<int>(lm.prompt.size()), opt.max_new, c.max_seq_len));
 
   std::optional<TextStreamer> streamer;
   if (!print_ids) streamer.emplace(*lm.tokenizer);

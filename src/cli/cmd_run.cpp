@@ -1,8 +1,8 @@
 // `driftscope run`: generate under one run configuration and record every layer boundary into a
 // trace file (format v1).
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <optional>
 
@@ -11,9 +11,9 @@
 #include "src/cli/model_args.h"
 #include "src/cli/run_config_args.h"
 #include "src/cli/traced_command.h"
-#include "trace/reader.h"
 #include "src/run/attribution_run.h"
 #include "src/run/trace_recorder.h"
+#include "trace/reader.h"
 
 namespace ds {
 namespace {
@@ -59,9 +59,9 @@ int run_run(const RunArgs& a) {
     throw Error(fmt::format("trace '{}' already exists", a.output),
                 "pass --force to overwrite it, or choose another -o path");
   }
-  LoadedModel lm = load_model_and_prompt(
-      a.model, /*need_tokenizer=*/false,
-      /*want_prompt=*/a.prompts_file.empty() && a.force_tokens.empty());
+  LoadedModel lm =
+      load_model_and_prompt(a.model, /*need_tokenizer=*/false,
+                            /*want_prompt=*/a.prompts_file.empty() && a.force_tokens.empty());
   std::vector<Prompt> prompts;
   if (a.prompts_file.empty()) {
     prompts.push_back({a.model.prompt, lm.prompt});
@@ -102,8 +102,9 @@ int run_run(const RunArgs& a) {
   if (!a.quiet) {
     int tokens = 0;
     for (const auto& s : res.sequences) tokens += static_cast<int>(s.tokens.size()) - s.prompt_len;
-    fmt::print(stderr, "driftscope: wrote {} ({} of {} sequences, {} generated tokens, {} hidden "
-                       "sites){}\n",
+    fmt::print(stderr,
+               "driftscope: wrote {} ({} of {} sequences, {} generated tokens, {} hidden "
+               "sites){}\n",
                a.output, res.sequences.size(), prompts.size(), tokens,
                resolve_probes(a.probes, lm.model.config.n_layers).size(),
                res.complete ? "" : " — interrupted: complete=0");

@@ -1,12 +1,12 @@
 // `driftscope show trace.h5`: what a trace holds — config, model, prompts and continuations,
 // recorded sites with shapes and dtypes, size on disk, complete or not.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <initializer_list>
-#include <string>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "src/cli/commands.h"
 #include "src/cli/recorded_tokenizer.h"
@@ -66,11 +66,13 @@ int run_show(const ShowArgs& a) {
   auto tok = model.is_object() ? recorded_tokenizer(model) : nullptr;
   fmt::print("trace     {} ({}, format v{}, {})\n", s.path, human_bytes(s.file_bytes),
              s.format_version, s.producer);
-  fmt::print("status    {}\n", s.complete ? "complete" : fmt::format("INCOMPLETE (complete=0, {})", s.stop_reason));
+  fmt::print("status    {}\n",
+             s.complete ? "complete" : fmt::format("INCOMPLETE (complete=0, {})", s.stop_reason));
   if (s.cut_short) {
-    fmt::print("          CUT SHORT: {} of {} bytes on disk; sequences with data past the cut "
-               "are marked DAMAGED below\n",
-               s.cut_short->on_disk, s.cut_short->expected);
+    fmt::print(
+        "          CUT SHORT: {} of {} bytes on disk; sequences with data past the cut "
+        "are marked DAMAGED below\n",
+        s.cut_short->on_disk, s.cut_short->expected);
   }
   if (model.is_object()) {
     fmt::print("model     {} {} ({} layers, dim {}, vocab {}) {}\n", field(model, {"architecture"}),
@@ -85,7 +87,9 @@ int run_show(const ShowArgs& a) {
   }
   if (config.is_object()) {
     std::vector<std::string> kv;
-    for (const auto& [k, v] : config.items()) kv.push_back(fmt::format("{}={}", k, v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
+    for (const auto& [k, v] : config.items())
+      kv.push_back(fmt::format("{}={}", k,
+                               v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
     fmt::print("config    {}\n", fmt::join(kv, " "));
   }
   fmt::print("command   {}\n", s.command_line);
@@ -95,24 +99,27 @@ int run_show(const ShowArgs& a) {
   for (const auto& q : s.sequences) {
     fmt::print("\nseq {}    prompt {} tokens, generated {}, stop: {}, {} positions recorded\n",
                q.index, q.prompt_len, q.gen_len, q.stop_reason, q.rows);
-    std::vector<int32_t> prompt(q.tokens.begin(), q.tokens.begin() + std::min<size_t>(q.prompt_len, q.tokens.size()));
+    std::vector<int32_t> prompt(q.tokens.begin(),
+                                q.tokens.begin() + std::min<size_t>(q.prompt_len, q.tokens.size()));
     std::vector<int32_t> cont(q.tokens.begin() + prompt.size(), q.tokens.end());
     if (tok) {
       const std::string prompt_text = tok->decode(prompt);
       fmt::print("  prompt        {}\n", quoted(prompt_text));
-      fmt::print("  continuation  {}\n", quoted(continuation_text(*tok, prompt_text, q.tokens, cont)));
+      fmt::print("  continuation  {}\n",
+                 quoted(continuation_text(*tok, prompt_text, q.tokens, cont)));
     } else {
       fmt::print("  prompt ids        {}\n", fmt::join(prompt, " "));
       fmt::print("  continuation ids  {}\n", fmt::join(cont, " "));
     }
     if (q.topk > 0) {
-      fmt::print("  logits        top-{} ids/logits + lse{}\n", q.topk, q.has_full_logits ? " + full" : "");
+      fmt::print("  logits        top-{} ids/logits + lse{}\n", q.topk,
+                 q.has_full_logits ? " + full" : "");
     }
     if (!q.sites.empty()) {
       const auto& f = q.sites.front();
       fmt::print("  hidden        {} sites, each [{}, {}] {} ({} ... {})\n", q.sites.size(),
-                 f.shape[0], f.shape.size() > 1 ? f.shape[1] : 0, h5::elem_name(f.elem),
-                 f.name, q.sites.back().name);
+                 f.shape[0], f.shape.size() > 1 ? f.shape[1] : 0, h5::elem_name(f.elem), f.name,
+                 q.sites.back().name);
     }
   }
   return 0;
@@ -122,8 +129,9 @@ int run_show(const ShowArgs& a) {
 
 CommandRun register_show(CLI::App& app) {
   auto args = std::make_shared<ShowArgs>();
-  CLI::App* cmd = app.add_subcommand("show", "Summarize a trace: config, model, prompts and "
-                                             "continuations, recorded sites, size, completeness.");
+  CLI::App* cmd = app.add_subcommand("show",
+                                     "Summarize a trace: config, model, prompts and "
+                                     "continuations, recorded sites, size, completeness.");
   cmd->add_option("trace", args->path, "trace file (.h5)")->required();
   cmd->add_flag("--json", args->json, "print the summary as JSON");
   return [args] { return run_show(*args); };

@@ -1,8 +1,8 @@
 // `driftscope stats`: N-way statistics over the traces of a sweep directory or a list of traces,
 // per group of configurations, as a terminal table, JSON and an HTML page (docs/metrics.md).
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -57,13 +57,15 @@ std::vector<std::filesystem::path> collect(const std::vector<std::string>& input
 }
 
 int run_stats(const StatsArgs& a) {
-  if (a.inputs.empty()) throw Error("stats needs a sweep directory or traces", "driftscope stats DIR");
+  if (a.inputs.empty())
+    throw Error("stats needs a sweep directory or traces", "driftscope stats DIR");
   std::optional<diff::AnswerRule> rule;
   if (!a.extract.empty()) rule.emplace(a.extract);  // refuses a pattern without one group first
   std::vector<std::string> key;
   if (!a.answers.empty()) {
     if (!rule) {
-      throw Error("--answers needs --extract", "pass --extract 'REGEX' with one (group) around the answer");
+      throw Error("--answers needs --extract",
+                  "pass --extract 'REGEX' with one (group) around the answer");
     }
     key = diff::read_answer_key(a.answers);
   }
@@ -91,7 +93,8 @@ int run_stats(const StatsArgs& a) {
   for (const auto& r : readers) ptrs.push_back(&r);
   diff::check_comparable(ptrs);
 
-  std::unique_ptr<Tokenizer> tok = recorded_tokenizer(nlohmann::json::parse(readers[0].model_json()));
+  std::unique_ptr<Tokenizer> tok =
+      recorded_tokenizer(nlohmann::json::parse(readers[0].model_json()));
   if (rule && !tok) {
     throw Error("--extract needs the traces' tokenizer to decode outputs, and it cannot be loaded",
                 "the tokenizer recorded in the trace's model_json must still exist");
@@ -164,7 +167,8 @@ CommandRun register_stats(CLI::App& app) {
       "Avg_Std@top1_prob, Avg_Std@Output_Length, unique outputs, TARr@N; with an answer key "
       "TARa@N, accuracy per configuration, Std@Acc, Pass@k, G-Pass@k and mG-Pass@k; and the "
       "attribution of divergence to single knobs. Input: a sweep directory (its configurations "
-      "without a complete trace are listed as missing) or trace files of one model and prompt set.");
+      "without a complete trace are listed as missing) or trace files of one model and prompt "
+      "set.");
   cmd->add_option("inputs", args->inputs, "a sweep directory (sweep -o DIR) or trace files")
       ->required();
   cmd->add_option("--answers", args->answers,
@@ -179,7 +183,8 @@ CommandRun register_stats(CLI::App& app) {
   cmd->add_option("--k", args->ks,
                   "k values of Pass@k, G-Pass@k and mG-Pass@k, e.g. 1,4 (default: the samples per "
                   "configuration, n)");
-  cmd->add_option("--json", args->json, "also write the statistics as JSON to this file ('-': stdout)");
+  cmd->add_option("--json", args->json,
+                  "also write the statistics as JSON to this file ('-': stdout)");
   cmd->add_option("--html", args->html,
                   "also write the statistics as one self-contained HTML page to this file: the "
                   "groups' table, Div_Index histograms, Avg_Std@top1_prob bars, the runs x runs "

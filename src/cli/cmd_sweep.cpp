@@ -1,9 +1,9 @@
 // `driftscope sweep`: a grid of run configurations, one trace each, named by its differing knobs,
 // with DIR/sweep.json; run here (-j N at a time) or as a Slurm job array. Resumable: complete
 // traces of the same configuration are kept, everything else is run again.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -106,7 +106,8 @@ int run_sweep(const CLI::App& cmd, const SweepArgs& a) {
   // it finds whatever their compression (trace_done compares the run config only).
   std::vector<std::string> writer_flags;
   if (cmd.get_option("--compression")->count() > 0) {
-    writer_flags = {"--compression", trace::compression_name(trace::parse_compression(a.compression))};
+    writer_flags = {"--compression",
+                    trace::compression_name(trace::parse_compression(a.compression))};
   }
   if (a.poll_s < 1) {
     throw Error(fmt::format("--poll {} must be >= 1", a.poll_s),
@@ -133,7 +134,8 @@ int run_sweep(const CLI::App& cmd, const SweepArgs& a) {
       SweepState old = read_sweep_state(dir);
       if (!same_sweep(old, s)) {
         throw Error(fmt::format("'{}' holds another sweep (other grid, base config, model or "
-                                "prompts)", dir.string()),
+                                "prompts)",
+                                dir.string()),
                     "choose another -o directory, or leave out --grid to resume the one there");
       }
       s.slurm_jobs = old.slurm_jobs;
@@ -217,16 +219,19 @@ CommandRun register_sweep(CLI::App& app) {
       "configuration are kept, the rest run again. Locally (-j N at a time) or as a Slurm job "
       "array (--slurm). Exit 1 when a configuration is missing at the end.");
   add_run_config_options(*cmd, args->run);
-  cmd->get_option("--dry-run")->description(
-      "print every configuration of the grid (its name, then its resolved config as TOML) and "
-      "exit");
+  cmd->get_option("--dry-run")
+      ->description(
+          "print every configuration of the grid (its name, then its resolved config as TOML) and "
+          "exit");
   cmd->add_option("--grid", args->grid,
                   "knobs and their values, e.g. 'dtype=bf16,fp16,fp32 batch=1,8,32 tp=1,2,4' "
-                  "(run-config fields), or @FILE (configs/grid-seeds-12.txt); may be left out to resume or wait for the sweep in DIR");
+                  "(run-config fields), or @FILE (configs/grid-seeds-12.txt); may be left out to "
+                  "resume or wait for the sweep in DIR");
   cmd->add_option("--prompts", args->prompts, "file of prompts (as for run); required with --grid");
   cmd->add_option("--model", args->model,
                   "Hugging Face model directory or llama2.c .bin (default: bundled kjv-llama)");
-  cmd->add_option("--tokenizer", args->tokenizer, "tokenizer file (default: found beside the model)");
+  cmd->add_option("--tokenizer", args->tokenizer,
+                  "tokenizer file (default: found beside the model)");
   cmd->add_option("-o,--output", args->output, "sweep directory; required");
   cmd->add_option("-j,--jobs", args->jobs, "configurations run at once on this machine")
       ->capture_default_str();
@@ -237,15 +242,20 @@ CommandRun register_sweep(CLI::App& app) {
   const char* g = "Slurm";
   cmd->add_flag("--slurm", args->slurm,
                 "write DIR/sweep.sbatch (one array task per configuration still missing, each a "
-                "`driftscope run`) and submit it with sbatch")->group(g);
+                "`driftscope run`) and submit it with sbatch")
+      ->group(g);
   cmd->add_option("--partition", args->slurm_opt.partition, "Slurm partition")->group(g);
-  cmd->add_option("--gpus-per-task", args->slurm_opt.gpus_per_task, "GPUs per array task")->group(g);
-  cmd->add_option("--time", args->slurm_opt.time, "time limit per array task, e.g. 00:30:00")->group(g);
+  cmd->add_option("--gpus-per-task", args->slurm_opt.gpus_per_task, "GPUs per array task")
+      ->group(g);
+  cmd->add_option("--time", args->slurm_opt.time, "time limit per array task, e.g. 00:30:00")
+      ->group(g);
   cmd->add_flag("--wait", args->wait,
                 "wait until the sweep's Slurm jobs have left the queue, then record which "
-                "configurations are complete (with --slurm: after submitting)")->group(g);
+                "configurations are complete (with --slurm: after submitting)")
+      ->group(g);
   cmd->add_option("--poll", args->poll_s, "seconds between squeue polls while waiting")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd->add_flag("-q,--quiet", args->quiet, "no progress lines on stderr");
   return [args, cmd] {
     apply_config_file(*cmd, args->run);

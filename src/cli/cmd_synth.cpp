@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-
 #include <filesystem>
 
 #include "common/error.h"
@@ -53,8 +52,9 @@ int run_synth(const SynthArgs& a) {
   if (a.opt.layers > 0) c.n_layers = a.opt.layers;
   fmt::print(stderr, "driftscope: wrote {} ({}, {} parameters, {}, seed {})\n", a.out, shape.name,
              parameter_count(c), a.opt.dtype, a.opt.seed);
-  fmt::print(stderr, "memory: a CPU run needs {} (float32 weights as loaded, and again in the "
-                     "runtime) plus {} of KV cache per token\n",
+  fmt::print(stderr,
+             "memory: a CPU run needs {} (float32 weights as loaded, and again in the "
+             "runtime) plus {} of KV cache per token\n",
              format_bytes(2 * weight_bytes_f32(c)), format_bytes(kv_bytes_per_token(c, 4)));
   fmt::print(stderr, "no tokenizer: generate --model {} --prompt-ids 1 prints token ids\n", a.out);
   return 0;
@@ -72,7 +72,8 @@ CommandRun register_synth(CLI::App& app) {
       "CPU run of it needs.");
   cmd->add_option("--shape", args->shape, "model shape (see --list)");
   cmd->add_option("-o,--output", args->out, "folder to write");
-  cmd->add_option("--dtype", args->opt.dtype, "tensor dtype: bf16, f16, f32")->capture_default_str();
+  cmd->add_option("--dtype", args->opt.dtype, "tensor dtype: bf16, f16, f32")
+      ->capture_default_str();
   cmd->add_option("--seed", args->opt.seed, "seed of the random weights")
       ->check(non_negative_seed())
       ->capture_default_str();

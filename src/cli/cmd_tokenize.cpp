@@ -1,22 +1,22 @@
 // `driftscope tokenize`: text -> token ids (or, with --decode, ids -> text) with any tokenizer the
 // runtime reads, so that a prompt's ids can be checked against another implementation.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
 #include <climits>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
 #include "common/error.h"
 #include "common/json_integer.h"
 #include "src/cli/commands.h"
-#include "src/cli/output.h"
 #include "src/cli/model_args.h"
+#include "src/cli/output.h"
 #include "src/tokenizer/load.h"
 
 namespace ds {

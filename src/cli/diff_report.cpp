@@ -1,8 +1,5 @@
 // Diff report production and output for the CLI.
 #include "src/cli/diff_report.h"
-#include "src/cli/output.h"
-
-#include "src/cli/progress.h"
 
 #include <fmt/format.h>
 #include <sys/ioctl.h>
@@ -16,6 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "src/cli/output.h"
+#include "src/cli/progress.h"
 #include "src/cli/recorded_tokenizer.h"
 #include "viewer/html.h"
 #include "viewer/json.h"

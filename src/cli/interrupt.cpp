@@ -12,7 +12,9 @@ namespace {
 std::atomic<int> g_signals{0};
 
 // Async-signal-safe: only write(), signal() and raise().
-void say(const char* msg, size_t n) { [[maybe_unused]] auto w = ::write(2, msg, n); }
+void say(const char* msg, size_t n) {
+  [[maybe_unused]] auto w = ::write(2, msg, n);
+}
 
 void on_signal(int sig) {
   if (g_signals.fetch_add(1) >= 1) {  // the second signal: die of it, as promised
@@ -38,6 +40,8 @@ void install_interrupt_handlers() {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
-bool interrupt_requested() { return g_signals.load() > 0; }
+bool interrupt_requested() {
+  return g_signals.load() > 0;
+}
 
 }  // namespace ds

@@ -1,11 +1,11 @@
 // Shared model/prompt options and their resolution into a loaded model and prompt ids.
 #include "src/cli/model_args.h"
 
-#include <algorithm>
-#include <climits>
+#include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
+#include <algorithm>
+#include <climits>
 
 #include "common/error.h"
 #include "src/tokenizer/load.h"
@@ -68,7 +68,8 @@ std::optional<int32_t> LoadedModel::format_stop_id() const {
 
 LoadedModel load_model_and_prompt(const ModelArgs& args, bool need_tokenizer, bool want_prompt) {
   LoadedModel lm;
-  lm.model = load_model(args.model.empty() ? default_model_path() : std::filesystem::path(args.model));
+  lm.model =
+      load_model(args.model.empty() ? default_model_path() : std::filesystem::path(args.model));
   const bool text_prompt = want_prompt && !args.prompt_ids.has_value();
   const bool required = need_tokenizer || text_prompt || !args.tokenizer.empty();
   try {  // without a need for one, a tokenizer is still loaded when found (for decoding, traces)
@@ -90,7 +91,8 @@ LoadedModel load_model_and_prompt(const ModelArgs& args, bool need_tokenizer, bo
     }
   } else {
     lm.prompt = parse_id_list(*args.prompt_ids);
-    if (lm.prompt.empty()) throw Error("--prompt-ids is empty", "give at least one token id, e.g. 1");
+    if (lm.prompt.empty())
+      throw Error("--prompt-ids is empty", "give at least one token id, e.g. 1");
     check_token_ids(lm.prompt, lm.model.config.vocab_size);
   }
   return lm;

@@ -31,7 +31,7 @@ struct LoadedModel {
   Model model;
   std::unique_ptr<Tokenizer> tokenizer;  // null only when not needed and not found
   std::filesystem::path tokenizer_path;
-  std::vector<int32_t> prompt;           // empty when want_prompt was false
+  std::vector<int32_t> prompt;  // empty when want_prompt was false
 
   // BOS / EOS: the tokenizer's when it declares them, else the model config's.
   std::optional<int32_t> bos_id() const;

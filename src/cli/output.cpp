@@ -1,12 +1,12 @@
 // Checked writes to stdout (SIGPIPE is ignored, so a closed pipe shows up as EPIPE here).
 #include "src/cli/output.h"
 
+#include <fmt/format.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <system_error>
-
-#include <fmt/format.h>
 
 #include "common/error.h"
 

@@ -1,9 +1,9 @@
 // CLI flags of the run configuration; every knob of docs/configurations.md.
 #include "src/cli/run_config_args.h"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <sstream>
 
 #include "common/error.h"
@@ -15,8 +15,10 @@ namespace ds {
 CLI::Validator non_negative_seed() {
   return CLI::Validator(
       [](std::string& v) {
-        return v.starts_with('-') ? fmt::format("{} is negative; a seed is a whole number from 0 "
-                                                "to 18446744073709551615", v)
+        return v.starts_with('-') ? fmt::format(
+                                        "{} is negative; a seed is a whole number from 0 "
+                                        "to 18446744073709551615",
+                                        v)
                                   : std::string();
       },
       "", "SEED");
@@ -29,56 +31,78 @@ void add_run_config_options(CLI::App& cmd, RunConfigArgs& a) {
                  "dtype = \"bf16\"); flags given on the command line win");
   const char* g = "Run configuration (docs/configurations.md)";
   cmd.add_option("--device", c.device, "backend: cpu (reference; emulates GPU numerics) or cuda")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd.add_option("--dtype", c.dtype, "precision: fp64 (oracle), fp32, fp16, bf16, layercast")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd.add_option("--accum", c.accum, "GEMM/attention accumulation: fp32, fp16")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd.add_option("--batch", c.batch, "prompts co-batched in each forward pass")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd.add_option("--gemm-policy", c.gemm_policy,
                  "invariant (same reduction order for any batch) or heuristic (split-K from the "
                  "GEMM shape, like BLAS libraries)")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd.add_option("--split-k", c.split_k, "K-split of every GEMM: auto or N")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd.add_option("--tp", c.tp, "tensor-parallel degree (row-parallel layers reduce in tp shards)")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd.add_option("--allreduce", c.allreduce, "order of the tp all-reduce: ring, tree")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd.add_option("--attn-splits", c.attn_splits, "split-KV attention chunks: auto or N")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd.add_option("--prefill-chunk", c.prefill_chunk, "prompt tokens per prefill pass; 0 = all")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd.add_option("--prefix-cache", c.prefix_cache,
                  "on: the prompt prefix's KV comes from an earlier pass of its own")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd.add_option("--tie-break", c.tie_break, "greedy ties: lowest_id, highest_id")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd.add_option("--add-bos", c.add_bos, "auto (tokenizer config), on, off")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd.add_option("--repetition-penalty", c.repetition_penalty, "1 = off")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd.add_option("-n,--max-new", c.max_new, "maximum number of new tokens per prompt")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd.add_option("--stop-token", c.stop_token,
                  "token that ends a sequence: auto (llama2.c .bin: BOS, id 1, as llama2.c's run.c; "
                  "Hugging Face: the EOS of tokenizer.json or config.json), none, or a token id")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd.add_option("--temperature", c.temperature, "0 = greedy")->capture_default_str()->group(g);
   cmd.add_option("--top-p", c.top_p, "nucleus sampling mass, 0 < p <= 1")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd.add_option("--top-k", c.top_k, "sample among the k most likely tokens; 0 = all")
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd.add_option("--seed", c.seed,
                  "seed of the sampling noise, drawn per (prompt, step) so runs share it")
       ->check(non_negative_seed())
-      ->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
   cmd.add_option("--kernel", c.kernel,
                  "GPU only: GEMM implementation, gemm=cublas (cuBLASLt) or gemm=tiled (own kernel "
                  "in the CPU reference's reduction order)")
-      ->capture_default_str()->group(g);
-  cmd.add_option("--tf32", c.tf32, "GPU only: TF32 tensor cores for fp32 cuBLAS GEMMs: off, on")->capture_default_str()->group(g);
+      ->capture_default_str()
+      ->group(g);
+  cmd.add_option("--tf32", c.tf32, "GPU only: TF32 tensor cores for fp32 cuBLAS GEMMs: off, on")
+      ->capture_default_str()
+      ->group(g);
   cmd.add_flag("--dry-run", a.dry_run, "print the resolved configuration and exit");
   // Not a field of RunConfig: threads change the speed of the CPU backend, never its numbers.
   cmd.add_option("--threads", a.threads,

@@ -9,8 +9,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-
-#include <sys/wait.h>
 #include <fstream>
 #include <map>
 
@@ -20,7 +18,9 @@
 namespace ds {
 namespace {
 
-std::filesystem::path self_exe() { return std::filesystem::read_symlink("/proc/self/exe"); }
+std::filesystem::path self_exe() {
+  return std::filesystem::read_symlink("/proc/self/exe");
+}
 
 std::string sh_quote(const std::string& s) {
   std::string q = "'";
@@ -65,7 +65,7 @@ pid_t spawn(const std::vector<std::string>& argv, const std::filesystem::path& l
 std::vector<std::string> run_argv(const std::filesystem::path& dir, const SweepState& s,
                                   const SweepEntry& e,
                                   const std::vector<std::string>& writer_flags) {
-  std::vector<std::string> argv = {self_exe().string(), "run", "--config",
+  std::vector<std::string> argv = {self_exe().string(),           "run",       "--config",
                                    entry_config(dir, e).string(), "--prompts", s.prompts};
   if (!s.model.empty()) argv.insert(argv.end(), {"--model", s.model});
   if (!s.tokenizer.empty()) argv.insert(argv.end(), {"--tokenizer", s.tokenizer});
@@ -84,7 +84,8 @@ void run_local(const std::filesystem::path& dir, SweepState& s, const std::vecto
       const SweepEntry& e = s.entries[todo[next]];
       // the CPU threads (--threads, else every core) shared among the runs going at once
       std::vector<std::string> argv = run_argv(dir, s, e, writer_flags);
-      argv.insert(argv.end(), {"--threads", std::to_string(std::max(1, ops::cpu_threads() / jobs))});
+      argv.insert(argv.end(),
+                  {"--threads", std::to_string(std::max(1, ops::cpu_threads() / jobs))});
       const pid_t pid = spawn(argv, dir / "logs" / (e.name + ".log"));
       running[pid] = {todo[next], std::chrono::steady_clock::now()};
       ++next;
@@ -97,8 +98,8 @@ void run_local(const std::filesystem::path& dir, SweepState& s, const std::vecto
     SweepEntry& e = s.entries[it->second.first];
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - it->second.second).count();
-    const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
-                    trace_done(entry_trace(dir, e), e.config);
+    const bool ok =
+        WIFEXITED(status) && WEXITSTATUS(status) == 0 && trace_done(entry_trace(dir, e), e.config);
     e.status = ok ? "done" : "missing";
     running.erase(it);
     ++finished;
@@ -125,7 +126,8 @@ std::string submit_slurm(const std::filesystem::path& dir, const SweepState& s,
   script += "#SBATCH --ntasks=1\n#SBATCH --cpus-per-task=1\n";
   script += fmt::format("#SBATCH --output={}/logs/slurm-%A_%a.log\n", abs.string());
   if (!opt.partition.empty()) script += fmt::format("#SBATCH --partition={}\n", opt.partition);
-  if (opt.gpus_per_task > 0) script += fmt::format("#SBATCH --gpus-per-task={}\n", opt.gpus_per_task);
+  if (opt.gpus_per_task > 0)
+    script += fmt::format("#SBATCH --gpus-per-task={}\n", opt.gpus_per_task);
   if (!opt.time.empty()) script += fmt::format("#SBATCH --time={}\n", opt.time);
   script += "set -euo pipefail\ncase \"$SLURM_ARRAY_TASK_ID\" in\n";
   for (size_t i = 0; i < s.entries.size(); ++i) {
@@ -143,11 +145,13 @@ std::string submit_slurm(const std::filesystem::path& dir, const SweepState& s,
     if (!out) throw Error(fmt::format("cannot write '{}'", path.string()));
   }
   int status = 0;
-  std::string out = capture(fmt::format("sbatch --parsable {} 2>&1", sh_quote(path.string())), status);
+  std::string out =
+      capture(fmt::format("sbatch --parsable {} 2>&1", sh_quote(path.string())), status);
   while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
   if (status != 0) {
-    throw Error(fmt::format("sbatch failed (exit {}): {}", status, out),
-                "is Slurm reachable from here? (sinfo; SLURM_CONF); the script is " + path.string());
+    throw Error(
+        fmt::format("sbatch failed (exit {}): {}", status, out),
+        "is Slurm reachable from here? (sinfo; SLURM_CONF); the script is " + path.string());
   }
   const auto semi = out.find(';');  // "jobid;cluster" on multi-cluster setups
   return semi == std::string::npos ? out : out.substr(0, semi);
@@ -155,7 +159,8 @@ std::string submit_slurm(const std::filesystem::path& dir, const SweepState& s,
 
 bool slurm_job_active(const std::string& job_id) {
   int status = 0;
-  const std::string out = capture(fmt::format("squeue -h -j {} -o %i 2>/dev/null", sh_quote(job_id)), status);
+  const std::string out =
+      capture(fmt::format("squeue -h -j {} -o %i 2>/dev/null", sh_quote(job_id)), status);
   return status == 0 && out.find_first_not_of(" \n") != std::string::npos;
 }
 

@@ -5,9 +5,8 @@
 
 #include <climits>
 #include <cmath>
-#include <type_traits>
-
 #include <nlohmann/json.hpp>
+#include <type_traits>
 
 #include "common/error.h"
 #include "common/json_integer.h"
@@ -32,10 +31,10 @@ int64_t integer_field(const nlohmann::json& v, const char* key, const std::strin
 // `v` as an int, or an error naming the field when it lies outside [lo, hi].
 int in_range(int64_t v, const char* key, int64_t lo, int64_t hi, const std::string& source) {
   if (v < lo || v > hi) {
-    throw Error(fmt::format("{}: invalid model config: {} {} is outside {}..{}", source, key, v,
-                            lo, hi),
-                "the limits hold every published model with headroom (docs/cli.md, \"Input "
-                "limits\"); the file may be corrupt");
+    throw Error(
+        fmt::format("{}: invalid model config: {} {} is outside {}..{}", source, key, v, lo, hi),
+        "the limits hold every published model with headroom (docs/cli.md, \"Input "
+        "limits\"); the file may be corrupt");
   }
   return static_cast<int>(v);
 }
@@ -88,8 +87,8 @@ std::optional<int> get_token_id(const nlohmann::json& j, const char* key,
 std::optional<RopeScaling> parse_rope_scaling(const nlohmann::json& j, const std::string& source) {
   if (!j.contains("rope_scaling") || j["rope_scaling"].is_null()) return std::nullopt;
   const auto& r = j["rope_scaling"];
-  const std::string type = get_or<std::string>(
-      r, "rope_type", get_or<std::string>(r, "type", "", source), source);
+  const std::string type =
+      get_or<std::string>(r, "rope_type", get_or<std::string>(r, "type", "", source), source);
   if (type == "default") return std::nullopt;
   if (type != "llama3") {
     throw Error(fmt::format("{}: unsupported rope_scaling type '{}'", source, type),
@@ -104,8 +103,10 @@ std::optional<RopeScaling> parse_rope_scaling(const nlohmann::json& j, const std
   s.original_max_position_embeddings =
       get_or<double>(r, "original_max_position_embeddings", 8192.0, source);
   if (!(s.factor > 0) || !(s.high_freq_factor > s.low_freq_factor)) {
-    throw Error(fmt::format("{}: rope_scaling needs factor > 0 and high_freq_factor > "
-                            "low_freq_factor", source));
+    throw Error(
+        fmt::format("{}: rope_scaling needs factor > 0 and high_freq_factor > "
+                    "low_freq_factor",
+                    source));
   }
   return s;
 }
@@ -124,12 +125,10 @@ ModelConfig parse_hf_config(const nlohmann::json& j, const std::string& source) 
   c.hidden_dim = get_size(j, "intermediate_size", ConfigLimits::hidden_dim, source);
   c.n_layers = get_size(j, "num_hidden_layers", ConfigLimits::n_layers, source);
   c.n_heads = get_size(j, "num_attention_heads", ConfigLimits::n_heads, source);
-  c.n_kv_heads =
-      get_int_or(j, "num_key_value_heads", c.n_heads, 1, ConfigLimits::n_heads, source);
+  c.n_kv_heads = get_int_or(j, "num_key_value_heads", c.n_heads, 1, ConfigLimits::n_heads, source);
   c.head_dim = get_int_or(j, "head_dim", c.dim / c.n_heads, 1, ConfigLimits::head_dim, source);
   c.vocab_size = get_size(j, "vocab_size", ConfigLimits::vocab_size, source);
-  c.max_seq_len =
-      get_size(j, "max_position_embeddings", ConfigLimits::max_seq_len, source);
+  c.max_seq_len = get_size(j, "max_position_embeddings", ConfigLimits::max_seq_len, source);
   c.rms_norm_eps = get_or<double>(j, "rms_norm_eps", 1e-6, source);
   c.rope_theta = get_or<double>(j, "rope_theta", 10000.0, source);
   c.rope_scaling = parse_rope_scaling(j, source);
@@ -166,10 +165,10 @@ void validate_config(const ModelConfig& c, const std::string& source) {
   };
   auto range = [&](const char* name, int v, int hi) {
     if (v < 1 || v > hi) {
-      throw Error(fmt::format("{}: invalid model config: {} {} is outside 1..{}", source, name, v,
-                              hi),
-                  "the limits hold every published model with headroom (docs/cli.md, \"Input "
-                  "limits\"); the model file may be corrupt or of another format");
+      throw Error(
+          fmt::format("{}: invalid model config: {} {} is outside 1..{}", source, name, v, hi),
+          "the limits hold every published model with headroom (docs/cli.md, \"Input "
+          "limits\"); the model file may be corrupt or of another format");
     }
   };
   range("dim (hidden_size)", c.dim, ConfigLimits::dim);

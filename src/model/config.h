@@ -2,10 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json_fwd.hpp>
 
 namespace ds {
 
@@ -25,10 +24,10 @@ struct ModelConfig {
   int hidden_dim = 0;        // intermediate_size (SwiGLU inner width)
   int n_layers = 0;
   int n_heads = 0;
-  int n_kv_heads = 0;        // < n_heads means grouped-query attention
-  int head_dim = 0;          // usually dim / n_heads
+  int n_kv_heads = 0;  // < n_heads means grouped-query attention
+  int head_dim = 0;    // usually dim / n_heads
   int vocab_size = 0;
-  int max_seq_len = 0;       // max_position_embeddings: the context length
+  int max_seq_len = 0;  // max_position_embeddings: the context length
   double rms_norm_eps = 1e-5;
   double rope_theta = 10000.0;
   std::optional<RopeScaling> rope_scaling;
@@ -48,10 +47,10 @@ struct ModelConfig {
 // size derived from a config (tensor elements, bytes, q_dim) fits 64-bit arithmetic, and a
 // header with a garbage number is refused before anything is allocated from it.
 struct ConfigLimits {
-  static constexpr int dim = 65536;            // hidden_size
-  static constexpr int hidden_dim = 262144;    // intermediate_size
-  static constexpr int n_layers = 1024;        // num_hidden_layers
-  static constexpr int n_heads = 1024;         // num_attention_heads, num_key_value_heads
+  static constexpr int dim = 65536;          // hidden_size
+  static constexpr int hidden_dim = 262144;  // intermediate_size
+  static constexpr int n_layers = 1024;      // num_hidden_layers
+  static constexpr int n_heads = 1024;       // num_attention_heads, num_key_value_heads
   static constexpr int head_dim = 1024;
   static constexpr int vocab_size = 1 << 22;   // 4194304
   static constexpr int max_seq_len = 1 << 24;  // max_position_embeddings, 16777216

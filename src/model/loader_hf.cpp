@@ -1,12 +1,11 @@
 // Loader for Hugging Face model directories: config.json + model.safetensors (or sharded index).
 // Every tensor's name, dtype and shape is checked against the config before use.
-#include <bit>
-#include <cstdint>
-#include <set>
-
 #include <fmt/format.h>
 
+#include <bit>
+#include <cstdint>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "common/error.h"
 #include "src/model/memory.h"
@@ -66,8 +65,7 @@ Model load_hf_model(const fs::path& dir) {
                 "point --model at a Hugging Face model directory or a llama2.c .bin file");
   }
   const std::string hint = "a Hugging Face model directory holds the config.json of its model";
-  const std::string text =
-      read_text_file(config_path, kMaxModelConfigBytes, "model config", hint);
+  const std::string text = read_text_file(config_path, kMaxModelConfigBytes, "model config", hint);
   nlohmann::json cj;
   try {
     cj = nlohmann::json::parse(text);
@@ -116,7 +114,8 @@ Model load_hf_model(const fs::path& dir) {
   }
   // Tensors the config does not explain mean config and weights disagree (e.g. more layers).
   for (const auto& [name, t] : ck.tensors()) {
-    if (tl.used().count(name) || name == "lm_head.weight" || name.ends_with("rotary_emb.inv_freq")) {
+    if (tl.used().count(name) || name == "lm_head.weight" ||
+        name.ends_with("rotary_emb.inv_freq")) {
       continue;
     }
     throw Error(fmt::format("unexpected tensor '{}' in the checkpoint", name),

@@ -3,11 +3,11 @@
 // means a separate classifier follows), then float32 weights in a fixed order.
 // RoPE: llama2.c rotates interleaved pairs (2i, 2i+1); the runtime uses the Hugging Face
 // half-split layout (i, i + head_dim/2), so q/k rows are permuted here, once, at load.
+#include <fmt/format.h>
+
 #include <climits>
 #include <cstring>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "common/error.h"
 #include "src/model/mapped_file.h"
@@ -83,9 +83,10 @@ Model load_llama2c_model(const fs::path& bin) {
                           + (c.tied_embeddings ? 0 : V * D);
   const size_t expected = 7 * 4 + n_floats * 4;
   if (bytes.size() != expected) {
-    throw Error(fmt::format("{}: file has {} bytes, its header ({}) implies {}", src, bytes.size(),
-                            describe(c), expected),
-                "the file is truncated or corrupt, or not a legacy (version 0) llama2.c checkpoint");
+    throw Error(
+        fmt::format("{}: file has {} bytes, its header ({}) implies {}", src, bytes.size(),
+                    describe(c), expected),
+        "the file is truncated or corrupt, or not a legacy (version 0) llama2.c checkpoint");
   }
 
   check_load_memory(c, src);

@@ -1,9 +1,9 @@
-// Model loading entry point: picks the format from the path, finds tokenizers and the default model.
+// Model loading entry point: picks the format from the path, finds tokenizers and the default
+// model.
 #include "src/model/model.h"
 
-#include <unistd.h>
-
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include "common/error.h"
 #include "src/model/memory.h"
@@ -74,7 +74,7 @@ fs::path default_model_path() {
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
-    roots.push_back(exe.parent_path() / "..");                       // build/driftscope
+    roots.push_back(exe.parent_path() / "..");                           // build/driftscope
     roots.push_back(exe.parent_path() / ".." / "share" / "driftscope");  // installed
   }
   roots.emplace_back(DRIFTSCOPE_SOURCE_DIR);

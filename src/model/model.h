@@ -25,7 +25,7 @@ struct LayerWeights {
 };
 
 struct ModelWeights {
-  WeightTensor embed;       // (vocab, dim)
+  WeightTensor embed;  // (vocab, dim)
   std::vector<LayerWeights> layers;
   WeightTensor final_norm;  // (dim)
   WeightTensor lm_head;     // (vocab, dim); empty when tied to embed
@@ -37,9 +37,9 @@ struct Model {
   ModelConfig config;
   ModelWeights weights;
   ModelFormat format = ModelFormat::HuggingFace;
-  std::filesystem::path path;                      // what the user named
-  std::vector<std::filesystem::path> weight_files; // the files the weights came from
-  std::string weight_dtype;                        // "F32", "BF16", "F16" or "mixed"
+  std::filesystem::path path;                       // what the user named
+  std::vector<std::filesystem::path> weight_files;  // the files the weights came from
+  std::string weight_dtype;                         // "F32", "BF16", "F16" or "mixed"
 
   const WeightTensor& classifier() const {
     return weights.lm_head.empty() ? weights.embed : weights.lm_head;

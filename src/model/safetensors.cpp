@@ -3,17 +3,16 @@
 // then the data; offsets are relative to the end of the header.
 #include "src/model/safetensors.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 
-#include <fmt/format.h>
-
-#include <nlohmann/json.hpp>
-
-#include "common/float_formats.h"
 #include "common/error.h"
+#include "common/float_formats.h"
 #include "src/model/text_file.h"
 
 namespace fs = std::filesystem;
@@ -22,20 +21,28 @@ namespace ds {
 
 const char* dtype_name(TensorDtype d) {
   switch (d) {
-    case TensorDtype::F32: return "F32";
-    case TensorDtype::BF16: return "BF16";
-    case TensorDtype::F16: return "F16";
-    case TensorDtype::F64: return "F64";
+    case TensorDtype::F32:
+      return "F32";
+    case TensorDtype::BF16:
+      return "BF16";
+    case TensorDtype::F16:
+      return "F16";
+    case TensorDtype::F64:
+      return "F64";
   }
   return "?";
 }
 
 size_t dtype_size(TensorDtype d) {
   switch (d) {
-    case TensorDtype::F32: return 4;
-    case TensorDtype::BF16: return 2;
-    case TensorDtype::F16: return 2;
-    case TensorDtype::F64: return 8;
+    case TensorDtype::F32:
+      return 4;
+    case TensorDtype::BF16:
+      return 2;
+    case TensorDtype::F16:
+      return 2;
+    case TensorDtype::F64:
+      return 8;
   }
   return 0;
 }
@@ -72,7 +79,8 @@ TensorDtype parse_dtype(const std::string& s, const std::string& where) {
 void SafetensorsCheckpoint::add_file(const fs::path& file) {
   auto map = std::make_shared<const MappedFile>(file);
   auto bytes = map->bytes();
-  if (bytes.size() < 8) corrupt(file, fmt::format("{} bytes, too short for a header", bytes.size()));
+  if (bytes.size() < 8)
+    corrupt(file, fmt::format("{} bytes, too short for a header", bytes.size()));
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<uint8_t>(bytes[i]);
   if (n > kMaxHeader || n > bytes.size() - 8) {
@@ -100,8 +108,8 @@ void SafetensorsCheckpoint::add_file(const fs::path& file) {
       // element count passes the data section is refused before the product can overflow.
       const auto& shape = v.at("shape");
       const auto& off = v.at("data_offsets");
-      if (!shape.is_array() || !off.is_array() || off.size() != 2 ||
-          !off[0].is_number_unsigned() || !off[1].is_number_unsigned()) {
+      if (!shape.is_array() || !off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() ||
+          !off[1].is_number_unsigned()) {
         corrupt(file, fmt::format("tensor '{}' needs a shape list and two data offsets", name));
       }
       for (const auto& d : shape) {
@@ -115,14 +123,16 @@ void SafetensorsCheckpoint::add_file(const fs::path& file) {
         if (numel == 0) break;
         if (numel > data.size() / static_cast<uint64_t>(d)) {  // numel stays <= the data size
           corrupt(file, fmt::format("tensor '{}' of shape {} has more elements than the file's "
-                                    "{} data bytes", name, shape.dump(), data.size()));
+                                    "{} data bytes",
+                                    name, shape.dump(), data.size()));
         }
         numel *= static_cast<uint64_t>(d);
       }
       const uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
       if (begin > end || end > data.size()) {
         corrupt(file, fmt::format("tensor '{}' has data offsets [{}, {}] outside the file (its "
-                                  "data section holds {} bytes)", name, begin, end, data.size()));
+                                  "data section holds {} bytes)",
+                                  name, begin, end, data.size()));
       }
       const uint64_t expected = numel * dtype_size(t.dtype);
       if (end - begin != expected) {
@@ -146,8 +156,8 @@ void SafetensorsCheckpoint::add_file(const fs::path& file) {
     if (t->data.empty()) continue;
     if (last != nullptr && t->data.data() < last->data.data() + last->data.size()) {
       corrupt(file, fmt::format("tensors '{}' and '{}' overlap (bytes [{}, {}) and [{}, {}) of "
-                                "the data section)", last->name, t->name,
-                                last->data.data() - data.data(),
+                                "the data section)",
+                                last->name, t->name, last->data.data() - data.data(),
                                 last->data.data() - data.data() + last->data.size(),
                                 t->data.data() - data.data(),
                                 t->data.data() - data.data() + t->data.size()));
@@ -177,8 +187,8 @@ SafetensorsCheckpoint SafetensorsCheckpoint::open(const fs::path& path) {
     const char* hint = "a sharded checkpoint index maps each tensor name to its shard file";
     nlohmann::json index;
     try {
-      index = nlohmann::json::parse(
-          read_text_file(p, kMaxShardIndexBytes, "checkpoint index", hint));
+      index =
+          nlohmann::json::parse(read_text_file(p, kMaxShardIndexBytes, "checkpoint index", hint));
     } catch (const nlohmann::json::exception& e) {
       throw Error(fmt::format("{}: not valid JSON ({})", p.string(), e.what()), hint);
     }
@@ -197,7 +207,8 @@ SafetensorsCheckpoint SafetensorsCheckpoint::open(const fs::path& path) {
     for (const auto& shard : shards) ck.add_file(p.parent_path() / shard);
     for (const auto& [name, file] : index["weight_map"].items()) {
       auto it = ck.tensors_.find(name);
-      if (it == ck.tensors_.end() || fs::path(it->second.file).filename() != file.get<std::string>()) {
+      if (it == ck.tensors_.end() ||
+          fs::path(it->second.file).filename() != file.get<std::string>()) {
         throw Error(fmt::format("{}: tensor '{}' is not in its shard '{}'", p.string(), name,
                                 file.get<std::string>()),
                     "the index and the shard files do not belong together");
@@ -243,13 +254,12 @@ std::vector<float> SafetensorsCheckpoint::to_f32(const TensorInfo& t) {
       }
       break;
     case TensorDtype::BF16:
-    case TensorDtype::F16:
-      {
-        std::vector<uint16_t> bits(n);
-        std::memcpy(bits.data(), p, 2 * n);
-        widen(bits.data(), out.data(), n, t.dtype == TensorDtype::BF16 ? Storage::bf16 : Storage::f16);
-      }
-      break;
+    case TensorDtype::F16: {
+      std::vector<uint16_t> bits(n);
+      std::memcpy(bits.data(), p, 2 * n);
+      widen(bits.data(), out.data(), n,
+            t.dtype == TensorDtype::BF16 ? Storage::bf16 : Storage::f16);
+    } break;
   }
   return out;
 }
@@ -270,7 +280,9 @@ void write_safetensors(const fs::path& path, const std::vector<TensorToWrite>& t
     size_t begin = data.size();
     for (float v : t->values) {
       switch (t->dtype) {
-        case TensorDtype::F32: data.append(reinterpret_cast<const char*>(&v), 4); break;
+        case TensorDtype::F32:
+          data.append(reinterpret_cast<const char*>(&v), 4);
+          break;
         case TensorDtype::F64: {
           double d = v;
           data.append(reinterpret_cast<const char*>(&d), 8);

@@ -64,6 +64,7 @@ struct TensorToWrite {
 };
 
 // Writes one .safetensors file (header sorted by name, data 8-byte aligned after the header).
-void write_safetensors(const std::filesystem::path& path, const std::vector<TensorToWrite>& tensors);
+void write_safetensors(const std::filesystem::path& path,
+                       const std::vector<TensorToWrite>& tensors);
 
 }  // namespace ds

@@ -1,9 +1,8 @@
 // SHA-256 of a file with OpenSSL's EVP interface, read in 1 MiB blocks.
 #include "src/model/sha256.h"
 
-#include <openssl/evp.h>
-
 #include <fmt/format.h>
+#include <openssl/evp.h>
 
 #include <fstream>
 #include <memory>

@@ -7,7 +7,6 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
-
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
@@ -146,7 +145,8 @@ void write_synthetic_checkpoint(const SynthShape& shape, const SynthOptions& opt
                                 const fs::path& dir) {
   ModelConfig c = shape.config;
   if (opt.layers < 0 || opt.layers > c.n_layers) {
-    throw Error(fmt::format("layers {} outside 0..{} for shape {}", opt.layers, c.n_layers, shape.name));
+    throw Error(
+        fmt::format("layers {} outside 0..{} for shape {}", opt.layers, c.n_layers, shape.name));
   }
   if (opt.layers > 0) c.n_layers = opt.layers;
   if (opt.dtype != "bf16" && opt.dtype != "f16" && opt.dtype != "f32") {
@@ -178,15 +178,16 @@ void write_synthetic_checkpoint(const SynthShape& shape, const SynthOptions& opt
   const double a = 0.02 * std::sqrt(3.0);  // U(-a, a) has standard deviation 0.02
   nlohmann::ordered_json weight_map;
   for (size_t s = 0; s < shards.size(); ++s) {
-    const std::string file = shards.size() == 1
-                                 ? std::string("model.safetensors")
-                                 : fmt::format("model-{:05d}-of-{:05d}.safetensors", s + 1, shards.size());
+    const std::string file = shards.size() == 1 ? std::string("model.safetensors")
+                                                : fmt::format("model-{:05d}-of-{:05d}.safetensors",
+                                                              s + 1, shards.size());
     nlohmann::ordered_json header;
     header["__metadata__"] = {{"format", "pt"}};
     uint64_t off = 0;
     for (size_t i : shards[s]) {
       const uint64_t n = static_cast<uint64_t>(specs[i].numel()) * esize;
-      header[specs[i].name] = {{"dtype", st_dtype}, {"shape", specs[i].shape}, {"data_offsets", {off, off + n}}};
+      header[specs[i].name] = {
+          {"dtype", st_dtype}, {"shape", specs[i].shape}, {"data_offsets", {off, off + n}}};
       off += n;
       weight_map[specs[i].name] = file;
     }

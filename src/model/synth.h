@@ -26,9 +26,9 @@ const SynthShape& synth_shape(const std::string& name);
 int64_t parameter_count(const ModelConfig& c);
 
 struct SynthOptions {
-  std::string dtype = "bf16";   // bf16 | f16 | f32
+  std::string dtype = "bf16";  // bf16 | f16 | f32
   uint64_t seed = 0;
-  int layers = 0;               // 0 = the shape's; fewer for quick benchmarks
+  int layers = 0;                   // 0 = the shape's; fewer for quick benchmarks
   int64_t shard_bytes = 4ll << 30;  // larger checkpoints are sharded with an index
   bool force = false;
   std::function<void(uint64_t written, uint64_t total)> progress;  // bytes, after every block

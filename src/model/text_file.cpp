@@ -2,13 +2,12 @@
 #include "src/model/text_file.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "common/error.h"
 #include "src/model/memory.h"
@@ -38,8 +37,8 @@ std::string read_text_file(const std::filesystem::path& path, uint64_t max_bytes
     throw Error(fmt::format("cannot read {} '{}': {}", what, name, std::strerror(errno)), hint);
   }
   if (S_ISDIR(st.st_mode)) throw Error(fmt::format("{} '{}' is a directory", what, name), hint);
-  const std::string too_large = fmt::format("{} '{}' is larger than the limit of {}", what, name,
-                                            format_bytes(max_bytes));
+  const std::string too_large =
+      fmt::format("{} '{}' is larger than the limit of {}", what, name, format_bytes(max_bytes));
   if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > max_bytes) {
     throw Error(too_large, hint);
   }
@@ -57,9 +56,8 @@ std::string read_text_file(const std::filesystem::path& path, uint64_t max_bytes
     text.append(buf, static_cast<size_t>(n));
   }
   if (const size_t nul = text.find('\0'); nul != std::string::npos) {
-    throw Error(fmt::format("{} '{}' is not a text file (a NUL byte at offset {})", what, name,
-                            nul),
-                hint);
+    throw Error(
+        fmt::format("{} '{}' is not a text file (a NUL byte at offset {})", what, name, nul), hint);
   }
   return text;
 }

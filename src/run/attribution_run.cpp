@@ -39,9 +39,10 @@ std::vector<std::string> attribution_needed_sites(int n_layers) {
 
 void check_attribution_device(const RunConfig& c) {
   if (c.device != "cpu") {
-    throw Error("attribute runs on --device cpu only: the CUDA backend hands its taps over at the "
-                "end of a pass, too late to replay a layer inside it",
-                "drop --device cuda (the CPU backend emulates the GPU numerics knobs)");
+    throw Error(
+        "attribute runs on --device cpu only: the CUDA backend hands its taps over at the "
+        "end of a pass, too late to replay a layer inside it",
+        "drop --device cuda (the CPU backend emulates the GPU numerics knobs)");
   }
 }
 
@@ -64,9 +65,12 @@ class Pairing final : public ShadowSource, public TapHook {
     switch (s.kind) {
       case SiteKind::out:
       case SiteKind::final_norm:
-      case SiteKind::logits: return true;
-      case SiteKind::resid_mid: return split_mlp_;
-      default: return false;
+      case SiteKind::logits:
+        return true;
+      case SiteKind::resid_mid:
+        return split_mlp_;
+      default:
+        return false;
     }
   }
 
@@ -96,16 +100,20 @@ class Pairing final : public ShadowSource, public TapHook {
   // shadow's out; the head's final_norm and logits.
   bool keeps(ShadowKind kind, const Site& s) const {
     switch (kind) {
-      case ShadowKind::layer: return s.kind == SiteKind::out || (split_mlp_ && s.kind == SiteKind::resid_mid);
-      case ShadowKind::mlp: return s.kind == SiteKind::out;
-      case ShadowKind::head: return s.kind == SiteKind::final_norm || s.kind == SiteKind::logits;
+      case ShadowKind::layer:
+        return s.kind == SiteKind::out || (split_mlp_ && s.kind == SiteKind::resid_mid);
+      case ShadowKind::mlp:
+        return s.kind == SiteKind::out;
+      case ShadowKind::head:
+        return s.kind == SiteKind::final_norm || s.kind == SiteKind::logits;
     }
     return false;
   }
 
   int seq_of(int slot) const {
     auto it = slot_seq_.find(slot);
-    if (it == slot_seq_.end()) throw Error(fmt::format("attribute: slot {} bound to no sequence", slot));
+    if (it == slot_seq_.end())
+      throw Error(fmt::format("attribute: slot {} bound to no sequence", slot));
     return it->second;
   }
 
@@ -116,8 +124,9 @@ class Pairing final : public ShadowSource, public TapHook {
       const int64_t rows = a_.sequence(seq).rows;
       it = cache_.emplace(key, a_.hidden(seq, site, 0, rows)).first;
       if (it->second.size() != static_cast<size_t>(rows) * width) {
-        throw Error(fmt::format("trace '{}': site '{}' is not {} wide", a_.path().string(), site, width),
-                    "the reference must be a trace of the same model");
+        throw Error(
+            fmt::format("trace '{}': site '{}' is not {} wide", a_.path().string(), site, width),
+            "the reference must be a trace of the same model");
       }
     }
     return it->second;

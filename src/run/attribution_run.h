@@ -30,11 +30,11 @@ std::vector<std::string> attribution_needed_sites(int n_layers);
 // top-K: read it from the trace).
 struct PairedRows {
   int seq = 0;
-  std::string site;                   // "L3/out", "final_norm", "logits", ...
-  std::optional<ShadowKind> shadow;   // none: B's own (full) run
+  std::string site;                  // "L3/out", "final_norm", "logits", ...
+  std::optional<ShadowKind> shadow;  // none: B's own (full) run
   int first_pos = 0, rows = 0, width = 0;
-  const float* b = nullptr;           // (rows, width)
-  const float* a = nullptr;           // (rows, width), or null for logits
+  const float* b = nullptr;  // (rows, width)
+  const float* a = nullptr;  // (rows, width), or null for logits
 };
 using PairSink = std::function<void(const PairedRows&)>;
 

@@ -9,26 +9,27 @@
 #include <string>
 #include <vector>
 
-#include "src/runtime/runtime.h"
 #include "src/run/sampler.h"
+#include "src/runtime/runtime.h"
 
 namespace ds {
 
 struct GenerateOptions {
   int max_new = 256;
   SamplingParams sampling;
-  std::optional<int32_t> eos_id;  // the stop token (EOS; BOS for llama2.c): ends a sequence when generated
-  uint64_t stream = 0;            // which prompt this is (single-sequence generate())
-  int prefill_chunk = 0;          // 0 = each prompt in one pass; N = passes of N prompt tokens
-  bool prefix_cache = false;      // prompt[:-1] computed alone in an earlier pass, the last token
-                                  // together with the batch (as a prefix-cache hit would)
+  std::optional<int32_t>
+      eos_id;             // the stop token (EOS; BOS for llama2.c): ends a sequence when generated
+  uint64_t stream = 0;    // which prompt this is (single-sequence generate())
+  int prefill_chunk = 0;  // 0 = each prompt in one pass; N = passes of N prompt tokens
+  bool prefix_cache = false;  // prompt[:-1] computed alone in an earlier pass, the last token
+                              // together with the batch (as a prefix-cache hit would)
   std::function<bool()> should_stop;  // polled between steps; true ends with "interrupted"
 };
 
 struct GenerateResult {
   std::vector<int32_t> tokens;  // prompt tokens then generated tokens
   int prompt_len = 0;
-  std::string stop_reason;      // "eos", "max_new", "context", "forced" or "interrupted"
+  std::string stop_reason;  // "eos", "max_new", "context", "forced" or "interrupted"
 };
 
 struct SequenceRequest {
@@ -48,7 +49,8 @@ using StepCallback = std::function<void(int index, std::optional<int32_t> new_to
 // Generates for every request together: request i uses KV-cache slot i (rt.slots() must be >=
 // requests.size()), rows of all active sequences share each forward pass.
 // Throws ds::Error for an empty prompt or one longer than the runtime's capacity.
-std::vector<GenerateResult> generate_batch(Runtime& rt, const std::vector<SequenceRequest>& requests,
+std::vector<GenerateResult> generate_batch(Runtime& rt,
+                                           const std::vector<SequenceRequest>& requests,
                                            const GenerateOptions& opt,
                                            const StepCallback& on_step = {});
 

@@ -4,9 +4,8 @@
 #include <fmt/format.h>
 
 #include <climits>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "common/error.h"
 #include "common/json_integer.h"
@@ -26,7 +25,8 @@ std::vector<Prompt> read_prompts_file(const std::filesystem::path& path, const T
       throw Error(fmt::format("{}:{}: a text prompt needs a tokenizer", path.string(), line_no),
                   "pass --tokenizer, or give prompts as {\"ids\": [...]}");
     }
-    return tok->encode(text, EncodeOptions{.add_special = true, .special_in_text = special_in_text});
+    return tok->encode(text,
+                       EncodeOptions{.add_special = true, .special_in_text = special_in_text});
   };
   while (std::getline(in, line)) {
     ++line_no;

@@ -5,25 +5,28 @@
 
 #include <climits>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <type_traits>
 
-#include <nlohmann/json.hpp>
-
 #include "common/error.h"
+#include "src/run/perturb.h"
 #include "src/runtime/cuda_module.h"
 #include "src/runtime/policy.h"
-#include "src/run/perturb.h"
 
 namespace ds {
 namespace {
 
-[[noreturn]] void bad(const std::string& field, const std::string& value, const std::string& allowed) {
-  throw Error(fmt::format("invalid {} '{}'", field, value),
-              fmt::format("--{} takes {}", [&] {
-                std::string f = field;
-                for (char& ch : f) ch = ch == '_' ? '-' : ch;
-                return f;
-              }(), allowed));
+[[noreturn]] void bad(const std::string& field, const std::string& value,
+                      const std::string& allowed) {
+  throw Error(fmt::format("invalid {} '{}'", field, value), fmt::format(
+                                                                "--{} takes {}",
+                                                                [&] {
+                                                                  std::string f = field;
+                                                                  for (char& ch : f)
+                                                                    ch = ch == '_' ? '-' : ch;
+                                                                  return f;
+                                                                }(),
+                                                                allowed));
 }
 
 void one_of(const std::string& field, const std::string& v, std::initializer_list<const char*> ok) {
@@ -97,12 +100,14 @@ void validate(const RunConfig& c) {
   if (c.tp < 1 || c.tp > 8) bad("tp", std::to_string(c.tp), "1..8");
   one_of("allreduce", c.allreduce, {"ring", "tree"});
   auto_or_count("attn_splits", c.attn_splits);
-  if (c.prefill_chunk < 0) bad("prefill_chunk", std::to_string(c.prefill_chunk), "0 (whole prompt) or N >= 1");
+  if (c.prefill_chunk < 0)
+    bad("prefill_chunk", std::to_string(c.prefill_chunk), "0 (whole prompt) or N >= 1");
   one_of("prefix_cache", c.prefix_cache, {"off", "on"});
   one_of("tie_break", c.tie_break, {"lowest_id", "highest_id"});
   one_of("add_bos", c.add_bos, {"auto", "on", "off"});
   if (!(c.repetition_penalty > 0) || !std::isfinite(c.repetition_penalty)) {
-    bad("repetition_penalty", fmt::format("{}", c.repetition_penalty), "a finite value > 0 (1 = off)");
+    bad("repetition_penalty", fmt::format("{}", c.repetition_penalty),
+        "a finite value > 0 (1 = off)");
   }
   if (c.max_new < 0) bad("max_new", std::to_string(c.max_new), "N >= 0");
   stop_token_id(c, std::nullopt);
@@ -115,7 +120,8 @@ void validate(const RunConfig& c) {
 void validate_for_model(const RunConfig& c, const ModelConfig& m) {
   if (m.n_heads % c.tp != 0 || m.n_kv_heads % c.tp != 0 || m.hidden_dim % c.tp != 0) {
     throw Error(fmt::format("invalid tp {}: it must divide the model's {} heads, {} key/value "
-                            "heads and MLP width {}", c.tp, m.n_heads, m.n_kv_heads, m.hidden_dim),
+                            "heads and MLP width {}",
+                            c.tp, m.n_heads, m.n_kv_heads, m.hidden_dim),
                 "--tp takes a divisor of all three");
   }
   if (const auto id = stop_token_id(c, std::nullopt); id && *id >= m.vocab_size) {

@@ -7,28 +7,28 @@
 #include <optional>
 #include <string>
 
-#include "src/runtime/runtime.h"
 #include "src/run/sampler.h"
+#include "src/runtime/runtime.h"
 
 namespace ds {
 
 struct RunConfig {
-  std::string device = "cpu";          // cpu | cuda
-  std::string dtype = "fp32";          // fp64 | fp32 | fp16 | bf16 | layercast
-  std::string accum = "fp32";          // fp32 | fp16 (GEMM / attention accumulation)
-  int batch = 1;                       // prompts co-batched per forward pass
+  std::string device = "cpu";             // cpu | cuda
+  std::string dtype = "fp32";             // fp64 | fp32 | fp16 | bf16 | layercast
+  std::string accum = "fp32";             // fp32 | fp16 (GEMM / attention accumulation)
+  int batch = 1;                          // prompts co-batched per forward pass
   std::string gemm_policy = "invariant";  // invariant | heuristic
-  std::string split_k = "auto";        // auto | 1..N
-  int tp = 1;                          // tensor-parallel degree (row-parallel reductions)
-  std::string allreduce = "ring";      // ring | tree
-  std::string attn_splits = "auto";    // auto | 1..N (split-KV partial softmax merge)
-  int prefill_chunk = 0;               // 0 = whole prompt in one pass, N = chunks of N tokens
-  std::string prefix_cache = "off";    // off | on: prompt prefix KV from an earlier pass
-  std::string tie_break = "lowest_id"; // lowest_id | highest_id (greedy argmax ties)
-  std::string add_bos = "auto";        // auto (tokenizer config) | on | off
-  double repetition_penalty = 1.0;     // 1 = off; HF rule: logit/p if > 0 else logit*p
+  std::string split_k = "auto";           // auto | 1..N
+  int tp = 1;                             // tensor-parallel degree (row-parallel reductions)
+  std::string allreduce = "ring";         // ring | tree
+  std::string attn_splits = "auto";       // auto | 1..N (split-KV partial softmax merge)
+  int prefill_chunk = 0;                  // 0 = whole prompt in one pass, N = chunks of N tokens
+  std::string prefix_cache = "off";       // off | on: prompt prefix KV from an earlier pass
+  std::string tie_break = "lowest_id";    // lowest_id | highest_id (greedy argmax ties)
+  std::string add_bos = "auto";           // auto (tokenizer config) | on | off
+  double repetition_penalty = 1.0;        // 1 = off; HF rule: logit/p if > 0 else logit*p
   int max_new = 256;
-  std::string stop_token = "auto";     // auto (the model format's rule) | none | a token id
+  std::string stop_token = "auto";  // auto (the model format's rule) | none | a token id
   double temperature = 0.0;
   double top_p = 1.0;
   int top_k = 0;

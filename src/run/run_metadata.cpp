@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "src/runtime/cuda_module.h"
 #include "src/model/sha256.h"
+#include "src/runtime/cuda_module.h"
 
 namespace ds {
 

@@ -1,12 +1,12 @@
 // Greedy and seeded temperature / top-k / top-p sampling.
 #include "src/run/sampler.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "common/error.h"
 
@@ -32,7 +32,9 @@ int32_t argmax(std::span<const double> logits, bool highest_id) {
   return best;
 }
 
-int32_t argmax_lowest_id(std::span<const double> logits) { return argmax(logits, false); }
+int32_t argmax_lowest_id(std::span<const double> logits) {
+  return argmax(logits, false);
+}
 
 double sampling_uniform(uint64_t seed, uint64_t stream, uint64_t step) {
   const uint64_t h = splitmix64(splitmix64(splitmix64(seed) ^ stream) ^ step);

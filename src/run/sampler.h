@@ -8,8 +8,8 @@ namespace ds {
 
 struct SamplingParams {
   double temperature = 0.0;  // 0 = greedy
-  double top_p = 1.0;        // nucleus: smallest prefix of the sorted distribution with mass >= top_p
-  int top_k = 0;             // 0 = no limit
+  double top_p = 1.0;  // nucleus: smallest prefix of the sorted distribution with mass >= top_p
+  int top_k = 0;       // 0 = no limit
   uint64_t seed = 0;
   bool highest_id_ties = false;     // greedy ties: lowest id (default) or highest id
   double repetition_penalty = 1.0;  // Hugging Face rule on tokens already in the sequence

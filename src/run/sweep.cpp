@@ -24,7 +24,8 @@ std::string field_name(std::string s) {
 // A file-name-safe form of a value: letters, digits, '.', '+'; anything else becomes '_'.
 std::string name_part(const std::string& v) {
   std::string out;
-  for (char c : v) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '+') ? c : '_';
+  for (char c : v)
+    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '+') ? c : '_';
   return out;
 }
 
@@ -83,7 +84,8 @@ void add_samples(std::vector<GridKnob>& grid, int samples, uint64_t seed) {
     }
   }
   GridKnob k{"seed", {}};
-  for (int i = 0; i < samples; ++i) k.values.push_back(std::to_string(seed + static_cast<uint64_t>(i)));
+  for (int i = 0; i < samples; ++i)
+    k.values.push_back(std::to_string(seed + static_cast<uint64_t>(i)));
   grid.push_back(std::move(k));
 }
 
@@ -119,7 +121,9 @@ std::vector<SweepEntry> expand_grid(const RunConfig& base, const std::vector<Gri
   }
 }
 
-std::filesystem::path sweep_json_path(const std::filesystem::path& dir) { return dir / "sweep.json"; }
+std::filesystem::path sweep_json_path(const std::filesystem::path& dir) {
+  return dir / "sweep.json";
+}
 std::filesystem::path entry_trace(const std::filesystem::path& dir, const SweepEntry& e) {
   return dir / (e.name + ".h5");
 }
@@ -143,10 +147,8 @@ void write_sweep_state(const std::filesystem::path& dir, const SweepState& s) {
   for (const auto& e : s.entries) {
     nlohmann::ordered_json knobs;
     for (const auto& [k, v] : e.knobs) knobs[k] = v;
-    entries.push_back({{"name", e.name},
-                       {"knobs", knobs},
-                       {"trace", e.name + ".h5"},
-                       {"status", e.status}});
+    entries.push_back(
+        {{"name", e.name}, {"knobs", knobs}, {"trace", e.name + ".h5"}, {"status", e.status}});
   }
   j["configurations"] = entries;
   const auto path = sweep_json_path(dir);

@@ -32,9 +32,10 @@ std::vector<std::string> resolve_probes(const std::string& spec, int n_layers) {
     } else if (std::find(all.begin(), all.end(), item) != all.end()) {
       chosen.insert(item);
     } else {
-      throw Error(fmt::format("unknown probe '{}' (the model has layers L0..L{})", item, n_layers - 1),
-                  "--probes takes default, all, none, or sites like embed,L0/attn_out,L*/out,"
-                  "final_norm");
+      throw Error(
+          fmt::format("unknown probe '{}' (the model has layers L0..L{})", item, n_layers - 1),
+          "--probes takes default, all, none, or sites like embed,L0/attn_out,L*/out,"
+          "final_norm");
     }
   }
   std::vector<std::string> out;
@@ -74,7 +75,8 @@ void TraceRecorder::on_tap(const Site& site, const TapTensor& t) {
     while (r1 < t.rows && t.slot[r1] == t.slot[r0]) ++r1;
     auto bound = slot_seq_.find(t.slot[r0]);
     if (bound == slot_seq_.end()) {
-      throw Error(fmt::format("trace recorder: KV-cache slot {} is bound to no sequence", t.slot[r0]));
+      throw Error(
+          fmt::format("trace recorder: KV-cache slot {} is bound to no sequence", t.slot[r0]));
     }
     trace::StepRecord& step = pending_[bound->second];
     step.seq = bound->second;

@@ -2,21 +2,20 @@
 #include "src/run/traced_run.h"
 
 #include <algorithm>
-
 #include <nlohmann/json.hpp>
 
-#include "src/runtime/runtime.h"
+#include "common/error.h"
 #include "src/run/perturb.h"
 #include "src/run/trace_recorder.h"
 #include "src/runtime/cuda_module.h"
+#include "src/runtime/runtime.h"
 #include "trace/kernel_recorder.h"
-#include "common/error.h"
 
 namespace ds {
 
 std::string traced_config_json(const RunConfig& config, const std::string& probes,
-                               const trace::WriterOptions& writer,
-                               const std::string& force_tokens, const std::string& kernels) {
+                               const trace::WriterOptions& writer, const std::string& force_tokens,
+                               const std::string& kernels) {
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(to_json(config));
   j["trace"] = {{"probes", probes},
                 {"hidden_dtype", trace::hidden_dtype_name(writer.hidden_dtype)},
@@ -71,8 +70,8 @@ TracedRunResult run_traced(const Model& model, const std::vector<Prompt>& prompt
   trace::TraceWriter writer(wo, opt.info);
   TraceRecorder recorder(writer, opt.sites);
   const int batch = std::min<int>(opt.config.batch, std::max<size_t>(1, prompts.size()));
-  auto rt = make_runtime(model, numerics(opt.config), needed_capacity(longest, 0, c.max_seq_len),
-                         batch);
+  auto rt =
+      make_runtime(model, numerics(opt.config), needed_capacity(longest, 0, c.max_seq_len), batch);
   rt->set_tap_hook(&recorder);
   rt->set_kernel_recorder(kernels.get());
   int commits = 0;

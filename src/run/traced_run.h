@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "src/run/generate.h"
 #include "src/model/model.h"
+#include "src/run/generate.h"
 #include "src/run/prompts.h"
 #include "src/run/run_config.h"
 #include "trace/writer.h"
@@ -16,14 +16,14 @@ namespace ds {
 
 struct TracedRunOptions {
   RunConfig config;  // batch, prefill_chunk, prefix_cache and the numerics knobs all apply
-  std::vector<std::string> sites;    // hidden sites to record (see resolve_probes)
+  std::vector<std::string> sites;  // hidden sites to record (see resolve_probes)
   trace::WriterOptions writer;
   trace::RunInfo info;
   std::optional<int32_t> eos_id;
   // CUPTI kernel records into /kernels: auto (on for --device cuda when CUPTI is built), on
   // (required: an error when they cannot be recorded), off.
   std::string kernels = "auto";
-  std::function<bool()> should_stop;                        // e.g. SIGINT seen
+  std::function<bool()> should_stop;                                 // e.g. SIGINT seen
   std::function<void(int seq, int n_seqs, int generated)> progress;  // after every token
   // Set, on a write failure, to the failed HDF5 call and HDF5's error stack (for --verbose;
   // the thrown error holds only the reason, e.g. "No space left on device").

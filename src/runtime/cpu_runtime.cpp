@@ -28,29 +28,40 @@ DType parse_dtype(const std::string& s) {
 
 const char* dtype_name(DType d) {
   switch (d) {
-    case DType::fp64: return "fp64";
-    case DType::fp32: return "fp32";
-    case DType::fp16: return "fp16";
-    case DType::bf16: return "bf16";
-    case DType::layercast: return "layercast";
+    case DType::fp64:
+      return "fp64";
+    case DType::fp32:
+      return "fp32";
+    case DType::fp16:
+      return "fp16";
+    case DType::bf16:
+      return "bf16";
+    case DType::layercast:
+      return "layercast";
   }
   return "?";
 }
 
 Storage weight_storage(DType d) {
   switch (d) {
-    case DType::fp16: return Storage::f16;
+    case DType::fp16:
+      return Storage::f16;
     case DType::bf16:
-    case DType::layercast: return Storage::bf16;
-    default: return Storage::native;
+    case DType::layercast:
+      return Storage::bf16;
+    default:
+      return Storage::native;
   }
 }
 
 Storage activation_storage(DType d) {
   switch (d) {
-    case DType::fp16: return Storage::f16;
-    case DType::bf16: return Storage::bf16;
-    default: return Storage::native;
+    case DType::fp16:
+      return Storage::f16;
+    case DType::bf16:
+      return Storage::bf16;
+    default:
+      return Storage::native;
   }
 }
 
@@ -182,11 +193,12 @@ std::unique_ptr<Runtime> make_cpu_runtime(const Model& model, const Numerics& nu
   const std::string weight_part =
       in_place ? std::string("the model's float32 weights used in place")
                : fmt::format("{} of weights at {} bytes a value", format_bytes(weights), elem);
-  check_memory(fmt::format("the CPU runtime ({}, and a KV cache of {} positions x {} sequences: {})",
-                           weight_part, capacity, slots, format_bytes(kv)),
-               weights + kv,
-               "a shorter --max-new or a smaller --batch shrinks the KV cache; or use a machine "
-               "with more memory");
+  check_memory(
+      fmt::format("the CPU runtime ({}, and a KV cache of {} positions x {} sequences: {})",
+                  weight_part, capacity, slots, format_bytes(kv)),
+      weights + kv,
+      "a shorter --max-new or a smaller --batch shrinks the KV cache; or use a machine "
+      "with more memory");
   if (numerics.dtype == DType::fp64) {
     return std::make_unique<ForwardRuntime<CpuBackend<double>>>(model, numerics, capacity, slots);
   }

@@ -2,13 +2,12 @@
 #include "src/runtime/cuda_module.h"
 
 #include <dlfcn.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <mutex>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "common/error.h"
 
@@ -54,8 +53,9 @@ Loaded load() {
       const char* why = dlerror();
       l.error = fmt::format("the CUDA module {} could not be loaded: {}", p.string(),
                             why != nullptr ? why : "unknown dlopen error");
-      l.hint = "install the CUDA 13 runtime libraries it names (libcudart, libcublasLt, libcupti) "
-               "or put them on LD_LIBRARY_PATH; or use --device cpu";
+      l.hint =
+          "install the CUDA 13 runtime libraries it names (libcudart, libcublasLt, libcupti) "
+          "or put them on LD_LIBRARY_PATH; or use --device cpu";
       return l;
     }
     using Entry = const CudaModuleApi* (*)();
@@ -72,9 +72,10 @@ Loaded load() {
   }
   l.error = fmt::format("the CUDA module {} was not found (looked in: {})", kCudaModuleFile,
                         looked.empty() ? "nowhere" : looked);
-  l.hint = "this build has no CUDA backend (nvcc was not found when it was built) or the module "
-           "was not installed beside the executable; set DRIFTSCOPE_CUDA_MODULE to its path, or "
-           "use --device cpu (the reference backend, which emulates GPU numerics)";
+  l.hint =
+      "this build has no CUDA backend (nvcc was not found when it was built) or the module "
+      "was not installed beside the executable; set DRIFTSCOPE_CUDA_MODULE to its path, or "
+      "use --device cpu (the reference backend, which emulates GPU numerics)";
   return l;
 }
 

@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "common/error.h"
 #include "src/model/model.h"
 #include "src/runtime/policy.h"
 #include "src/runtime/rope_table.h"
-#include "common/error.h"
 #include "src/runtime/runtime.h"
 #include "src/runtime/shadow.h"
 #include "src/runtime/taps.h"
@@ -114,10 +114,10 @@ class ForwardRuntime final : public Runtime {
     check_runtime_setup(c_, nx, capacity, slots);
     embed_ = b_.upload(m.weights.embed);
     for (const auto& w : m.weights.layers) {
-      layers_.push_back({b_.upload(w.attn_norm), b_.upload(w.wq), b_.upload(w.wk),
-                         b_.upload(w.wv), b_.upload(w.bq), b_.upload(w.bk), b_.upload(w.bv),
-                         b_.upload(w.wo), b_.upload(w.mlp_norm), b_.upload(w.w_gate),
-                         b_.upload(w.w_up), b_.upload(w.w_down)});
+      layers_.push_back({b_.upload(w.attn_norm), b_.upload(w.wq), b_.upload(w.wk), b_.upload(w.wv),
+                         b_.upload(w.bq), b_.upload(w.bk), b_.upload(w.bv), b_.upload(w.wo),
+                         b_.upload(w.mlp_norm), b_.upload(w.w_gate), b_.upload(w.w_up),
+                         b_.upload(w.w_down)});
     }
     final_norm_ = b_.upload(m.weights.final_norm);
     if (!m.weights.lm_head.empty()) lm_head_ = b_.upload(m.weights.lm_head);
@@ -163,9 +163,10 @@ class ForwardRuntime final : public Runtime {
     if (source == nullptr) return;
     if constexpr (!kCanShadow) {
       shadow_ = nullptr;
-      throw Error("shadow layers (attribute) need taps delivered during the pass, which this "
-                  "backend defers to its end",
-                  "run attribute with --device cpu");
+      throw Error(
+          "shadow layers (attribute) need taps delivered during the pass, which this "
+          "backend defers to its end",
+          "run attribute with --device cpu");
     } else {
       shadow_layer_.assign(c_.n_layers, false);
       shadow_mlp_.assign(c_.n_layers, false);
@@ -211,7 +212,7 @@ class ForwardRuntime final : public Runtime {
     const std::string& site = lsite(l, SiteKind::attn_out);
     rmsnorm(lsite(l, SiteKind::attn_norm), xb_, x_, w.attn_norm, n);
     tap_layer(l, SiteKind::attn_norm, xb_.ptr(0), n, D);
-    gemm(site, "q_proj", q_, xb_, w.wq, &w.bq, n, Q, D);  // (n, q_dim)
+    gemm(site, "q_proj", q_, xb_, w.wq, &w.bq, n, Q, D);   // (n, q_dim)
     gemm(site, "k_proj", k_, xb_, w.wk, &w.bk, n, KV, D);  // (n, kv_dim)
     gemm(site, "v_proj", v_, xb_, w.wv, &w.bv, n, KV, D);  // (n, kv_dim)
     rope(site, n);
@@ -223,8 +224,10 @@ class ForwardRuntime final : public Runtime {
       // append the sequence's new keys and values to its cache: consecutive positions, so one
       // contiguous block each
       const size_t at = cache_index(slot, l, cols_.pos[r0]);
-      b_.copy(k_cache_.ptr(at), k_.ptr(static_cast<size_t>(r0) * KV), static_cast<size_t>(rows) * KV);
-      b_.copy(v_cache_.ptr(at), v_.ptr(static_cast<size_t>(r0) * KV), static_cast<size_t>(rows) * KV);
+      b_.copy(k_cache_.ptr(at), k_.ptr(static_cast<size_t>(r0) * KV),
+              static_cast<size_t>(rows) * KV);
+      b_.copy(v_cache_.ptr(at), v_.ptr(static_cast<size_t>(r0) * KV),
+              static_cast<size_t>(rows) * KV);
       AttentionCall a;
       a.r0 = r0;
       a.rows = rows;
@@ -254,9 +257,9 @@ class ForwardRuntime final : public Runtime {
     const std::string& site = lsite(l, SiteKind::mlp_out);
     rmsnorm(lsite(l, SiteKind::mlp_norm), xb_, x_, w.mlp_norm, n);
     tap_layer(l, SiteKind::mlp_norm, xb_.ptr(0), n, D);
-    gemm(site, "gate_proj", gate_, xb_, w.w_gate, nullptr, n, F, D);  // (n, hidden)
-    gemm(site, "up_proj", up_, xb_, w.w_up, nullptr, n, F, D);        // (n, hidden)
-    swiglu(site, n);                                                  // gate <- silu(gate) * up
+    gemm(site, "gate_proj", gate_, xb_, w.w_gate, nullptr, n, F, D);      // (n, hidden)
+    gemm(site, "up_proj", up_, xb_, w.w_up, nullptr, n, F, D);            // (n, hidden)
+    swiglu(site, n);                                                      // gate <- silu(gate) * up
     row_parallel_gemm(site, "down_proj", xb_, gate_, w.w_down, n, D, F);  // (n, dim)
     tap_layer(l, SiteKind::mlp_out, xb_.ptr(0), n, D);
     residual_add(lsite(l, SiteKind::out), n);
@@ -350,15 +353,19 @@ class ForwardRuntime final : public Runtime {
   }
 
   // ---- shadow layers (shadow.h): a copy of a block on the reference's recorded input rows ----
-  static constexpr bool kCanShadow = requires(B& b, Ptr p, const float* h) { b.load_rows(p, h, 1); };
-  static constexpr bool kCanRound = requires(B& b, Ptr p) { b.round(p, 1, Storage::bf16); };
+  static constexpr bool kCanShadow = requires(B & b, Ptr p, const float* h) {
+    b.load_rows(p, h, 1);
+  };
+  static constexpr bool kCanRound = requires(B & b, Ptr p) { b.round(p, 1, Storage::bf16); };
 
   // Forwards the taps of a shadow to the source, tagged with the shadow's kind.
   struct ShadowTaps final : TapHook {
     ShadowSource* source = nullptr;
     ShadowKind kind = ShadowKind::layer;
     bool wants(const Site&) override { return true; }
-    void on_tap(const Site& site, const TapTensor& t) override { source->on_shadow_tap(kind, site, t); }
+    void on_tap(const Site& site, const TapTensor& t) override {
+      source->on_shadow_tap(kind, site, t);
+    }
   };
 
   // Runs `body` with the shadow residual and KV cache swapped in, the reference's rows of

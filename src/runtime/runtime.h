@@ -37,17 +37,17 @@ enum class GemmKernel { cublas, tiled };
 // Every knob of the runtime that changes the numbers.
 struct Numerics {
   DType dtype = DType::fp32;
-  bool accum_f16 = false;            // GEMM / attention accumulation in fp16
+  bool accum_f16 = false;  // GEMM / attention accumulation in fp16
   GemmPolicy gemm_policy = GemmPolicy::invariant;
-  int split_k = 0;                   // 0 = auto: 1 when invariant, from the shape when heuristic
-  int tp = 1;                        // tensor-parallel degree of row-parallel layers
+  int split_k = 0;  // 0 = auto: 1 when invariant, from the shape when heuristic
+  int tp = 1;       // tensor-parallel degree of row-parallel layers
   ops::AllReduce allreduce = ops::AllReduce::ring;
-  int attn_splits = 0;               // 0 = auto: 1 when invariant, from the batch when heuristic
+  int attn_splits = 0;  // 0 = auto: 1 when invariant, from the batch when heuristic
   // CUDA backend only (the CPU reference has one implementation of each op):
   Device device = Device::cpu;
   GemmKernel gemm_kernel = GemmKernel::cublas;
-  bool tf32 = false;                 // TF32 tensor cores for fp32 GEMMs
-  Perturbation perturb;              // test-only (shadow.h); inert unless set
+  bool tf32 = false;     // TF32 tensor cores for fp32 GEMMs
+  Perturbation perturb;  // test-only (shadow.h); inert unless set
 };
 
 // One input row of a forward pass: token `token` of the sequence in KV-cache slot `slot`, at

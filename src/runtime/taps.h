@@ -1,14 +1,14 @@
-// Tap hook: the runtime's two-phase callback at every layer boundary (docs/trace-format.md, site names).
-// Before a forward pass the runtime asks once per site whether it is wanted; during the pass it
-// hands over each wanted tensor exactly as the next operation consumes it. With no hook, or no
-// wanted site, nothing is copied.
+// Tap hook: the runtime's two-phase callback at every layer boundary (docs/trace-format.md, site
+// names). Before a forward pass the runtime asks once per site whether it is wanted; during the
+// pass it hands over each wanted tensor exactly as the next operation consumes it. With no hook, or
+// no wanted site, nothing is copied.
 #pragma once
 
 #include <array>
 #include <cstdint>
-#include <vector>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "trace/schema.h"
 
@@ -25,7 +25,7 @@ using trace::SiteKind;
 // A tapped tensor: `rows` rows of `width` values (float or double, as the runtime computes),
 // row r belonging to the sequence in KV-cache slot slot[r], at input position pos[r].
 struct TapTensor {
-  const float* f32 = nullptr;   // exactly one of f32 / f64 is set
+  const float* f32 = nullptr;  // exactly one of f32 / f64 is set
   const double* f64 = nullptr;
   int rows = 0;
   int width = 0;
@@ -34,7 +34,8 @@ struct TapTensor {
 };
 
 // The tapped tensor of `rows` rows of `width` values at data, the rows' slots and positions.
-inline TapTensor tap_tensor(const float* data, int rows, int width, const int* slot, const int* pos) {
+inline TapTensor tap_tensor(const float* data, int rows, int width, const int* slot,
+                            const int* pos) {
   TapTensor t;
   t.f32 = data;
   t.rows = rows;
@@ -66,9 +67,7 @@ struct WantedSites {
 
   // Asks `hook` about every site of an n_layers model (null hook: nothing is wanted).
   void ask(TapHook* hook, int n_layers);
-  bool at(int l, SiteKind kind) const {
-    return layer[l][layer_site_index(kind)];
-  }
+  bool at(int l, SiteKind kind) const { return layer[l][layer_site_index(kind)]; }
   int hidden_sites() const;  // wanted sites other than the logits
 };
 

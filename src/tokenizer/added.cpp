@@ -47,7 +47,8 @@ void AddedVocabulary::Matcher::add(std::string pattern, size_t token_index) {
 void AddedVocabulary::Matcher::finish() {
   // By first byte, then longest first; equal patterns keep their order (the first one wins).
   std::stable_sort(patterns_.begin(), patterns_.end(), [](const auto& a, const auto& b) {
-    const auto fa = static_cast<unsigned char>(a.first[0]), fb = static_cast<unsigned char>(b.first[0]);
+    const auto fa = static_cast<unsigned char>(a.first[0]),
+               fb = static_cast<unsigned char>(b.first[0]);
     if (fa != fb) return fa < fb;
     return a.first.size() > b.first.size();
   });
@@ -83,8 +84,8 @@ AddedVocabulary::AddedVocabulary(std::vector<AddedToken> tokens, const Normalize
 }
 
 std::vector<AddedVocabulary::Cut> AddedVocabulary::find(std::string_view text,
-                                                         const Matcher& matcher,
-                                                         bool match_special) const {
+                                                        const Matcher& matcher,
+                                                        bool match_special) const {
   std::vector<Cut> cuts;
   size_t start_offset = 0;  // end of the last kept match
   size_t pos = 0;
@@ -128,7 +129,8 @@ std::vector<Segment> AddedVocabulary::split(std::string_view text, const Normali
       segments.push_back({tokens_[*raw.token].id, {}, false});
       continue;
     }
-    const std::string normalized = normalizer.apply(std::string(text.substr(raw.begin, raw.end - raw.begin)));
+    const std::string normalized =
+        normalizer.apply(std::string(text.substr(raw.begin, raw.end - raw.begin)));
     for (const Cut& cut : find(normalized, normalized_, match_special)) {
       if (cut.token) {
         segments.push_back({tokens_[*cut.token].id, {}, false});

@@ -1,5 +1,5 @@
-// The added tokens of tokenizer.json ("added_tokens": <|im_start|>, <s>, <think>, ...): found in the
-// text before the model sees it, so that chat markup becomes single ids. As AddedVocabulary of
+// The added tokens of tokenizer.json ("added_tokens": <|im_start|>, <s>, <think>, ...): found in
+// the text before the model sees it, so that chat markup becomes single ids. As AddedVocabulary of
 // huggingface/tokenizers: tokens with normalized=false are matched in the raw text, those with
 // normalized=true in the normalized text; leftmost-longest; lstrip / rstrip swallow the whitespace
 // beside a match; single_word needs non-word characters (or the text's ends) on both sides.

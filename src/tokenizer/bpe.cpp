@@ -47,8 +47,9 @@ BpeModel::BpeModel(const json& j, const Parser& parser) {
   // Old files leave out the type; a model with merges is BPE.
   const auto type = j.contains("type") ? j.at("type").get<std::string>() : std::string("BPE");
   if (type != "BPE") {
-    parser.unsupported("model", type,
-                       "only BPE models are supported (Llama 2/3, Mistral, Qwen2/2.5/3, TinyLlama)");
+    parser.unsupported(
+        "model", type,
+        "only BPE models are supported (Llama 2/3, Mistral, Qwen2/2.5/3, TinyLlama)");
   }
   if (j.contains("dropout") && !j.at("dropout").is_null() && j.at("dropout").get<double>() != 0) {
     parser.invalid("BPE dropout is not supported (it makes tokenization random)");
@@ -90,8 +91,8 @@ BpeModel::BpeModel(const json& j, const Parser& parser) {
       const auto& text = merge.get_ref<const std::string&>();
       const size_t space = text.find(' ');
       if (space == std::string::npos || text.find(' ', space + 1) != std::string::npos) {
-        parser.invalid(fmt::format("merge {} '{}' is not two tokens separated by one space", rank,
-                                   text));
+        parser.invalid(
+            fmt::format("merge {} '{}' is not two tokens separated by one space", rank, text));
       }
       left.assign(text, 0, space);
       right.assign(text, space + 1);

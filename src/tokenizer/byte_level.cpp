@@ -10,8 +10,8 @@ namespace {
 
 struct ByteLevelTables {
   std::array<std::array<char, 2>, 256> char_of_byte;  // UTF-8 of the character for each byte
-  std::array<uint8_t, 256> char_length;                // 1 or 2: every character is below U+0800
-  std::array<int16_t, 256 + 68> byte_of_char;  // indexed by code point; -1 where none
+  std::array<uint8_t, 256> char_length;               // 1 or 2: every character is below U+0800
+  std::array<int16_t, 256 + 68> byte_of_char;         // indexed by code point; -1 where none
 
   ByteLevelTables() {
     byte_of_char.fill(-1);
@@ -24,7 +24,8 @@ struct ByteLevelTables {
         char_of_byte[b] = {static_cast<char>(c), 0};
         char_length[b] = 1;
       } else {
-        char_of_byte[b] = {static_cast<char>(0xC0 | (c >> 6)), static_cast<char>(0x80 | (c & 0x3F))};
+        char_of_byte[b] = {static_cast<char>(0xC0 | (c >> 6)),
+                           static_cast<char>(0x80 | (c & 0x3F))};
         char_length[b] = 2;
       }
     }

@@ -89,8 +89,8 @@ void Decoder::add(const json& j, const Parser& parser) {
   } else if (type == "ByteLevel") {
     steps_.push_back(ByteLevel{});
   } else if (type == "Replace") {
-    steps_.push_back(
-        Replace{Pattern(j.at("pattern"), parser, "Replace decoder"), j.at("content").get<std::string>()});
+    steps_.push_back(Replace{Pattern(j.at("pattern"), parser, "Replace decoder"),
+                             j.at("content").get<std::string>()});
   } else if (type == "ByteFallback") {
     steps_.push_back(ByteFallback{});
   } else if (type == "Fuse") {

@@ -1,4 +1,5 @@
-// tokenizer.json reading helpers: JSON parsing, error messages, patterns (see tokenizer_hf_common.h).
+// tokenizer.json reading helpers: JSON parsing, error messages, patterns (see
+// tokenizer_hf_common.h).
 #include "src/tokenizer/json_common.h"
 
 #include <fmt/format.h>

@@ -1,11 +1,12 @@
 // Picks the tokenizer implementation from a path (tokenizer.json, model directory, tokenizer.bin).
+#include "src/tokenizer/load.h"
+
 #include <fmt/format.h>
 
 #include <optional>
 
 #include "common/error.h"
 #include "src/tokenizer/tokenizer.h"
-#include "src/tokenizer/load.h"
 
 namespace fs = std::filesystem;
 
@@ -30,7 +31,9 @@ std::unique_ptr<Tokenizer> load(const fs::path& path, std::optional<int32_t> voc
 
 }  // namespace
 
-std::unique_ptr<Tokenizer> load_tokenizer(const fs::path& path) { return load(path, std::nullopt); }
+std::unique_ptr<Tokenizer> load_tokenizer(const fs::path& path) {
+  return load(path, std::nullopt);
+}
 
 std::unique_ptr<Tokenizer> load_tokenizer(const fs::path& path, int32_t vocab_size) {
   std::unique_ptr<Tokenizer> tok = load(path, vocab_size);

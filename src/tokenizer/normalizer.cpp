@@ -24,8 +24,8 @@ void Normalizer::add(const json& j, const Parser& parser) {
   } else if (type == "Prepend") {
     steps_.push_back(Prepend{j.at("prepend").get<std::string>()});
   } else if (type == "Replace") {
-    steps_.push_back(
-        Replace{Pattern(j.at("pattern"), parser, "Replace normalizer"), j.at("content").get<std::string>()});
+    steps_.push_back(Replace{Pattern(j.at("pattern"), parser, "Replace normalizer"),
+                             j.at("content").get<std::string>()});
   } else {
     parser.unsupported("normalizer", type,
                        "supported normalizers: Sequence, NFC, NFD, NFKC, NFKD, Lowercase, Prepend, "

@@ -18,7 +18,8 @@ constexpr const char* kGpt2Pattern =
 
 Metaspace parse_metaspace(const json& j, const Parser& parser) {
   Metaspace m;
-  if (j.contains("replacement")) m.replacement = parser.one_character(j, "replacement", "Metaspace");
+  if (j.contains("replacement"))
+    m.replacement = parser.one_character(j, "replacement", "Metaspace");
   if (j.contains("prepend_scheme")) {
     const auto scheme = j.at("prepend_scheme").get<std::string>();
     if (scheme == "always") {
@@ -62,8 +63,9 @@ void PreTokenizer::add(const json& j, const Parser& parser) {
   } else if (type == "ByteLevel") {
     ByteLevel b{j.value("add_prefix_space", true), std::nullopt};
     if (j.value("use_regex", true)) {
-      b.gpt2_split = Split{Pattern(json{{"Regex", kGpt2Pattern}}, parser, "ByteLevel pre_tokenizer"),
-                           Behavior::kIsolated};
+      b.gpt2_split =
+          Split{Pattern(json{{"Regex", kGpt2Pattern}}, parser, "ByteLevel pre_tokenizer"),
+                Behavior::kIsolated};
     }
     steps_.push_back(std::move(b));
   } else if (type == "Metaspace") {
@@ -105,7 +107,8 @@ void PreTokenizer::split(const Split& s, Piece&& piece, std::vector<Piece>& out)
   if (text.empty()) return;
   std::vector<Regex::Span> matches;
   s.pattern.find_all(text, matches);
-  if (matches.empty() && !s.invert) {  // no delimiter: the piece stays whole, whatever the behaviour
+  if (matches.empty() &&
+      !s.invert) {  // no delimiter: the piece stays whole, whatever the behaviour
     out.push_back(std::move(piece));
     return;
   }

@@ -1,6 +1,6 @@
 // tokenizer.json "pre_tokenizer": cuts the normalized text into the pieces ("words") the model
-// tokenizes one by one. Split (String or Regex pattern, any delimiter behaviour, invert), ByteLevel,
-// Metaspace, Digits and Sequence, with the semantics of huggingface/tokenizers.
+// tokenizes one by one. Split (String or Regex pattern, any delimiter behaviour, invert),
+// ByteLevel, Metaspace, Digits and Sequence, with the semantics of huggingface/tokenizers.
 #pragma once
 
 #include <optional>

@@ -12,7 +12,8 @@ namespace {
 
 std::string pcre2_message(int code) {
   PCRE2_UCHAR buffer[256];
-  if (pcre2_get_error_message(code, buffer, sizeof(buffer)) < 0) return fmt::format("code {}", code);
+  if (pcre2_get_error_message(code, buffer, sizeof(buffer)) < 0)
+    return fmt::format("code {}", code);
   return reinterpret_cast<const char*>(buffer);
 }
 
@@ -60,7 +61,9 @@ Regex::Regex(std::string_view pattern, std::string_view where) : pattern_(patter
   code_ = code;
 }
 
-Regex::~Regex() { pcre2_code_free(static_cast<pcre2_code*>(code_)); }
+Regex::~Regex() {
+  pcre2_code_free(static_cast<pcre2_code*>(code_));
+}
 
 Regex::Regex(Regex&& other) noexcept
     : pattern_(std::move(other.pattern_)), code_(std::exchange(other.code_, nullptr)) {}
@@ -74,8 +77,8 @@ void Regex::find_all(std::string_view text, std::vector<Span>& out) const {
                                PCRE2_NO_UTF_CHECK, state.data, state.context);
     if (rc == PCRE2_ERROR_NOMATCH) return;
     if (rc < 0) {
-      throw Error(fmt::format("regex '{}' failed on a text of {} bytes: {}", pattern_,
-                              text.size(), pcre2_message(rc)),
+      throw Error(fmt::format("regex '{}' failed on a text of {} bytes: {}", pattern_, text.size(),
+                              pcre2_message(rc)),
                   "the text may be pathological for this pattern; try splitting it");
     }
     const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(state.data);

@@ -1,4 +1,5 @@
-// Tokenizer interface: text <-> token ids, for llama2.c tokenizer.bin and Hugging Face tokenizer.json.
+// Tokenizer interface: text <-> token ids, for llama2.c tokenizer.bin and Hugging Face
+// tokenizer.json.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +30,8 @@ class Tokenizer {
   virtual ~Tokenizer() = default;
 
   // Encodes text (ds::Error when it is not valid UTF-8, except for llama2.c, which takes bytes).
-  virtual std::vector<int32_t> encode(std::string_view text, const EncodeOptions& options) const = 0;
+  virtual std::vector<int32_t> encode(std::string_view text,
+                                      const EncodeOptions& options) const = 0;
   std::vector<int32_t> encode(std::string_view text, bool add_special) const {
     return encode(text, EncodeOptions{.add_special = add_special});
   }

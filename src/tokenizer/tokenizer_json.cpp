@@ -1,20 +1,20 @@
-// Hugging Face tokenizer.json with a BPE model, both kinds real checkpoints use: SentencePiece-style
-// with byte_fallback (Llama 2, Mistral, TinyLlama) and byte-level (Qwen2/2.5/3, Llama 3). The
-// pipeline of huggingface/tokenizers (the Rust library behind transformers' fast tokenizers):
-// added tokens -> normalizer -> pre-tokenizer -> BPE -> post-processor; decoders back.
+// Hugging Face tokenizer.json with a BPE model, both kinds real checkpoints use:
+// SentencePiece-style with byte_fallback (Llama 2, Mistral, TinyLlama) and byte-level (Qwen2/2.5/3,
+// Llama 3). The pipeline of huggingface/tokenizers (the Rust library behind transformers' fast
+// tokenizers): added tokens -> normalizer -> pre-tokenizer -> BPE -> post-processor; decoders back.
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "common/error.h"
 #include "common/json_integer.h"
-#include "src/tokenizer/tokenizer.h"
 #include "src/tokenizer/added.h"
 #include "src/tokenizer/bpe.h"
-#include "src/tokenizer/json_common.h"
 #include "src/tokenizer/decoder.h"
+#include "src/tokenizer/json_common.h"
 #include "src/tokenizer/normalizer.h"
 #include "src/tokenizer/pretokenizer.h"
+#include "src/tokenizer/tokenizer.h"
 #include "src/tokenizer/utf8.h"
 
 namespace fs = std::filesystem;
@@ -218,7 +218,8 @@ std::optional<int32_t> HfTokenizer::token_id(std::string_view content) const {
   return model_.lookup(content);
 }
 
-std::vector<int32_t> HfTokenizer::encode(std::string_view text, const EncodeOptions& options) const {
+std::vector<int32_t> HfTokenizer::encode(std::string_view text,
+                                         const EncodeOptions& options) const {
   if (auto bad = utf8_first_invalid(text)) {
     throw Error(fmt::format("cannot tokenize text that is not valid UTF-8 (byte 0x{:02X} at offset "
                             "{} of {})",
@@ -263,10 +264,10 @@ std::string HfTokenizer::policy_json() const {
   j["bos_id"] = optional_id(bos_id_);
   j["eos_id"] = optional_id(eos_id_);
   j["add_special"] = {{"prefix", prefix_ids_}, {"suffix", suffix_ids_}};
-  j["adds_bos"] = bos_id_ && std::find(prefix_ids_.begin(), prefix_ids_.end(), *bos_id_) !=
-                                 prefix_ids_.end();
-  j["adds_eos"] = eos_id_ && std::find(suffix_ids_.begin(), suffix_ids_.end(), *eos_id_) !=
-                                 suffix_ids_.end();
+  j["adds_bos"] =
+      bos_id_ && std::find(prefix_ids_.begin(), prefix_ids_.end(), *bos_id_) != prefix_ids_.end();
+  j["adds_eos"] =
+      eos_id_ && std::find(suffix_ids_.begin(), suffix_ids_.end(), *eos_id_) != suffix_ids_.end();
   j["special_in_text"] = EncodeOptions{}.special_in_text;
   return j.dump();
 }

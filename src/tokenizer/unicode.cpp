@@ -3,9 +3,9 @@
 
 #include <fmt/format.h>
 #include <unicode/bytestream.h>
+#include <unicode/locid.h>
 #include <unicode/normalizer2.h>
 #include <unicode/uchar.h>
-#include <unicode/locid.h>
 #include <unicode/unistr.h>
 #include <unicode/uversion.h>
 
@@ -19,10 +19,18 @@ const icu::Normalizer2& normalizer(NormalForm form) {
   UErrorCode status = U_ZERO_ERROR;
   const icu::Normalizer2* n = nullptr;
   switch (form) {
-    case NormalForm::kNFC: n = icu::Normalizer2::getNFCInstance(status); break;
-    case NormalForm::kNFD: n = icu::Normalizer2::getNFDInstance(status); break;
-    case NormalForm::kNFKC: n = icu::Normalizer2::getNFKCInstance(status); break;
-    case NormalForm::kNFKD: n = icu::Normalizer2::getNFKDInstance(status); break;
+    case NormalForm::kNFC:
+      n = icu::Normalizer2::getNFCInstance(status);
+      break;
+    case NormalForm::kNFD:
+      n = icu::Normalizer2::getNFDInstance(status);
+      break;
+    case NormalForm::kNFKC:
+      n = icu::Normalizer2::getNFKCInstance(status);
+      break;
+    case NormalForm::kNFKD:
+      n = icu::Normalizer2::getNFKDInstance(status);
+      break;
   }
   if (U_FAILURE(status) || n == nullptr) {
     throw Error(fmt::format("ICU has no normalizer data ({})", u_errorName(status)),
@@ -70,7 +78,9 @@ std::string unicode_lowercase(std::string_view text) {
   return out;
 }
 
-bool unicode_is_whitespace(char32_t c) { return u_isUWhiteSpace(static_cast<UChar32>(c)); }
+bool unicode_is_whitespace(char32_t c) {
+  return u_isUWhiteSpace(static_cast<UChar32>(c));
+}
 
 bool unicode_is_word(char32_t c) {
   const auto cp = static_cast<UChar32>(c);

@@ -30,7 +30,9 @@ std::optional<Utf8Char> utf8_decode_char(std::string_view text, size_t pos) {
   return Utf8Char{cp, length};
 }
 
-bool utf8_is_valid(std::string_view text) { return !utf8_first_invalid(text).has_value(); }
+bool utf8_is_valid(std::string_view text) {
+  return !utf8_first_invalid(text).has_value();
+}
 
 std::optional<size_t> utf8_first_invalid(std::string_view text) {
   for (size_t pos = 0; pos < text.size();) {

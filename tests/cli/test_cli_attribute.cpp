@@ -2,7 +2,6 @@
 // perturbations must be found where they were planted, the shadows must reproduce B's own
 // layers bit for bit where A's and B's inputs agree, and the totals must be B's real drift.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -51,7 +50,9 @@ std::map<std::string, json> attribute(const std::string& args, json* report = nu
   return blocks;
 }
 
-double num(const json& v) { return v.is_null() ? NAN : v.get<double>(); }
+double num(const json& v) {
+  return v.is_null() ? NAN : v.get<double>();
+}
 
 // Sets an environment variable for the scope (the CLI child inherits it).
 struct ScopedEnv {
@@ -147,7 +148,8 @@ TEST_CASE("attribute under another split-K: local error exactly in the blocks wh
     if (b["kind"] == "mlp" || b["kind"] == "final_norm") CHECK(num(b["local"]) == 0);
   }
   CHECK(attn["verdict"].get<std::string>().find(
-            "attention layers 0–3 add 100% of the local error; MLPs add none") != std::string::npos);
+            "attention layers 0–3 add 100% of the local error; MLPs add none") !=
+        std::string::npos);
 }
 
 TEST_CASE("attribute against bf16: totals are B's own drift, local + inherited = total",
@@ -158,7 +160,8 @@ TEST_CASE("attribute against bf16: totals are B's own drift, local + inherited =
   const auto blocks = attribute(a + " --dtype bf16", &report);
   // B's own teacher-forced run, recorded separately: the total of each site must be its drift
   const std::string b = (dir.path() / "b.h5").string();
-  REQUIRE(run_cli("run -q --dtype bf16 --probes all --force-tokens " + a + " -o " + b).exit_code == 0);
+  REQUIRE(run_cli("run -q --dtype bf16 --probes all --force-tokens " + a + " -o " + b).exit_code ==
+          0);
   const auto ra = ds::trace::TraceReader::open(a), rb = ds::trace::TraceReader::open(b);
   for (const auto& [name, blk] : blocks) {
     INFO(name);
@@ -211,10 +214,12 @@ TEST_CASE("attribute: bad input exits 2 with one message and a hint", "[cli][att
   const auto cuda = run_cli("attribute " + a + " --device cuda");
   ds::test::check_input_error(cuda, "attribute runs on --device cpu only");
   CHECK(cuda.err.find("hint: drop --device cuda") != std::string::npos);
-  ds::test::check_input_error(run_cli("attribute " + a + " --json " + (dir.path() / "no/x.json").string()),
-                              "cannot write the JSON report");
-  ds::test::check_input_error(run_cli("attribute " + a + " --html " + (dir.path() / "no/x.html").string()),
-                              "cannot write the HTML report");
+  ds::test::check_input_error(
+      run_cli("attribute " + a + " --json " + (dir.path() / "no/x.json").string()),
+      "cannot write the JSON report");
+  ds::test::check_input_error(
+      run_cli("attribute " + a + " --html " + (dir.path() / "no/x.html").string()),
+      "cannot write the HTML report");
   {
     ScopedEnv perturb("DRIFTSCOPE_TEST_PERTURB", "L3/mlp:bf16");
     ds::test::check_input_error(run_cli("attribute " + a), "invalid DRIFTSCOPE_TEST_PERTURB");

@@ -2,10 +2,9 @@
 // against the documented limits before anything is allocated; files a user names are read
 // with a bound; each case ends in exit 2 with "driftscope: <message>" and a hint, never a
 // crash (exit 3), an allocation failure or a number that overflowed on its way to the message.
-#include <catch2/catch.hpp>
-
 #include <sys/stat.h>
 
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -25,8 +24,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A config.json of a small Llama (dim 64, 2 layers, GQA, vocab 512) with `extra` fields replacing its
-// own: `extra` is JSON members, e.g. R"("hidden_size": 2147483648)".
+// A config.json of a small Llama (dim 64, 2 layers, GQA, vocab 512) with `extra` fields replacing
+// its own: `extra` is JSON members, e.g. R"("hidden_size": 2147483648)".
 std::string llama_config(const std::string& extra = "") {
   nlohmann::json j = nlohmann::json::parse(R"({
     "model_type": "llama", "hidden_size": 64, "intermediate_size": 172,
@@ -85,8 +84,9 @@ TEST_CASE("a safetensors shape past any file size is refused before its product 
       m / "model.safetensors",
       R"({"w":{"dtype":"F32","shape":[1099511627776,1099511627776],"data_offsets":[0,0]}})", 0);
   auto r = run_cli("generate --prompt-ids 1 --model " + m.string());
-  check_input_error(r, "tensor 'w' of shape [1099511627776,1099511627776] has more elements "
-                       "than the file's 0 data bytes");
+  check_input_error(r,
+                    "tensor 'w' of shape [1099511627776,1099511627776] has more elements "
+                    "than the file's 0 data bytes");
   // A negative dimension and a fractional one are refused as such.
   write_raw_safetensors(m / "model.safetensors",
                         R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,0]}})", 0);
@@ -135,8 +135,8 @@ TEST_CASE("a model within the limits but too large for memory says how much it n
   // 2 x V x D = 2^39; per layer 2 norms 2D = 2^17, q/k/v/o 4 x D x D = 2^34, MLP 3 x D x F =
   // 3 x 2^34, so 2^36 + 2^17, times 2^10 layers = 2^46 + 2^27; final norm 2^16. Loading needs
   // float32 twice: 8 bytes a parameter = 2^49 + 2^42 + 2^30 + 2^19 bytes = 516.001 TiB.
-  const fs::path m = config_only_model(
-      dir.path() / "m", R"("hidden_size": 65536, "intermediate_size": 262144,
+  const fs::path m =
+      config_only_model(dir.path() / "m", R"("hidden_size": 65536, "intermediate_size": 262144,
       "num_hidden_layers": 1024, "num_attention_heads": 512, "num_key_value_heads": 512,
       "vocab_size": 4194304, "max_position_embeddings": 16777216, "tie_word_embeddings": false)");
   ::setenv("DRIFTSCOPE_MEM_AVAILABLE", "17179869184", 1);  // 16 GiB
@@ -216,7 +216,8 @@ TEST_CASE("prompts file that is /dev/zero, a directory, binary or empty is refus
   check_input_error(run_cli("run --prompts " + (dir.path() / "empty.txt").string() + out),
                     "holds no prompt");
   // Ids that do not fit 32 bits are refused, not wrapped (2^32 + 1 would have become 1).
-  std::ofstream(dir.path() / "ids.jsonl") << R"({"ids": [1, 4294967297]})" << "\n";
+  std::ofstream(dir.path() / "ids.jsonl") << R"({"ids": [1, 4294967297]})"
+                                          << "\n";
   check_input_error(run_cli("run --prompts " + (dir.path() / "ids.jsonl").string() + out),
                     "\"ids\" holds 4294967297, not a token id");
   CHECK_FALSE(fs::exists(dir.path() / "t.h5"));

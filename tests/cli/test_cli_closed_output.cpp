@@ -1,12 +1,11 @@
 // A reader that closes the pipe early (`driftscope show t.h5 | head`): every command that writes
 // to stdout ends quietly with exit 141 (128 + SIGPIPE, as a shell reports a process a closed pipe
 // ended), never with "internal error" and exit 3; a full disk on stdout is an input error.
-#include <catch2/catch.hpp>
-
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -75,7 +74,8 @@ TEST_CASE("every command that writes to stdout ends quietly when stdout is close
   }
 }
 
-TEST_CASE("a full disk on stdout is an input error, not an internal one", "[cli][bad-input][pipe]") {
+TEST_CASE("a full disk on stdout is an input error, not an internal one",
+          "[cli][bad-input][pipe]") {
   REQUIRE(std::filesystem::exists("/dev/full"));  // Linux: every write fails with ENOSPC
   ds::test::TempDir dir;
   const std::string trace = (dir.path() / "t.h5").string();

@@ -3,18 +3,16 @@
 // (read back through the trace reader, and by diff: zero drift); its datasets carry no filter at
 // all, checked on each dataset's creation property list with HDF5 itself, independently of what
 // the writer records; bad values are refused like every other option.
-#include <catch2/catch.hpp>
-
 #include <hdf5.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "tests/support/paths.h"
 #include "tests/support/run_cli.h"
@@ -100,8 +98,9 @@ Pipeline without_checksum(const std::string& path, Pipeline pipeline) {
 
 }  // namespace
 
-TEST_CASE("run stores no filter by default, and the same bits as --compression deflate and deflate9",
-          "[cli][trace][compression]") {
+TEST_CASE(
+    "run stores no filter by default, and the same bits as --compression deflate and deflate9",
+    "[cli][trace][compression]") {
   ds::test::TempDir dir;
   const fs::path prompts = dir.path() / "p.txt";
   ds::test::write_prompts(prompts, 2);
@@ -215,8 +214,8 @@ TEST_CASE("demo and sweep pass --compression to the traces they write",
         "deflate1");
   // A second sweep into another folder, uncompressed: its child runs got the flag.
   const fs::path sw2 = dir.path() / "sw2";
-  r = run_cli("sweep -q --grid 'dtype=fp32' -n 4 --compression none --prompts " +
-              prompts.string() + " -o " + sw2.string());
+  r = run_cli("sweep -q --grid 'dtype=fp32' -n 4 --compression none --prompts " + prompts.string() +
+              " -o " + sw2.string());
   REQUIRE(r.exit_code == 0);
   for (const auto& [name, pipeline] : dataset_filters(sw2 / "base.h5")) {
     INFO(name);

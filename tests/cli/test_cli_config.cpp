@@ -1,7 +1,6 @@
 // Run configuration from the command line and config files: every bundled config file parses
 // and validates; flags win over the file; bad keys and values name themselves.
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <fstream>
 

@@ -1,7 +1,6 @@
 // CUDA only when asked (docs/architecture.md): the executable links no CUDA library, and
 // --device cuda names what is missing when the CUDA module cannot be used.
 #include <catch2/catch.hpp>
-
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -58,7 +57,8 @@ TEST_CASE("device cuda names a missing CUDA module", "[cli][cuda]") {
   CHECK(!std::filesystem::exists(dir.path() / "t.h5"));
 }
 
-TEST_CASE("device cuda names a module that cannot be loaded or is not driftscope's", "[cli][cuda]") {
+TEST_CASE("device cuda names a module that cannot be loaded or is not driftscope's",
+          "[cli][cuda]") {
   ds::test::TempDir dir;
   const std::string junk = (dir.path() / "libdriftscope_cuda.so").string();
   std::ofstream(junk) << "not an ELF file\n";

@@ -3,7 +3,6 @@
 // compared; inconsistent metadata is named as damage, never silently half-used; invalid UTF-8
 // in what a trace records is shown as U+FFFD, never a crash.
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -21,9 +20,8 @@ using nlohmann::json;
 namespace {
 
 int damage(const std::string& args) {
-  const std::string cmd =
-      "/usr/bin/python3 " + ds::test::source_dir() + "/tests/trace/damage_trace.py " + args +
-      " >/dev/null 2>&1";
+  const std::string cmd = "/usr/bin/python3 " + ds::test::source_dir() +
+                          "/tests/trace/damage_trace.py " + args + " >/dev/null 2>&1";
   return std::system(cmd.c_str()) == 0 ? 0 : 1;
 }
 
@@ -158,8 +156,7 @@ TEST_CASE("damaged trace: inconsistent sequence metadata is named, not half-used
   }
 }
 
-TEST_CASE("damaged trace: /meta config_json that is not JSON is an input error",
-          "[cli][damaged]") {
+TEST_CASE("damaged trace: /meta config_json that is not JSON is an input error", "[cli][damaged]") {
   ds::test::TempDir dir;
   const auto a = reference_trace(dir);
   const auto b = copy_of(a, "b.h5");

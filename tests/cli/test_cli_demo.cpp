@@ -1,20 +1,18 @@
 // `driftscope demo`: two contrasting runs of the bundled model, both traces and the report.
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <tuple>
 #include <utility>
 
-#include <nlohmann/json.hpp>
-
 #include "tests/support/run_cli.h"
 #include "tests/support/temp_dir.h"
-#include "trace/reader.h"
 #include "tests/support/text.h"
+#include "trace/reader.h"
 
 TEST_CASE("demo writes both traces and a report of where they part ways", "[cli][demo]") {
   ds::test::TempDir dir;
@@ -26,7 +24,8 @@ TEST_CASE("demo writes both traces and a report of where they part ways", "[cli]
   auto b = ds::trace::TraceReader::open(out / "b.h5");
   CHECK(a.complete());
   CHECK(b.complete());
-  const auto ca = nlohmann::json::parse(a.config_json()), cb = nlohmann::json::parse(b.config_json());
+  const auto ca = nlohmann::json::parse(a.config_json()),
+             cb = nlohmann::json::parse(b.config_json());
   CHECK(ca["dtype"] == "fp32");
   CHECK(cb["dtype"] == "bf16");
   CHECK(cb["batch"] == 8);
@@ -81,8 +80,9 @@ std::pair<std::string, std::string> dry_run(const std::string& args) {
 }  // namespace
 
 TEST_CASE("demo: run-configuration flags apply to B, the request flags to both", "[cli][demo]") {
-  const auto [a, b] = dry_run("--dtype fp16 --batch 4 --gemm-policy invariant --tp 2 "
-                              "--max-new 9 --seed 5");
+  const auto [a, b] = dry_run(
+      "--dtype fp16 --batch 4 --gemm-policy invariant --tp 2 "
+      "--max-new 9 --seed 5");
   CHECK(has(a, "dtype=\"fp32\""));
   CHECK(has(a, "batch=1\n"));
   CHECK(has(a, "tp=1\n"));

@@ -10,8 +10,8 @@
 #include "tests/support/paths.h"
 #include "tests/support/run_cli.h"
 #include "tests/support/temp_dir.h"
-#include "trace/reader.h"
 #include "tests/support/text.h"
+#include "trace/reader.h"
 
 namespace fs = std::filesystem;
 using ds::test::run_cli;

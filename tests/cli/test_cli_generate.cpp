@@ -1,14 +1,12 @@
 // `driftscope generate` end to end: output on the default model, and bad input answered with a
 // one-line error, a hint, and exit code 2 (never a crash).
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "tests/support/paths.h"
 #include "tests/support/run_cli.h"
@@ -23,8 +21,8 @@ namespace {
 struct ScratchModel {
   fs::path dir;
   ScratchModel() {
-    dir = fs::temp_directory_path() / ("ds_scratch_" + std::to_string(::getpid()) + "_" +
-                                       std::to_string(counter()++));
+    dir = fs::temp_directory_path() /
+          ("ds_scratch_" + std::to_string(::getpid()) + "_" + std::to_string(counter()++));
     fs::remove_all(dir);
     fs::copy(ds::test::model_hf(), dir);
     for (const auto& e : fs::directory_iterator(dir)) {
@@ -42,7 +40,6 @@ struct ScratchModel {
     std::ofstream(dir / "config.json") << j.dump(1);
   }
 };
-
 
 }  // namespace
 
@@ -136,8 +133,8 @@ TEST_CASE("bad option values: clear error, exit 2", "[cli][errors]") {
 
 TEST_CASE("generate on a checkpoint without a tokenizer prints ids from --prompt-ids", "[cli]") {
   ScratchModel m;
-  const auto with_tokenizer = run_cli("generate --model " + m.dir.string() +
-                                      " --prompt-ids 1 --max-new 5 --ids -q");
+  const auto with_tokenizer =
+      run_cli("generate --model " + m.dir.string() + " --prompt-ids 1 --max-new 5 --ids -q");
   REQUIRE(with_tokenizer.exit_code == 0);
   fs::remove(m.dir / "tokenizer.json");
   auto r = run_cli("generate --model " + m.dir.string() + " --prompt-ids 1 --max-new 5");
@@ -184,8 +181,8 @@ TEST_CASE("the Hugging Face stories260K stops at its EOS, not at BOS", "[cli]") 
   DS_REQUIRE_SHARED_MODELS();
   // Its tokenizer.json declares EOS </s> (id 2): from "The cat" it runs past the BOS where the
   // llama2.c file stops (position 213) to the limit.
-  auto r = run_cli("generate --model " + ds::test::stories_hf() +
-                   " -p 'The cat' --max-new 256 --ids");
+  auto r =
+      run_cli("generate --model " + ds::test::stories_hf() + " -p 'The cat' --max-new 256 --ids");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   std::vector<std::string> tokens;

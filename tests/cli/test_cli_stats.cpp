@@ -9,8 +9,8 @@
 #include "tests/support/paths.h"
 #include "tests/support/run_cli.h"
 #include "tests/support/temp_dir.h"
-#include "trace/reader.h"
 #include "tests/support/text.h"
+#include "trace/reader.h"
 
 namespace fs = std::filesystem;
 using ds::test::run_cli;
@@ -36,7 +36,8 @@ std::vector<int> div_index_of(const std::vector<fs::path>& paths) {
     for (const auto& g : gen) longest = std::max(longest, g.size());
     for (; t < longest; ++t) {
       bool same = true;
-      for (const auto& g : gen) same = same && t < g.size() && t < gen[0].size() && g[t] == gen[0][t];
+      for (const auto& g : gen)
+        same = same && t < g.size() && t < gen[0].size() && g[t] == gen[0][t];
       if (!same) break;
     }
     out.push_back(static_cast<int>(t));
@@ -51,7 +52,8 @@ TEST_CASE("stats: a sweep directory, grouped by dtype, agrees with its traces", 
   const fs::path prompts = tmp.path() / "p.txt", dir = tmp.path() / "sw";
   ds::test::write_prompts(prompts, 6);
   REQUIRE(run_cli("sweep -q --grid 'dtype=fp32,bf16 tp=1,2' -n 24 --prompts " + prompts.string() +
-                  " -j 2 -o " + dir.string()).exit_code == 0);
+                  " -j 2 -o " + dir.string())
+              .exit_code == 0);
   auto r = run_cli("stats " + dir.string() + " --json " + (tmp.path() / "s.json").string());
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -82,7 +84,8 @@ TEST_CASE("stats: a sweep directory, grouped by dtype, agrees with its traces", 
       const auto s = r0.sequence(static_cast<int>(i));
       bool all_same = true;
       for (const auto& p : paths) {
-        all_same = all_same && ds::trace::TraceReader::open(p).sequence(static_cast<int>(i)).tokens == s.tokens;
+        all_same = all_same &&
+                   ds::trace::TraceReader::open(p).sequence(static_cast<int>(i)).tokens == s.tokens;
       }
       differ += !all_same;
     }
@@ -118,9 +121,9 @@ TEST_CASE("stats: N copies of one trace agree completely, and answers give TARa 
     std::ofstream key(tmp.path() / "key.txt");
     key << "zzz\nzzz\nzzz\nzzz\n";
   }
-  auto r = run_cli("stats --json - --extract '(\\w+)' --answers " + (tmp.path() / "key.txt").string() +
-                   " " + a.string() + " " + (tmp.path() / "b.h5").string() + " " +
-                   (tmp.path() / "c.h5").string());
+  auto r = run_cli("stats --json - --extract '(\\w+)' --answers " +
+                   (tmp.path() / "key.txt").string() + " " + a.string() + " " +
+                   (tmp.path() / "b.h5").string() + " " + (tmp.path() / "c.h5").string());
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const json j = json::parse(r.out.substr(r.out.find("{\n")));
@@ -146,7 +149,9 @@ TEST_CASE("stats: sweep --samples gives seeded runs that stats counts as samples
   const fs::path prompts = tmp.path() / "p.txt", dir = tmp.path() / "sw";
   ds::test::write_prompts(prompts, 4);
   REQUIRE(run_cli("sweep -q --grid 'dtype=fp32' --samples 3 --seed 5 --temperature 1.0 -n 8 "
-                  "--prompts " + prompts.string() + " -o " + dir.string()).exit_code == 0);
+                  "--prompts " +
+                  prompts.string() + " -o " + dir.string())
+              .exit_code == 0);
   for (int seed : {5, 6, 7}) {
     const auto r = ds::trace::TraceReader::open(dir / ("seed-" + std::to_string(seed) + ".h5"));
     CHECK(json::parse(r.config_json())["seed"] == seed);
@@ -179,7 +184,8 @@ TEST_CASE("stats: the odd trace, a regex without a group and a bad answer key ar
   const fs::path a = tmp.path() / "a.h5", b = tmp.path() / "b.h5", other = tmp.path() / "other.h5",
                  fewer = tmp.path() / "fewer.h5";
   REQUIRE(run_cli("run -q -n 4 --prompts " + p4.string() + " -o " + a.string()).exit_code == 0);
-  REQUIRE(run_cli("run -q -n 4 --dtype bf16 --prompts " + p4.string() + " -o " + b.string()).exit_code == 0);
+  REQUIRE(run_cli("run -q -n 4 --dtype bf16 --prompts " + p4.string() + " -o " + b.string())
+              .exit_code == 0);
   REQUIRE(run_cli("run -q -n 4 --model " + ds::test::qwen2_hf() + " --prompts " + p4.string() +
                   " -o " + other.string())
               .exit_code == 0);
@@ -200,6 +206,5 @@ TEST_CASE("stats: the odd trace, a regex without a group and a bad answer key ar
   ds::test::check_input_error(run_cli("stats --answers " + (tmp.path() / "key.txt").string() + ab),
                               "--answers needs --extract");
   ds::test::check_input_error(run_cli("stats --group-by colour" + ab), "unknown group-by field");
-  ds::test::check_input_error(run_cli("stats " + (tmp.path() / "nodir").string() + "/"),
-                              "nodir");
+  ds::test::check_input_error(run_cli("stats " + (tmp.path() / "nodir").string() + "/"), "nodir");
 }

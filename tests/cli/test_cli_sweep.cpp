@@ -10,8 +10,8 @@
 #include "tests/support/paths.h"
 #include "tests/support/run_cli.h"
 #include "tests/support/temp_dir.h"
-#include "tests/support/trace_digest.h"
 #include "tests/support/text.h"
+#include "tests/support/trace_digest.h"
 
 namespace fs = std::filesystem;
 using ds::test::run_cli;
@@ -20,9 +20,7 @@ using nlohmann::json;
 using ds::test::has;
 using ds::test::slurp_json;
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("sweep: a grid runs one trace per configuration, identical to run, and resumes",
           "[cli][sweep]") {
@@ -53,8 +51,9 @@ TEST_CASE("sweep: a grid runs one trace per configuration, identical to run, and
     CHECK(state["configurations"][i]["name"] == name);
     CHECK(state["configurations"][i]["status"] == "done");
     const fs::path ref = tmp.path() / (name + "-ref.h5");
-    REQUIRE(run_cli("run " + flags + " -n 12 -q --prompts " + prompts.string() + " -o " +
-                    ref.string()).exit_code == 0);
+    REQUIRE(
+        run_cli("run " + flags + " -n 12 -q --prompts " + prompts.string() + " -o " + ref.string())
+            .exit_code == 0);
     reference[name] = ds::test::trace_digest(ref);
     CHECK(ds::test::trace_digest(dir / (name + ".h5")) == reference[name]);
   }
@@ -133,7 +132,8 @@ TEST_CASE("sweep: bad grids and options are refused with a hint", "[cli][sweep]"
   CHECK(std::count(r.out.begin(), r.out.end(), '#') == 8);
   CHECK(!fs::exists(tmp.path() / "d"));
   // The grid file in configs/: the seeds' 12 configurations for each of 3 precisions.
-  r = run_cli("sweep --dry-run --grid @" + ds::test::source_dir() + "/configs/grid-seeds-12.txt" + tail);
+  r = run_cli("sweep --dry-run --grid @" + ds::test::source_dir() + "/configs/grid-seeds-12.txt" +
+              tail);
   CHECK(r.exit_code == 0);
   CHECK(std::count(r.out.begin(), r.out.end(), '#') == 36);
   CHECK(has(r.out, "# dtype-fp32_gemm_policy-heuristic_tp-2_batch-32\n"));

@@ -4,19 +4,19 @@
 // runs as a job array and every trace is bit-identical to `driftscope run` of its configuration;
 // a cancelled task shows as missing (sweep --wait, stats --require-all: exit 1) and resubmitting
 // runs that task alone.
+#include <sys/wait.h>
+
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include <sys/wait.h>
-
 #include "tests/support/paths.h"
 #include "tests/support/run_cli.h"
 #include "tests/support/temp_dir.h"
-#include "tests/support/trace_digest.h"
 #include "tests/support/text.h"
+#include "tests/support/trace_digest.h"
 
 namespace fs = std::filesystem;
 using ds::test::run_cli;
@@ -75,7 +75,8 @@ TEST_CASE("sweep --slurm: a job array on a real Slurm, cancelled task, resubmiss
   SlurmCluster cluster(tmp.path() / "cluster");
   const fs::path prompts = tmp.path() / "p.txt";
   ds::test::write_prompts(prompts);
-  const std::string grid = " --grid 'dtype=fp32,bf16 batch=1,2' -n 12 --prompts " + prompts.string();
+  const std::string grid =
+      " --grid 'dtype=fp32,bf16 batch=1,2' -n 12 --prompts " + prompts.string();
   const std::vector<std::pair<std::string, std::string>> configs = {
       {"dtype-fp32_batch-1", "--dtype fp32 --batch 1"},
       {"dtype-fp32_batch-2", "--dtype fp32 --batch 2"},
@@ -84,8 +85,9 @@ TEST_CASE("sweep --slurm: a job array on a real Slurm, cancelled task, resubmiss
   std::map<std::string, std::string> local;
   for (const auto& [name, flags] : configs) {
     const fs::path ref = tmp.path() / (name + "-local.h5");
-    REQUIRE(run_cli("run -q " + flags + " -n 12 --prompts " + prompts.string() + " -o " +
-                    ref.string()).exit_code == 0);
+    REQUIRE(
+        run_cli("run -q " + flags + " -n 12 --prompts " + prompts.string() + " -o " + ref.string())
+            .exit_code == 0);
     local[name] = ds::test::trace_digest(ref);
   }
 

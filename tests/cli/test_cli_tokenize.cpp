@@ -1,15 +1,13 @@
 // `driftscope tokenize` end to end: ids of the fixture texts, JSON in and out, --decode, special
 // tokens in chat markup with and without --no-special-in-text, and input errors (exit 2).
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "tests/support/paths.h"
 #include "tests/support/run_cli.h"
@@ -22,9 +20,15 @@ using Ids = std::vector<int32_t>;
 
 namespace {
 
-std::string tokenizers() { return ds::test::source_dir() + "/tests/data/tokenizers"; }
-std::string qwen3() { return tokenizers() + "/qwen3"; }
-std::string mistral_json() { return tokenizers() + "/mistral/tokenizer.json"; }
+std::string tokenizers() {
+  return ds::test::source_dir() + "/tests/data/tokenizers";
+}
+std::string qwen3() {
+  return tokenizers() + "/qwen3";
+}
+std::string mistral_json() {
+  return tokenizers() + "/mistral/tokenizer.json";
+}
 
 // A scratch file, removed at scope exit.
 struct TempFile {
@@ -44,7 +48,6 @@ Ids parse_ids(const std::string& line) {
   return ids;
 }
 
-
 }  // namespace
 
 TEST_CASE("tokenize --text prints ids on one line", "[cli][tokenize]") {
@@ -56,7 +59,8 @@ TEST_CASE("tokenize --text prints ids on one line", "[cli][tokenize]") {
   // Mistral, a tokenizer.json path: no BOS unless --special.
   r = run_cli("tokenize --tokenizer " + mistral_json() + " --text 'Hello, my dog is cute'");
   CHECK(r.out == "22557 28725 586 3914 349 17949\n");
-  r = run_cli("tokenize --tokenizer " + mistral_json() + " --special --text 'Hello, my dog is cute'");
+  r = run_cli("tokenize --tokenizer " + mistral_json() +
+              " --special --text 'Hello, my dog is cute'");
   CHECK(r.out == "1 22557 28725 586 3914 349 17949\n");
   // A llama2.c tokenizer.bin, its size read from the file: BOS, "▁O", "n", "ce", "▁upon", "▁a",
   // "▁time", the ids the Rust tokenizers library gives with the tokenizer.json beside it.
@@ -99,8 +103,7 @@ TEST_CASE("tokenize --texts reproduces the fixtures as JSON", "[cli][tokenize]")
 }
 
 TEST_CASE("tokenize: chat markup with and without --no-special-in-text", "[cli][tokenize]") {
-  const std::string prompt =
-      "'<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n'";
+  const std::string prompt = "'<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n'";
   auto r = run_cli("tokenize --tokenizer " + qwen3() + " --text " + prompt);
   REQUIRE(r.exit_code == 0);
   // <|im_start|> 151644, "user" 872, "\n" 198, "Hi" 13048, <|im_end|> 151645, "assistant" 77091,

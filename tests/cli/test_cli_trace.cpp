@@ -1,17 +1,15 @@
 // `driftscope run` and `show` end to end: interruption by SIGINT, a write failure, and the
 // summary in text and JSON.
-#include <catch2/catch.hpp>
-
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <fstream>
-#include <thread>
-
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "tests/support/paths.h"
 #include "tests/support/run_cli.h"
@@ -24,7 +22,8 @@ using ds::test::run_cli;
 namespace {
 
 // Every dataset of every sequence holds the same number of rows, and tokens one more
-// (the token chosen from the last row) — or, for a sequence cut before its first step, only the prompt.
+// (the token chosen from the last row) — or, for a sequence cut before its first step, only the
+// prompt.
 void check_consistent(const ds::trace::TraceReader& r) {
   for (int i : r.sequence_indices()) {
     auto s = r.sequence(i);
@@ -56,8 +55,8 @@ TEST_CASE("run + show: a complete trace", "[cli][trace]") {
   REQUIRE(s.exit_code == 0);
   CHECK(s.out.find("status    complete") != std::string::npos);
   CHECK(s.out.find("\"Once upon a time\"") != std::string::npos);
-  // kjv-llama: 4 layers of dim 128; default sites embed, 3 per layer, final_norm; rows: the prompt's
-  // 7 tokens (BOS + 6, as the Rust tokenizers library encodes it) + 12 generated - 1.
+  // kjv-llama: 4 layers of dim 128; default sites embed, 3 per layer, final_norm; rows: the
+  // prompt's 7 tokens (BOS + 6, as the Rust tokenizers library encodes it) + 12 generated - 1.
   CHECK(s.out.find("14 sites, each [18, 128] float32") != std::string::npos);
   auto j = run_cli("show --json " + t.string());
   REQUIRE(j.exit_code == 0);
@@ -72,7 +71,8 @@ TEST_CASE("run + show: a complete trace", "[cli][trace]") {
   CHECK(run_cli("run -n 2 --force -q -o " + t.string()).exit_code == 0);
 }
 
-TEST_CASE("run: SIGINT leaves a readable, consistent trace with complete=0", "[cli][trace][interrupt]") {
+TEST_CASE("run: SIGINT leaves a readable, consistent trace with complete=0",
+          "[cli][trace][interrupt]") {
   ds::test::TempDir dir;
   const auto prompts = dir.path() / "prompts.txt";
   write_prompts(prompts, 400);

@@ -3,22 +3,20 @@
 // time the file opens with the project's reader and every committed step (gen_len: the steps
 // before the last flush point) equals, bit for bit, the same step of an uninterrupted run of
 // the same command.
-#include <catch2/catch.hpp>
-
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
 #include <fstream>
 #include <random>
 #include <string>
-#include <vector>
 #include <thread>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
+#include <vector>
 
 #include "common/error.h"
 #include "tests/support/paths.h"
@@ -34,8 +32,17 @@ namespace {
 constexpr int kMaxNew = 120;
 
 std::vector<std::string> run_args(const fs::path& prompts, const fs::path& out) {
-  return {ds::test::exe(), "run",     "--prompts", prompts.string(), "-n", std::to_string(kMaxNew),
-          "--probes",      "all",     "-q",        "-o",             out.string()};
+  return {ds::test::exe(),
+          "run",
+          "--prompts",
+          prompts.string(),
+          "-n",
+          std::to_string(kMaxNew),
+          "--probes",
+          "all",
+          "-q",
+          "-o",
+          out.string()};
 }
 
 void write_prompts(const fs::path& p) {
@@ -62,9 +69,9 @@ bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
 }
 
 struct Survived {
-  int64_t committed_rows = 0;  // steps' rows the commit marker (gen_len) vouches for
-  int64_t extra_rows = 0;      // rows present in every dataset beyond them
-  int64_t extra_equal = 0;     // of which equal to the reference
+  int64_t committed_rows = 0;         // steps' rows the commit marker (gen_len) vouches for
+  int64_t extra_rows = 0;             // rows present in every dataset beyond them
+  int64_t extra_equal = 0;            // of which equal to the reference
   std::vector<std::string> problems;  // what broke the contract (empty: none)
 };
 
@@ -127,9 +134,10 @@ Survived check_against(const TraceReader& cut, const TraceReader& ref) {
 
 }  // namespace
 
-TEST_CASE("run killed with SIGKILL at 20 random moments: the file opens, committed steps equal an "
-          "uninterrupted run",
-          "[cli][trace][crash]") {
+TEST_CASE(
+    "run killed with SIGKILL at 20 random moments: the file opens, committed steps equal an "
+    "uninterrupted run",
+    "[cli][trace][crash]") {
   ds::test::TempDir dir;
   const fs::path prompts = dir.path() / "prompts.txt";
   write_prompts(prompts);
@@ -142,7 +150,8 @@ TEST_CASE("run killed with SIGKILL at 20 random moments: the file opens, committ
     REQUIRE(WIFEXITED(status));
     REQUIRE(WEXITSTATUS(status) == 0);
   }
-  const double ref_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double ref_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const TraceReader ref = TraceReader::open(ref_path);
   REQUIRE(ref.complete());
 
@@ -176,25 +185,28 @@ TEST_CASE("run killed with SIGKILL at 20 random moments: the file opens, committ
     extra_equal += s.extra_equal;
     with_committed_steps += s.committed_rows > 0 ? 1 : 0;
   }
-  WARN(fmt::format("SIGKILL x20: {} finished before the kill; {} files held committed steps; "
-                   "{} committed rows (all equal to the uninterrupted run), {} more rows present "
-                   "past the commit marker, {} of them equal",
-                   finished_before_kill, with_committed_steps, committed, extra, extra_equal));
+  WARN(
+      fmt::format("SIGKILL x20: {} finished before the kill; {} files held committed steps; "
+                  "{} committed rows (all equal to the uninterrupted run), {} more rows present "
+                  "past the commit marker, {} of them equal",
+                  finished_before_kill, with_committed_steps, committed, extra, extra_equal));
   CHECK(with_committed_steps > 0);  // the moments are spread enough to catch partial runs
 }
 
 namespace {
 
-// Runs the shell script `script` (a file) with a fresh tmpfs of `size` mounted on `mnt`, in a private mount
-// namespace: an unprivileged user namespace first, else (as root) a plain mount namespace.
-// Returns false, with the reason, when neither can be had.
+// Runs the shell script `script` (a file) with a fresh tmpfs of `size` mounted on `mnt`, in a
+// private mount namespace: an unprivileged user namespace first, else (as root) a plain mount
+// namespace. Returns false, with the reason, when neither can be had.
 bool run_on_tmpfs(const std::string& size, const fs::path& mnt, const fs::path& script,
                   std::string& why_not) {
-  const std::string inner =
-      fmt::format("mount -t tmpfs -o size={} tmpfs '{}' && sh '{}'", size, mnt.string(), script.string());
+  const std::string inner = fmt::format("mount -t tmpfs -o size={} tmpfs '{}' && sh '{}'", size,
+                                        mnt.string(), script.string());
   for (const char* unshare : {"unshare --user --map-root-user --mount", "unshare --mount"}) {
-    const std::string probe = fmt::format("{} sh -c 'mount -t tmpfs -o size=64k tmpfs \"{}\"' "
-                                          ">/dev/null 2>&1", unshare, mnt.string());
+    const std::string probe = fmt::format(
+        "{} sh -c 'mount -t tmpfs -o size=64k tmpfs \"{}\"' "
+        ">/dev/null 2>&1",
+        unshare, mnt.string());
     if (std::system(probe.c_str()) != 0) continue;
     const std::string cmd = fmt::format("{} sh -c \"{}\"", unshare, inner);  // no $ in inner
     const int rc = std::system(cmd.c_str());
@@ -204,16 +216,18 @@ bool run_on_tmpfs(const std::string& size, const fs::path& mnt, const fs::path& 
     }
     return true;
   }
-  why_not = "no mount namespace (unshare --user --map-root-user --mount and, as root, unshare "
-            "--mount both refused): cannot mount a small tmpfs";
+  why_not =
+      "no mount namespace (unshare --user --map-root-user --mount and, as root, unshare "
+      "--mount both refused): cannot mount a small tmpfs";
   return false;
 }
 
 }  // namespace
 
-TEST_CASE("run on a full disk: exit 2 with one line, no crash, the file opens with every "
-          "committed step",
-          "[cli][trace][crash]") {
+TEST_CASE(
+    "run on a full disk: exit 2 with one line, no crash, the file opens with every "
+    "committed step",
+    "[cli][trace][crash]") {
   ds::test::TempDir dir;
   const fs::path prompts = dir.path() / "prompts.txt";
   write_prompts(prompts);
@@ -237,9 +251,9 @@ TEST_CASE("run on a full disk: exit 2 with one line, no crash, the file opens wi
     std::string cmd;
     for (const auto& a : run_args(prompts, mnt / "t.h5")) cmd += "'" + a + "' ";
     const fs::path script = dir.path() / "script.sh";
-    std::ofstream(script) << fmt::format("{} 2>'{}'\necho $? >'{}'\ncp '{}' '{}' 2>/dev/null\ntrue\n",
-                                         cmd, err.string(), rc.string(),
-                                         (mnt / "t.h5").string(), out.string());
+    std::ofstream(script) << fmt::format(
+        "{} 2>'{}'\necho $? >'{}'\ncp '{}' '{}' 2>/dev/null\ntrue\n", cmd, err.string(),
+        rc.string(), (mnt / "t.h5").string(), out.string());
     std::string why_not;
     if (!run_on_tmpfs(size, mnt, script, why_not)) {
       WARN("skipped: " << why_not);
@@ -248,8 +262,9 @@ TEST_CASE("run on a full disk: exit 2 with one line, no crash, the file opens wi
     const std::string e = ds::test::slurp(err);
     INFO("stderr: " << e);
     CHECK(ds::test::slurp(rc) == "2\n");  // not 139 (the segfault at exit), not 3
-    CHECK(e.starts_with(fmt::format("driftscope: writing trace '{}' failed: No space left on device\n",
-                                    (mnt / "t.h5").string())));
+    CHECK(e.starts_with(
+        fmt::format("driftscope: writing trace '{}' failed: No space left on device\n",
+                    (mnt / "t.h5").string())));
     CHECK(ds::test::count(e, "\n") == 2);  // that line and the hint: no HDF5 error stack
     CHECK(ds::test::has(e, "\nhint: "));
     if (!fs::exists(out)) continue;  // HDF5 could not even create it: nothing to open
@@ -257,7 +272,9 @@ TEST_CASE("run on a full disk: exit 2 with one line, no crash, the file opens wi
     REQUIRE_NOTHROW(cut.emplace(TraceReader::open(out)));
     CHECK_FALSE(cut->complete());
     const Survived s = check_against(*cut, ref);
-    WARN(fmt::format("tmpfs {}: {} committed rows equal to the uninterrupted run, {} more present "
-                     "({} equal)", size, s.committed_rows, s.extra_rows, s.extra_equal));
+    WARN(
+        fmt::format("tmpfs {}: {} committed rows equal to the uninterrupted run, {} more present "
+                    "({} equal)",
+                    size, s.committed_rows, s.extra_rows, s.extra_equal));
   }
 }

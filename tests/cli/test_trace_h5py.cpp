@@ -2,7 +2,6 @@
 // (docs/examples/read_trace.py) run on a real trace, its numbers checked against our reader;
 // with the default filters (shuffle + deflate) and with --compression none.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -13,8 +12,10 @@
 #include "tests/support/temp_dir.h"
 #include "trace/reader.h"
 
-TEST_CASE("the documented h5py example reads a trace (f32 and bf16 storage, with and without compression)",
-          "[trace][h5py]") {
+TEST_CASE(
+    "the documented h5py example reads a trace (f32 and bf16 storage, with and without "
+    "compression)",
+    "[trace][h5py]") {
   ds::test::TempDir dir;
   const std::pair<const char*, const char*> cases[] = {
       {"f32", "deflate"}, {"bf16", "deflate"}, {"f32", "none"}, {"bf16", "none"}};
@@ -23,7 +24,8 @@ TEST_CASE("the documented h5py example reads a trace (f32 and bf16 storage, with
     const auto t = dir.path() / (std::string(hd) + "-" + compression + ".h5");
     REQUIRE(ds::test::run_cli("run --prompt 'Once upon a time' -n 20 -q --hidden-dtype " +
                               std::string(hd) + " --compression " + compression + " -o " +
-                              t.string()).exit_code == 0);
+                              t.string())
+                .exit_code == 0);
     const std::string cmd = "/usr/bin/python3 " + ds::test::source_dir() +
                             "/docs/examples/read_trace.py " + t.string() + " 2>&1";
     FILE* p = popen(cmd.c_str(), "r");

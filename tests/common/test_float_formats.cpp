@@ -1,8 +1,7 @@
 // bf16 / fp16 conversions against independent references: the compiler's _Float16 conversions
 // and a nearest-value search in double; every 16-bit pattern is round-tripped.
-#include <catch2/catch.hpp>
-
 #include <bit>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -28,7 +27,8 @@ uint16_t ref_bf16(float f) {
 }
 
 bool same_or_both_nan(float a, float b) {
-  return (std::isnan(a) && std::isnan(b)) || std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b);
+  return (std::isnan(a) && std::isnan(b)) ||
+         std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b);
 }
 
 }  // namespace

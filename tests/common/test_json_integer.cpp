@@ -6,8 +6,8 @@
 
 #include "common/json_integer.h"
 
-using nlohmann::json;
 using ds::json_integer;
+using nlohmann::json;
 
 TEST_CASE("json_integer reads whole numbers within the range", "[common][json]") {
   CHECK(json_integer<int32_t>(json::parse("7")) == 7);

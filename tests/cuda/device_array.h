@@ -17,7 +17,8 @@ namespace ds::test {
 
 class DeviceArray {
  public:
-  DeviceArray(size_t n, Storage t) : buf_(std::max<size_t>(1, n * cuda::storage_bytes(t))), n_(n), t_(t) {
+  DeviceArray(size_t n, Storage t)
+      : buf_(std::max<size_t>(1, n * cuda::storage_bytes(t))), n_(n), t_(t) {
     DS_CUDA_CHECK(cudaMemset(buf_.get(), 0, buf_.size()));
   }
   DeviceArray(const std::vector<float>& v, Storage t) : DeviceArray(v.size(), t) { upload(v); }

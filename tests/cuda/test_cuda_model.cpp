@@ -119,7 +119,8 @@ TEST_CASE("CUDA bf16 against the CPU bf16 emulation: drift reported", "[cuda][mo
 
 TEST_CASE("CUDA taps do not change a single logit", "[cuda][model][taps]") {
   const Model m = load_model(model_bin());
-  const std::vector<int32_t> prompt = {1, 403, 407, 261, 378, 433, 5, 22};  // ids < 1024: kjv-llama's vocabulary
+  const std::vector<int32_t> prompt = {1,   403, 407, 261,
+                                       378, 433, 5,   22};  // ids < 1024: kjv-llama's vocabulary
   for (DType d : {DType::fp32, DType::bf16}) {
     Numerics nx;
     nx.dtype = d;

@@ -79,12 +79,15 @@ cuda::GemmArgs gemm_args(const GemmCase& s, const GemmRun& r, const DeviceArray&
 
 TEST_CASE("CUDA tiled GEMM reproduces the CPU reference bit for bit", "[cuda][gemm]") {
   // Same k order per output, separate multiply/add roundings, same chunking: exact (Match::exact).
-  const GemmRun runs[] = {
-      {Storage::native, Storage::native, 1, false, false},  {Storage::native, Storage::native, 3, false, true},
-      {Storage::f16, Storage::f16, 1, false, true},   {Storage::f16, Storage::f16, 4, true, false},
-      {Storage::bf16, Storage::bf16, 2, false, true}, {Storage::bf16, Storage::bf16, 1, true, false},
-      {Storage::native, Storage::bf16, 1, false, true},  // layercast: fp32 activations, bf16 weights
-      {Storage::native, Storage::bf16, 4, false, false}};
+  const GemmRun runs[] = {{Storage::native, Storage::native, 1, false, false},
+                          {Storage::native, Storage::native, 3, false, true},
+                          {Storage::f16, Storage::f16, 1, false, true},
+                          {Storage::f16, Storage::f16, 4, true, false},
+                          {Storage::bf16, Storage::bf16, 2, false, true},
+                          {Storage::bf16, Storage::bf16, 1, true, false},
+                          {Storage::native, Storage::bf16, 1, false,
+                           true},  // layercast: fp32 activations, bf16 weights
+                          {Storage::native, Storage::bf16, 4, false, false}};
   uint32_t seed = 100;
   for (const GemmCase& s : kGemmShapes) {
     for (const GemmRun& r : runs) {
@@ -94,10 +97,10 @@ TEST_CASE("CUDA tiled GEMM reproduces the CPU reference bit for bit", "[cuda][ge
       const cuda::GemmArgs g = gemm_args(s, r, y, x, w, b);
       DeviceArray ws(std::max<size_t>(1, cuda::gemm_tiled_workspace_floats(g)), Storage::native);
       cuda::gemm_tiled(g, ws.as<float>(), nullptr);
-      check_op(
-          fmt::format("tiled M={} N={} K={} x={} w={} split={} f16acc={} bias={}", s.M, s.N, s.K,
-                      cuda::storage_name(r.x_t), cuda::storage_name(r.w_t), r.split, r.accum_f16, r.bias),
-          y.download(), cpu_gemm(s, r, in.x, in.w, in.b), nmse_threshold(r.x_t, Match::exact));
+      check_op(fmt::format("tiled M={} N={} K={} x={} w={} split={} f16acc={} bias={}", s.M, s.N,
+                           s.K, cuda::storage_name(r.x_t), cuda::storage_name(r.w_t), r.split,
+                           r.accum_f16, r.bias),
+               y.download(), cpu_gemm(s, r, in.x, in.w, in.b), nmse_threshold(r.x_t, Match::exact));
     }
   }
 }
@@ -122,8 +125,8 @@ TEST_CASE("CUDA cuBLASLt GEMM matches the CPU reference within reordering error"
           if (split >= 2 && std::string(e.what()).find("split-K") != std::string::npos) continue;
           throw;
         }
-        check_op(fmt::format("cublas M={} N={} K={} {} split={}", s.M, s.N, s.K, cuda::storage_name(t),
-                             split),
+        check_op(fmt::format("cublas M={} N={} K={} {} split={}", s.M, s.N, s.K,
+                             cuda::storage_name(t), split),
                  y.download(), cpu_gemm(s, r, in.x, in.w, in.b),
                  nmse_threshold(t, Match::reordered));
       }
@@ -173,7 +176,8 @@ TEST_CASE("CUDA embedding, add and casts are exact", "[cuda][elementwise]") {
   }
 }
 
-TEST_CASE("CUDA all-reduce reproduces the CPU reference's ring and tree orders", "[cuda][allreduce]") {
+TEST_CASE("CUDA all-reduce reproduces the CPU reference's ring and tree orders",
+          "[cuda][allreduce]") {
   for (Storage t : kTypes) {
     for (int tp : {1, 2, 3, 4, 5}) {
       for (ops::AllReduce order : {ops::AllReduce::ring, ops::AllReduce::tree}) {
@@ -193,7 +197,8 @@ TEST_CASE("CUDA all-reduce reproduces the CPU reference's ring and tree orders",
 
 TEST_CASE("CUDA LayerCast upcast of a weight shard is exact", "[cuda][layercast]") {
   const int rows = 37, cols = 24, ld = 96;  // a tensor-parallel shard: rows end before ld
-  const std::vector<float> w = rounded(random_values(static_cast<size_t>(rows) * ld, 30), Storage::bf16);
+  const std::vector<float> w =
+      rounded(random_values(static_cast<size_t>(rows) * ld, 30), Storage::bf16);
   DeviceArray dw(w, Storage::bf16);
   const size_t span = static_cast<size_t>(rows - 1) * ld + cols;
   DeviceArray up(span, Storage::native);
@@ -259,8 +264,8 @@ TEST_CASE("CUDA RoPE is exact", "[cuda][rope]") {
                  nullptr);
       std::vector<float> ref = x;
       ops::rope(ref.data(), rows, heads, head_dim, pos.data(), cs.data(), sn.data(), t);
-      check_op(fmt::format("rope {} head_dim={}", cuda::storage_name(t), head_dim), dx.download(), ref,
-               nmse_threshold(t, Match::exact));
+      check_op(fmt::format("rope {} head_dim={}", cuda::storage_name(t), head_dim), dx.download(),
+               ref, nmse_threshold(t, Match::exact));
     }
   }
 }
@@ -278,7 +283,8 @@ TEST_CASE("CUDA attention matches the CPU reference, straight and split-KV", "[c
   for (Storage t : kTypes) {
     for (const Case& c : cases) {
       for (bool f16acc : {false, true}) {
-        if (f16acc && t == Storage::native) continue;  // fp16 accumulation goes with fp16/bf16 storage
+        if (f16acc && t == Storage::native)
+          continue;  // fp16 accumulation goes with fp16/bf16 storage
         const int kv_dim = c.n_kv * c.head_dim, q_dim = c.n_heads * c.head_dim;
         const size_t slot_stride = static_cast<size_t>(capacity) * kv_dim;
         const std::vector<float> k = rounded(random_values(slots * slot_stride, ++seed), t);
@@ -317,8 +323,8 @@ TEST_CASE("CUDA attention matches the CPU reference, straight and split-KV", "[c
                        cpu_scratch.data());
         check_op(fmt::format("attention {} rows={} last_pos={} heads={}/{} hd={} window={} "
                              "splits={} f16acc={}",
-                             cuda::storage_name(t), c.rows, c.last_pos, c.n_heads, c.n_kv, c.head_dim,
-                             c.window, c.splits, f16acc),
+                             cuda::storage_name(t), c.rows, c.last_pos, c.n_heads, c.n_kv,
+                             c.head_dim, c.window, c.splits, f16acc),
                  dout.download(), ref, nmse_threshold(t, Match::reordered));
       }
     }
@@ -341,7 +347,8 @@ TEST_CASE("CUDA argmax and log-sum-exp of logits rows", "[cuda][logits]") {
       cuda::argmax_lse(arg.get(), lse.as<float>(), dx.get(), t, rows, vocab, nullptr);
       const std::vector<float> got_lse = lse.download();
       std::vector<int32_t> got(rows);
-      DS_CUDA_CHECK(cudaMemcpy(got.data(), arg.get(), rows * sizeof(int32_t), cudaMemcpyDeviceToHost));
+      DS_CUDA_CHECK(
+          cudaMemcpy(got.data(), arg.get(), rows * sizeof(int32_t), cudaMemcpyDeviceToHost));
       for (int r = 0; r < rows; ++r) {
         const float* row = &x[static_cast<size_t>(r) * vocab];
         const int best = static_cast<int>(std::max_element(row, row + vocab) - row);  // first max

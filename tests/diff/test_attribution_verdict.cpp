@@ -1,7 +1,6 @@
 // The attribution verdict's wording from hand-made blocks (diff/attribution.h): layer ranges,
 // shares, "none" kinds, origins, NaN, nothing local; and the log bars of the terminal view.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 
 #include "diff/attribution.h"
@@ -52,11 +51,13 @@ TEST_CASE("attribution verdict: one origin, NaN, and no local error", "[diff][at
   CHECK(ds::diff::attribution_verdict(one) ==
         "layer 3 adds 100% of the local error (origin above the bf16 noise floor: L3 layer)");
   auto nan = report({block("mlp", 2, NAN, NAN, 0, true), block("mlp", 3, 1e-3, 1e-3, 1)});
-  CHECK(ds::diff::attribution_verdict(nan) == "L2 mlp produces NaN/Inf on A's inputs (the first in the ranking)");
+  CHECK(ds::diff::attribution_verdict(nan) ==
+        "L2 mlp produces NaN/Inf on A's inputs (the first in the ranking)");
   auto inherited = report({block("layer", 0, 0, 1e-3, 0)});
   CHECK(ds::diff::attribution_verdict(inherited).starts_with("no layer adds error"));
   auto none = report({block("layer", 0, 0, 0, 0)});
-  CHECK(ds::diff::attribution_verdict(none) == "no drift: B reproduces every layer of A bit for bit");
+  CHECK(ds::diff::attribution_verdict(none) ==
+        "no drift: B reproduces every layer of A bit for bit");
 }
 
 TEST_CASE("attribution bars: log scale, empty for zero", "[viewer][attribute]") {

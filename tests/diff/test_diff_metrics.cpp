@@ -289,8 +289,8 @@ TEST_CASE("exact KL over a full vocabulary matches a long double reference and k
     a[i] = g(rng);
     b[i] = a[i] + 0.05f * g(rng);
   }
-  a[17] = -INFINITY;  // no mass on A's side: no term
-  a[40] = b[40] = -800.0f;  // exp underflows to 0
+  a[17] = -INFINITY;          // no mass on A's side: no term
+  a[40] = b[40] = -800.0f;    // exp underflows to 0
   a[8194] = b[8194] = 20.0f;  // the largest logit sits in the scalar tail
   auto kl = [](const std::vector<float>& x, const std::vector<float>& y) {
     const std::vector<int32_t> ids = {0};
@@ -309,9 +309,9 @@ TEST_CASE("exact KL over a full vocabulary matches a long double reference and k
     r[i] = x;
     return r;
   };
-  CHECK(std::isnan(kl(a, with(b, 1000, NAN))));   // NaN in the vector part: NaN
+  CHECK(std::isnan(kl(a, with(b, 1000, NAN))));  // NaN in the vector part: NaN
   CHECK(std::isnan(kl(with(a, 2001, NAN), b)));
-  CHECK(std::isnan(kl(a, with(b, 3000, INFINITY))));  // +inf: lse is inf, inf - inf is NaN
+  CHECK(std::isnan(kl(a, with(b, 3000, INFINITY))));   // +inf: lse is inf, inf - inf is NaN
   CHECK(kl(a, with(b, 8194, -INFINITY)) == INFINITY);  // A's largest mass impossible under B
 }
 

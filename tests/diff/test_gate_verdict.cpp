@@ -1,7 +1,6 @@
 // The gate's one-line verdict on hand-made reports: FAIL (or PASS) appears once, a reason that
 // fails every condition (NaN) is named once, and each condition says whether it holds.
 #include <catch2/catch.hpp>
-
 #include <string>
 
 #include "diff/gate.h"

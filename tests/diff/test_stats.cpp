@@ -35,8 +35,8 @@ std::vector<StatsRun> three_runs() {
   return {
       make_run("A", "fp32", "1", {{1, 2, 3}, {7, 8}, {4}}, {{0.9, 0.8, 0.5}, {0.6, 0.9}, {0.5}},
                {"x", "y", std::nullopt}),
-      make_run("B", "bf16", "1", {{1, 2, 3}, {7, 8}, {4, 4}}, {{0.7, 0.8, 0.6}, {0.6, 0.9}, {0.5, 0.1}},
-               {"x", "y", "z"}),
+      make_run("B", "bf16", "1", {{1, 2, 3}, {7, 8}, {4, 4}},
+               {{0.7, 0.8, 0.6}, {0.6, 0.9}, {0.5, 0.1}}, {"x", "y", "z"}),
       make_run("C", "bf16", "2", {{1, 2, 4}, {7, 8}, {4, 4, 4}},
                {{0.8, 0.5, 0.4}, {0.6, 0.9}, {0.5, 0.2, 0.3}}, {"q", "y", "z"}),
   };
@@ -112,8 +112,8 @@ TEST_CASE("the pairwise matrix holds each pair's share of differing prompts", "[
   const StatsReport rep = compute_stats(runs, nullptr, {});
   REQUIRE(rep.pairwise_differ.size() == 3);
   const double third = 100.0 / 3, two_thirds = 200.0 / 3;
-  const double expected[3][3] = {{0, third, two_thirds}, {third, 0, two_thirds},
-                                 {two_thirds, two_thirds, 0}};
+  const double expected[3][3] = {
+      {0, third, two_thirds}, {third, 0, two_thirds}, {two_thirds, two_thirds, 0}};
   for (int i = 0; i < 3; ++i) {
     REQUIRE(rep.pairwise_differ[i].size() == 3);
     for (int j = 0; j < 3; ++j) {
@@ -126,7 +126,8 @@ TEST_CASE("the pairwise matrix holds each pair's share of differing prompts", "[
 TEST_CASE("samples of one configuration give Pass@k and G-Pass@k over their seeds", "[stats]") {
   // One configuration, 4 seeds, 2 questions: q0 right in 2 of 4 samples, q1 in 4 of 4.
   std::vector<StatsRun> runs;
-  const std::vector<std::vector<std::string>> given = {{"a", "b"}, {"a", "b"}, {"x", "b"}, {"x", "b"}};
+  const std::vector<std::vector<std::string>> given = {
+      {"a", "b"}, {"a", "b"}, {"x", "b"}, {"x", "b"}};
   for (int s = 0; s < 4; ++s) {
     auto r = make_run("s" + std::to_string(s), "fp32", "1", {{1}, {2}}, {{0.5}, {0.5}},
                       {given[s][0], given[s][1]});
@@ -211,8 +212,10 @@ TEST_CASE("stats over N copies of one trace: Div_Percent 0 and no spread", "[sta
   ds::test::write_trace(tmp.path() / "a.h5", small_trace());
   std::vector<StatsRun> runs;
   for (const char* n : {"a", "b", "c", "d"}) {
-    if (std::string(n) != "a") fs::copy_file(tmp.path() / "a.h5", tmp.path() / (std::string(n) + ".h5"));
-    runs.push_back(read_stats_run(ds::trace::TraceReader::open(tmp.path() / (std::string(n) + ".h5"))));
+    if (std::string(n) != "a")
+      fs::copy_file(tmp.path() / "a.h5", tmp.path() / (std::string(n) + ".h5"));
+    runs.push_back(
+        read_stats_run(ds::trace::TraceReader::open(tmp.path() / (std::string(n) + ".h5"))));
   }
   const auto rep = compute_stats(runs, nullptr, {});
   const auto& g = rep.groups[0];

@@ -14,9 +14,9 @@ using namespace ds::diff;
 
 TEST_CASE("div_index is the first position where any two responses differ", "[stats]") {
   const std::vector<int32_t> a = {5, 6, 7}, b = {5, 6, 8}, c = {5, 6, 7}, d = {5, 6}, e = {};
-  CHECK(div_index({&a, &c}) == 3);         // identical: the full length
-  CHECK(div_index({&a, &c, &b}) == 2);     // any two differ at 2
-  CHECK(div_index({&a, &d}) == 2);         // one ends where the other goes on
+  CHECK(div_index({&a, &c}) == 3);      // identical: the full length
+  CHECK(div_index({&a, &c, &b}) == 2);  // any two differ at 2
+  CHECK(div_index({&a, &d}) == 2);      // one ends where the other goes on
   CHECK(div_index({&e, &a}) == 0);
   CHECK(div_index({&a}) == 3);
 }

@@ -20,9 +20,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const ds::Model m = ds::load_hf_model(dir);
     ds::fuzz::require(m.config.dim > 0 && m.config.n_layers > 0 && m.config.vocab_size > 0,
                       "a loaded config has positive sizes");
-    ds::fuzz::require(m.weights.embed.size() ==
-                          static_cast<size_t>(m.config.vocab_size) * m.config.dim,
-                      "the embedding has vocab x dim values");
+    ds::fuzz::require(
+        m.weights.embed.size() == static_cast<size_t>(m.config.vocab_size) * m.config.dim,
+        "the embedding has vocab x dim values");
     (void)ds::describe(m.config);
   });
 }

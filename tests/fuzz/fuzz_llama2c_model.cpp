@@ -9,8 +9,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const ds::Model m = ds::load_llama2c_model(path);
     ds::fuzz::require(m.weights.layers.size() == static_cast<size_t>(m.config.n_layers),
                       "one weight set per layer");
-    ds::fuzz::require(m.classifier().size() ==
-                          static_cast<size_t>(m.config.vocab_size) * m.config.dim,
-                      "the classifier has vocab x dim values");
+    ds::fuzz::require(
+        m.classifier().size() == static_cast<size_t>(m.config.vocab_size) * m.config.dim,
+        "the classifier has vocab x dim values");
   });
 }

@@ -9,7 +9,8 @@
 #include "tests/fuzz/fuzz_target.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const auto llama2c = ds::load_tokenizer(ds::fuzz::source_file("models/kjv-llama/tokenizer.bin"), 1024);
+  static const auto llama2c =
+      ds::load_tokenizer(ds::fuzz::source_file("models/kjv-llama/tokenizer.bin"), 1024);
   static const auto hf = ds::load_tokenizer(ds::fuzz::source_file("models/kjv-llama"));
   const auto path = ds::fuzz::write_input({data, size}, "prompts.txt");
   const ds::Tokenizer* const tokenizers[] = {nullptr, llama2c.get(), hf.get()};
@@ -21,9 +22,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         for (const auto& p : prompts) ds::fuzz::require(!p.ids.empty(), "every prompt has tokens");
         for (const char* policy : {"auto", "on", "off"}) {
           auto copy = prompts;
-          ds::apply_add_bos(copy, policy, tok != nullptr ? tok->bos_id() : std::optional<int32_t>(1));
+          ds::apply_add_bos(copy, policy,
+                            tok != nullptr ? tok->bos_id() : std::optional<int32_t>(1));
           if (std::string_view(policy) == "on") {
-            for (const auto& p : copy) ds::fuzz::require(!p.ids.empty(), "add_bos on keeps a token");
+            for (const auto& p : copy)
+              ds::fuzz::require(!p.ids.empty(), "add_bos on keeps a token");
           }
         }
       });

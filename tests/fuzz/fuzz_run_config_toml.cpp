@@ -19,6 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     } catch (const ds::Error& e) {
       ds::fuzz::require(false, "--dry-run's TOML reads back without an error");
     }
-    ds::fuzz::require(ds::to_json(again) == ds::to_json(c), "--dry-run's TOML reads back to the same config");
+    ds::fuzz::require(ds::to_json(again) == ds::to_json(c),
+                      "--dry-run's TOML reads back to the same config");
   });
 }

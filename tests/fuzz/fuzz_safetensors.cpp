@@ -11,7 +11,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       ds::fuzz::require(t.data.size() == static_cast<size_t>(t.numel()) * ds::dtype_size(t.dtype),
                         "a tensor's bytes match its shape and dtype");
       const auto values = ds::SafetensorsCheckpoint::to_f32(t);
-      ds::fuzz::require(values.size() == static_cast<size_t>(t.numel()), "to_f32 gives numel values");
+      ds::fuzz::require(values.size() == static_cast<size_t>(t.numel()),
+                        "to_f32 gives numel values");
     }
   });
 }

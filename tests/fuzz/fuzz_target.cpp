@@ -18,7 +18,8 @@ namespace ds::fuzz {
 namespace {
 
 fs::path make_scratch_dir() {
-  const fs::path base = fs::is_directory("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
+  const fs::path base =
+      fs::is_directory("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
   fs::path dir = base / ("driftscope-fuzz-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   return dir;
@@ -52,7 +53,9 @@ fs::path write_input(std::span<const uint8_t> data, const std::string& name) {
   return p;
 }
 
-fs::path source_file(const std::string& rel) { return fs::path(DRIFTSCOPE_SOURCE_DIR) / rel; }
+fs::path source_file(const std::string& rel) {
+  return fs::path(DRIFTSCOPE_SOURCE_DIR) / rel;
+}
 
 int guarded(const std::function<void()>& body) {
   try {
@@ -60,8 +63,10 @@ int guarded(const std::function<void()>& body) {
   } catch (const ds::Error&) {
     // the input was refused with a message for the user: the expected outcome of a bad input
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "fuzz: an exception other than ds::Error escaped (a bug, exit 3 in the "
-                         "CLI): %s\n", e.what());
+    std::fprintf(stderr,
+                 "fuzz: an exception other than ds::Error escaped (a bug, exit 3 in the "
+                 "CLI): %s\n",
+                 e.what());
     std::abort();
   }
   return 0;

@@ -42,7 +42,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
   return ds::fuzz::guarded([&] {
     const auto ids = tok.encode(text, options);
-    for (int32_t id : ids) ds::fuzz::require(id >= 0 && id < tok.vocab_size(), "encode gives ids < vocab");
+    for (int32_t id : ids)
+      ds::fuzz::require(id >= 0 && id < tok.vocab_size(), "encode gives ids < vocab");
     (void)tok.decode(ids, false);
     (void)tok.decode(ids, true);
   });

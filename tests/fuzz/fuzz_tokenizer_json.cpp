@@ -26,9 +26,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (std::string_view text : kTexts) {
       for (bool add_special : {false, true}) {
         for (bool special_in_text : {false, true}) {
-          const auto ids = tok->encode(
-              text, ds::EncodeOptions{.add_special = add_special, .special_in_text = special_in_text});
-          for (int32_t id : ids) ds::fuzz::require(id >= 0 && id < vocab, "encode gives ids < vocab");
+          const auto ids = tok->encode(text, ds::EncodeOptions{.add_special = add_special,
+                                                               .special_in_text = special_in_text});
+          for (int32_t id : ids)
+            ds::fuzz::require(id >= 0 && id < vocab, "encode gives ids < vocab");
           (void)tok->decode(ids, false);
           (void)tok->decode(ids, true);
         }

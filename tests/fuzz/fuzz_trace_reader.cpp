@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cstddef>
 
-#include "trace/reader.h"
 #include "tests/fuzz/fuzz_target.h"
+#include "trace/reader.h"
 
 namespace {
 

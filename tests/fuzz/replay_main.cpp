@@ -38,7 +38,8 @@ int main(int argc, char** argv) {
     std::printf("replay: %s\n", p.c_str());
     std::fflush(stdout);  // names the input if the target crashes on it
     std::ifstream in(p, std::ios::binary);
-    const std::vector<char> bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    const std::vector<char> bytes{std::istreambuf_iterator<char>(in),
+                                  std::istreambuf_iterator<char>()};
     LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
   }
   std::printf("replay: %zu inputs, no crash\n", inputs.size());

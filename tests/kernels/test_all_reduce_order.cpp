@@ -6,7 +6,6 @@
 // Each rank holds n values (parts + s * n); every value position is its own reduction, so one
 // call checks several differently designed columns at once.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -29,12 +28,13 @@ std::vector<float> reduce(const std::vector<std::vector<float>>& ranks, AllReduc
     parts.insert(parts.end(), r.begin(), r.end());
   }
   std::vector<float> y(n, std::numeric_limits<float>::quiet_NaN());
-  ds::ops::all_reduce<float>(y.data(), parts.data(), static_cast<int>(ranks.size()), n, order,
-                             out);
+  ds::ops::all_reduce<float>(y.data(), parts.data(), static_cast<int>(ranks.size()), n, order, out);
   return y;
 }
 
-float bf(float v) { return ds::round_to_bf16(v); }
+float bf(float v) {
+  return ds::round_to_bf16(v);
+}
 
 }  // namespace
 
@@ -132,7 +132,7 @@ TEST_CASE("all_reduce: tp = 5 tree is ((p0 + p1) + (p2 + p3)) + p4, the odd one 
   CHECK(y[1] == 256.0f);
   CHECK(y[2] == 258.0f);
   // the alternatives, written out:
-  CHECK(bf(bf(bf(bf(256.0f + 0.0f) + 1.0f) + 1.0f) + 0.0f) == 256.0f);       // ring, column 0
-  CHECK(bf(bf(256.0f + 0.0f) + bf(bf(1.0f + 0.0f) + 1.0f)) == 258.0f);       // column 1
-  CHECK(bf(1.0f + bf(bf(1.0f + 256.0f) + bf(0.0f + 0.0f))) == 256.0f);       // column 2
+  CHECK(bf(bf(bf(bf(256.0f + 0.0f) + 1.0f) + 1.0f) + 0.0f) == 256.0f);  // ring, column 0
+  CHECK(bf(bf(256.0f + 0.0f) + bf(bf(1.0f + 0.0f) + 1.0f)) == 258.0f);  // column 1
+  CHECK(bf(1.0f + bf(bf(1.0f + 256.0f) + bf(0.0f + 0.0f))) == 256.0f);  // column 2
 }

@@ -7,10 +7,9 @@
 // then sit on fp32 / fp16 rounding edges, so each alternative order gives a different result.
 // One case with general scores compares with the documented formula written out below in fp32
 // temporaries, bit for bit.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <bit>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -242,7 +241,7 @@ TEST_CASE("attention: query head h reads kv head h / (n_heads / n_kv_heads)",
   c.n_kv_heads = 2;
   c.q = {1.0f, 1.0f, 1.0f, 1.0f};
   c.positions = {1};
-  c.k = {0.0f, -200.0f, 0.0f, 0.0f};    // (t, kv head): t = 0: [0, -200], t = 1: [0, 0]
+  c.k = {0.0f, -200.0f, 0.0f, 0.0f};  // (t, kv head): t = 0: [0, -200], t = 1: [0, 0]
   c.v = {10.0f, 50.0f, 30.0f, 70.0f};
   const auto y = c.run(numerics(1));
   CHECK(y[0] == 20.0f);
@@ -350,10 +349,10 @@ TEST_CASE("attention: general scores with splits 1 2 3 (chunks 3 2 and 2 2 1) ma
   // general and every merge factor exp(m_c - m) is neither 0 nor 1.
   Ref r;
   r.q = {0.75f, -1.25f, 0.5f};
-  r.k = {1.5f, 0.25f, -2.0f,  -0.5f, 1.75f, 0.125f,  2.25f, -1.0f, 0.5f,
-         0.375f, 0.5f, 1.5f,  -1.75f, -0.25f, 2.5f};
-  r.v = {1.1f, -2.3f, 0.7f,  3.9f, 0.2f, -1.4f,  -0.6f, 2.8f, 1.9f,
-         0.45f, -3.1f, 2.2f,  1.7f, 1.3f, -0.9f};
+  r.k = {1.5f, 0.25f,  -2.0f, -0.5f, 1.75f,  0.125f, 2.25f, -1.0f,
+         0.5f, 0.375f, 0.5f,  1.5f,  -1.75f, -0.25f, 2.5f};
+  r.v = {1.1f, -2.3f, 0.7f,  3.9f, 0.2f, -1.4f, -0.6f, 2.8f,
+         1.9f, 0.45f, -3.1f, 2.2f, 1.7f, 1.3f,  -0.9f};
   r.scale = 1.0f / std::sqrt(3.0f);
   Case c = one_query(r.q, r.k, r.v);
   c.scale = r.scale;

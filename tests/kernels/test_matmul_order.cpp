@@ -8,7 +8,6 @@
 // w is all ones wherever the products are not the point, so x[k] * w[k] = x[k] exactly and the
 // reduction alone decides the result.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -33,7 +32,9 @@ float dot1(const std::vector<float>& x, const std::vector<float>& w, GemmNumeric
   return y;
 }
 
-std::vector<float> ones(size_t n) { return std::vector<float>(n, 1.0f); }
+std::vector<float> ones(size_t n) {
+  return std::vector<float>(n, 1.0f);
+}
 
 GemmNumerics split(int s, bool accum_f16 = false, Storage out = Storage::native) {
   GemmNumerics g;

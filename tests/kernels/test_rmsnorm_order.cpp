@@ -2,7 +2,6 @@
 // by hand: the sum of squares over i = 0..dim-1 in order, inv = 1 / sqrt(ss / dim + eps), and
 // y = round((x * inv) * w).
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <limits>
 #include <vector>

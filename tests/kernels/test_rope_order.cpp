@@ -2,7 +2,6 @@
 // half-split layout pairs x[i] with x[i + head_dim/2], both new values are computed from the old
 // pair in T, the cos / sin row is the row's position, and each value is rounded once to out.
 #include <catch2/catch.hpp>
-
 #include <limits>
 #include <vector>
 

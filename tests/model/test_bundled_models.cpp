@@ -2,7 +2,6 @@
 // models/PROVENANCE.md with its size and sha256, and matches them. (CI does not retrain; this is
 // what ties the committed bytes to the recorded training run.)
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <fstream>
 #include <map>

@@ -1,14 +1,13 @@
 // Synthetic checkpoints of real shapes: parameter counts against the published ones, a tiny
 // checkpoint that loads and runs, sharding, determinism.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 
 #include "common/error.h"
 #include "src/model/model.h"
-#include "src/runtime/runtime.h"
 #include "src/model/sha256.h"
 #include "src/model/synth.h"
+#include "src/runtime/runtime.h"
 #include "tests/support/run_cli.h"
 #include "tests/support/temp_dir.h"
 
@@ -43,7 +42,9 @@ TEST_CASE("a synthetic checkpoint loads, validates and runs", "[synth]") {
   ds::write_synthetic_checkpoint(ds::synth_shape("tiny"), o, dir.path() / "b");
   o.seed = 4;
   ds::write_synthetic_checkpoint(ds::synth_shape("tiny"), o, dir.path() / "c");
-  const auto h = [&](const char* d) { return ds::sha256_file(dir.path() / d / "model.safetensors"); };
+  const auto h = [&](const char* d) {
+    return ds::sha256_file(dir.path() / d / "model.safetensors");
+  };
   CHECK(h("a") == h("b"));
   CHECK(h("a") != h("c"));
   CHECK_THROWS_WITH(ds::write_synthetic_checkpoint(ds::synth_shape("tiny"), o, dir.path() / "a"),
@@ -62,7 +63,8 @@ TEST_CASE("large synthetic checkpoints are sharded with an index", "[synth]") {
   CHECK(m.weight_dtype == "F16");
 }
 
-TEST_CASE("synth from the command line, then generate from it without a tokenizer", "[synth][cli]") {
+TEST_CASE("synth from the command line, then generate from it without a tokenizer",
+          "[synth][cli]") {
   ds::test::TempDir dir;
   const auto out = (dir.path() / "tiny").string();
   auto w = ds::test::run_cli("synth --shape tiny --layers 1 -o " + out);

@@ -1,6 +1,5 @@
 // Greedy tie rule and seeded sampling: determinism, filters, and the distribution it draws from.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <vector>
 

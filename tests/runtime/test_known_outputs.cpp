@@ -4,8 +4,8 @@
 // fp64 on every bundled family.
 #include <catch2/catch.hpp>
 
-#include "src/run/generate.h"
 #include "src/model/model.h"
+#include "src/run/generate.h"
 #include "src/runtime/runtime.h"
 #include "src/tokenizer/load.h"
 #include "tests/support/compare.h"
@@ -27,7 +27,8 @@ Loaded load(const std::string& model_path, const std::string& tok_path) {
 ds::GenerateResult greedy(const ds::Model& m, const std::vector<int32_t>& prompt, int max_new,
                           ds::DType dtype = ds::DType::fp32) {
   auto rt = ds::make_cpu_runtime(
-      m, dtype, ds::needed_capacity(static_cast<int>(prompt.size()), max_new, m.config.max_seq_len));
+      m, dtype,
+      ds::needed_capacity(static_cast<int>(prompt.size()), max_new, m.config.max_seq_len));
   ds::GenerateOptions opt;
   opt.max_new = max_new;
   opt.eos_id = m.config.eos_id;

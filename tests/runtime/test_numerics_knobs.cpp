@@ -1,15 +1,14 @@
 // Run-config knobs that change the numerics: invariance where it must
 // hold, sensitivity where it must show, and the precision ordering on real prompts.
-#include <catch2/catch.hpp>
-
 #include <bit>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <fstream>
 
 #include "common/error.h"
 #include "common/float_formats.h"
-#include "src/run/generate.h"
 #include "src/model/model.h"
+#include "src/run/generate.h"
 #include "src/run/prompts.h"
 #include "src/run/run_config.h"
 #include "src/run/trace_recorder.h"
@@ -67,7 +66,8 @@ int count_differences(const std::filesystem::path& a, const std::filesystem::pat
   return diffs;
 }
 
-std::vector<std::vector<int32_t>> greedy_tokens(const ds::Model& m, const std::vector<ds::Prompt>& prompts,
+std::vector<std::vector<int32_t>> greedy_tokens(const ds::Model& m,
+                                                const std::vector<ds::Prompt>& prompts,
                                                 const ds::RunConfig& c) {
   auto rt = ds::make_cpu_runtime(m, ds::numerics(c), m.config.max_seq_len, c.batch);
   ds::GenerateOptions g;
@@ -76,7 +76,8 @@ std::vector<std::vector<int32_t>> greedy_tokens(const ds::Model& m, const std::v
   std::vector<std::vector<int32_t>> out;
   for (size_t first = 0; first < prompts.size(); first += c.batch) {
     std::vector<ds::SequenceRequest> req;
-    for (size_t i = first; i < std::min(prompts.size(), first + c.batch); ++i) req.push_back({prompts[i].ids, i});
+    for (size_t i = first; i < std::min(prompts.size(), first + c.batch); ++i)
+      req.push_back({prompts[i].ids, i});
     for (auto& r : ds::generate_batch(*rt, req, g)) out.push_back(r.tokens);
   }
   return out;
@@ -91,7 +92,8 @@ ds::RunConfig cfg(const std::string& dtype, int max_new = 40) {
 
 }  // namespace
 
-TEST_CASE("invariant policy: batch 1 and batch 8 give bit-identical traces", "[knobs][invariance]") {
+TEST_CASE("invariant policy: batch 1 and batch 8 give bit-identical traces",
+          "[knobs][invariance]") {
   ds::test::TempDir dir;
   const ds::Model m = ds::load_model(ds::test::model_bin());
   const auto prompts = bundled_prompts(m, 8);
@@ -157,7 +159,8 @@ TEST_CASE("heuristic policy in bf16: batch 1 vs 8 changes hidden states", "[knob
   CHECK(count_differences(a, b) > 0);
 }
 
-TEST_CASE("tp, all-reduce order and attention splits change hidden states", "[knobs][sensitivity]") {
+TEST_CASE("tp, all-reduce order and attention splits change hidden states",
+          "[knobs][sensitivity]") {
   ds::test::TempDir dir;
   const ds::Model m = ds::load_model(ds::test::model_bin());
   const auto prompts = bundled_prompts(m, 2);
@@ -168,7 +171,8 @@ TEST_CASE("tp, all-reduce order and attention splits change hidden states", "[kn
   CHECK(count_differences(a, trace_of(m, prompts, tp4, dir.path() / "tp4.h5")) > 0);
   auto tree = tp4;
   tree.allreduce = "tree";
-  CHECK(count_differences(dir.path() / "tp4.h5", trace_of(m, prompts, tree, dir.path() / "tree.h5")) > 0);
+  CHECK(count_differences(dir.path() / "tp4.h5",
+                          trace_of(m, prompts, tree, dir.path() / "tree.h5")) > 0);
   auto splits = base;
   splits.attn_splits = "4";
   CHECK(count_differences(a, trace_of(m, prompts, splits, dir.path() / "sp.h5")) > 0);
@@ -177,8 +181,10 @@ TEST_CASE("tp, all-reduce order and attention splits change hidden states", "[kn
   CHECK(count_differences(a, trace_of(m, prompts, splitk, dir.path() / "sk.h5")) > 0);
 }
 
-TEST_CASE("precision ordering on the bundled prompts: bf16 diverges more and earlier than fp16, "
-          "fp16 more than fp32", "[knobs][sensitivity]") {
+TEST_CASE(
+    "precision ordering on the bundled prompts: bf16 diverges more and earlier than fp16, "
+    "fp16 more than fp32",
+    "[knobs][sensitivity]") {
   const ds::Model m = ds::load_model(ds::test::model_bin());
   const auto prompts = bundled_prompts(m, 32);
   const int max_new = 150;
@@ -203,9 +209,9 @@ TEST_CASE("precision ordering on the bundled prompts: bf16 diverges more and ear
   };
   const Stat bf16 = measure("bf16"), fp16 = measure("fp16"), fp32 = measure("fp32");
   WARN("vs fp64 over " << prompts.size() << " prompts x " << max_new << " tokens: diverged bf16 "
-       << bf16.diverged << ", fp16 " << fp16.diverged << ", fp32 " << fp32.diverged
-       << "; mean first flip bf16 " << bf16.mean_first_flip << ", fp16 " << fp16.mean_first_flip
-       << ", fp32 " << fp32.mean_first_flip);
+                       << bf16.diverged << ", fp16 " << fp16.diverged << ", fp32 " << fp32.diverged
+                       << "; mean first flip bf16 " << bf16.mean_first_flip << ", fp16 "
+                       << fp16.mean_first_flip << ", fp32 " << fp32.mean_first_flip);
   CHECK(bf16.diverged > fp16.diverged);
   CHECK(fp16.diverged > fp32.diverged);
   CHECK(bf16.mean_first_flip < fp16.mean_first_flip);
@@ -241,7 +247,9 @@ double median_last_layer_drift(const ds::Model& m, const std::vector<ds::Prompt>
   struct Last : ds::TapHook {
     int layer = 0;
     std::vector<double> out;
-    bool wants(const ds::Site& s) override { return s.kind == ds::SiteKind::out && s.layer == layer; }
+    bool wants(const ds::Site& s) override {
+      return s.kind == ds::SiteKind::out && s.layer == layer;
+    }
     void on_tap(const ds::Site&, const ds::TapTensor& t) override {
       for (int i = 0; i < t.rows * t.width; ++i) out.push_back(t.f32 ? t.f32[i] : t.f64[i]);
     }
@@ -285,8 +293,9 @@ TEST_CASE("layercast drifts far less from fp32 than bf16 does", "[knobs][sensiti
   // On the fp32-trained bundled weights, layercast's weight rounding is itself a perturbation.
   const double lc_fp32w = median_last_layer_drift(m, prompts, "layercast");
   const double bf_fp32w = median_last_layer_drift(m, prompts, "bf16");
-  WARN("median relative L2 drift of the last layer vs fp32, bf16 checkpoint: layercast " << lc
-       << ", bf16 " << bf << "; fp32 checkpoint: layercast " << lc_fp32w << ", bf16 " << bf_fp32w);
+  WARN("median relative L2 drift of the last layer vs fp32, bf16 checkpoint: layercast "
+       << lc << ", bf16 " << bf << "; fp32 checkpoint: layercast " << lc_fp32w << ", bf16 "
+       << bf_fp32w);
   CHECK(lc * 100 < bf);
   CHECK(bf > 1e-3);
   CHECK(lc_fp32w < bf_fp32w);
@@ -300,7 +309,12 @@ TEST_CASE("bad config values are rejected up front, naming the field", "[knobs][
   };
   bad([](ds::RunConfig& c) { c.dtype = "fp8"; }, "dtype");
   bad([](ds::RunConfig& c) { c.accum = "int8"; }, "accum");
-  bad([](ds::RunConfig& c) { c.dtype = "fp32"; c.accum = "fp16"; }, "accum");
+  bad(
+      [](ds::RunConfig& c) {
+        c.dtype = "fp32";
+        c.accum = "fp16";
+      },
+      "accum");
   bad([](ds::RunConfig& c) { c.batch = 0; }, "batch");
   bad([](ds::RunConfig& c) { c.gemm_policy = "fast"; }, "gemm_policy");
   bad([](ds::RunConfig& c) { c.split_k = "0"; }, "split_k");

@@ -1,9 +1,8 @@
 // Synthetic Hugging Face checkpoints (seeded random weights, every architecture and storage
 // format) loaded with ds::load_model and run on the CPU runtime, against the independent fp64
 // oracle of tests/support/ref_forward; and the loader's errors for broken checkpoints.
-#include <catch2/catch.hpp>
-
 #include <bit>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <fstream>
 #include <functional>

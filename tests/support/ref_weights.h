@@ -1,5 +1,6 @@
 // Test-side reading of a float32 Hugging Face directory into the fp64 oracle's weights, with its
-// own minimal safetensors parser (independent of src/model/safetensors.cpp and src/model/loader_hf.cpp).
+// own minimal safetensors parser (independent of src/model/safetensors.cpp and
+// src/model/loader_hf.cpp).
 #pragma once
 
 #include <filesystem>

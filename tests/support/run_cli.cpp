@@ -1,10 +1,9 @@
 // Runs the driftscope executable through /bin/sh with stdout and stderr captured in temp files.
 #include "tests/support/run_cli.h"
 
-#include <catch2/catch.hpp>
-
 #include <sys/wait.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 

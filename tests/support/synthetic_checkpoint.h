@@ -3,8 +3,6 @@
 // It shares no code with the loaders: its own safetensors writer and its own bf16/f16 rounding.
 #pragma once
 
-#include "tests/support/temp_dir.h"
-
 #include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -13,6 +11,7 @@
 #include <vector>
 
 #include "tests/support/ref_forward.h"
+#include "tests/support/temp_dir.h"
 
 namespace ds::test {
 
@@ -78,6 +77,5 @@ void write_hf_directory(const std::filesystem::path& dir, const nlohmann::json& 
 // make_synthetic_model + write_hf_directory into `dir` (created when missing).
 SyntheticModel write_synthetic_checkpoint(const std::filesystem::path& dir,
                                           const SyntheticSpec& spec);
-
 
 }  // namespace ds::test

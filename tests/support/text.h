@@ -27,7 +27,8 @@ inline size_t count(const std::string& s, const std::string& needle) {
 }
 
 // The text after the first `open` up to the next `close`; both must be there.
-inline std::string between(const std::string& s, const std::string& open, const std::string& close) {
+inline std::string between(const std::string& s, const std::string& open,
+                           const std::string& close) {
   const size_t a = s.find(open);
   REQUIRE(a != std::string::npos);
   const size_t b = s.find(close, a + open.size());
@@ -49,8 +50,9 @@ inline nlohmann::json slurp_json(const std::filesystem::path& p) {
 // corpus, one per line: a prompts file
 // for CLI tests of the bundled model.
 inline void write_prompts(const std::filesystem::path& p, int n = 4) {
-  const char* all[] = {"In the beginning", "And the king said", "Then Jesus said unto them,",
-                       "Blessed are the", "And it came to pass, when", "Praise ye the LORD."};
+  const char* all[] = {"In the beginning",           "And the king said",
+                       "Then Jesus said unto them,", "Blessed are the",
+                       "And it came to pass, when",  "Praise ye the LORD."};
   REQUIRE(n >= 0);
   REQUIRE(n <= 6);
   std::ofstream out(p);

@@ -262,8 +262,9 @@ TEST_CASE("malformed or unsupported tokenizer.json is an error", "[tokenizer]") 
       expected = "unsupported pre_tokenizer type 'BertPreTokenizer'";
     }
     SECTION("pre-tokenizer inside a Sequence") {
-      j["pre_tokenizer"] = {{"type", "Sequence"},
-                            {"pretokenizers", {{{"type", "ByteLevel"}}, {{"type", "Punctuation"}}}}};
+      j["pre_tokenizer"] = {
+          {"type", "Sequence"},
+          {"pretokenizers", {{{"type", "ByteLevel"}}, {{"type", "Punctuation"}}}}};
       expected = "unsupported pre_tokenizer type 'Punctuation'";
     }
     SECTION("BERT normalizer") {
@@ -368,7 +369,8 @@ TEST_CASE("tokenizer.json with the largest allowed id has 2^22 ids", "[tokenizer
 TEST_CASE("tokenizer.json with a Split on backslash-C is refused", "[tokenizer]") {
   TempDir dir;
   nlohmann::json j = bundled_json();
-  j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "\\C"}}}, {"behavior", "Isolated"}};
+  j["pre_tokenizer"] = {
+      {"type", "Split"}, {"pattern", {{"Regex", "\\C"}}}, {"behavior", "Isolated"}};
   CHECK_THROWS_WITH(ds::load_hf_tokenizer(dir.write("tokenizer.json", j.dump())),
                     Catch::Contains("invalid regex '\\C'"));
 }

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "common/error.h"
-#include "src/tokenizer/tokenizer.h"
 #include "src/tokenizer/load.h"
+#include "src/tokenizer/tokenizer.h"
 #include "src/tokenizer/unicode.h"
 #include "src/tokenizer/utf8.h"
 
@@ -48,7 +48,9 @@ std::vector<Expected> expected_ids(const std::string& name) {
   return out;
 }
 
-ds::EncodeOptions plain_text() { return {.add_special = false, .special_in_text = false}; }
+ds::EncodeOptions plain_text() {
+  return {.add_special = false, .special_in_text = false};
+}
 
 // Qwen3's added tokens (tokenizer.json "added_tokens").
 constexpr int32_t kEndOfText = 151643;  // <|endoftext|>, special
@@ -122,9 +124,9 @@ TEST_CASE("Qwen ids published by other projects", "[tokenizer][hf]") {
       "<|im_start|>system\nYou are a helpful and truthful assistant. You should think "
       "step-by-step.<|im_end|>\n<|im_start|>user\nHow many r in strawberry.<|im_end|>\n"
       "<|im_start|>assistant\n";
-  const Ids chat_ids = {151644, 8948, 198,   2610,  525,   264,   10950, 323,    89867,
-                        17847,  13,   1446,  1265,  1744,  3019,  14319, 29208,  13,
-                        151645, 198,  151644, 872,  198,   4340,  1657,  435,    304,
+  const Ids chat_ids = {151644, 8948, 198,    2610, 525,    264,   10950, 323,   89867,
+                        17847,  13,   1446,   1265, 1744,   3019,  14319, 29208, 13,
+                        151645, 198,  151644, 872,  198,    4340,  1657,  435,   304,
                         72600,  13,   151645, 198,  151644, 77091, 198};
   CHECK(qwen3().encode(chat, false) == chat_ids);
   // Decoding skips the special tokens; keeping them gives the text back.
@@ -134,8 +136,8 @@ TEST_CASE("Qwen ids published by other projects", "[tokenizer][hf]") {
         "user\nHow many r in strawberry.\nassistant\n");
   // Chinese with digits (a serving project's test request, tokenized by Qwen2.5-7B):
   CHECK(qwen3().encode("您好, 请从 1 数到 10000000.", false) ==
-        Ids{111308, 11, 220, 14880, 45181, 220, 16, 47685, 26939, 220, 16, 15, 15, 15, 15, 15,
-            15, 15, 13});
+        Ids{111308, 11, 220, 14880, 45181, 220, 16, 47685, 26939, 220, 16, 15, 15, 15, 15, 15, 15,
+            15, 13});
 }
 
 TEST_CASE("chat markup: special tokens are single ids unless special_in_text is off",
@@ -145,8 +147,8 @@ TEST_CASE("chat markup: special tokens are single ids unless special_in_text is 
   const Ids ids = qwen3().encode(prompt, false);
   // "user" 872, "\n" 198, "assistant" 77091 as in the published prompt above; "What is 2+2?" is
   // 3838 374 220 17 10 17 30 in another project's Qwen2.5 prompt; <think> is 151667.
-  CHECK(ids == Ids{kImStart, 872, 198, 3838, 374, 220, 17, 10, 17, 30, kImEnd, 198, kImStart,
-                   77091, 198, kThink, 198});
+  CHECK(ids == Ids{kImStart, 872, 198, 3838, 374, 220, 17, 10, 17, 30, kImEnd, 198, kImStart, 77091,
+                   198, kThink, 198});
   CHECK(qwen3().decode(ids, false) == prompt);
 
   // As plain text the markup is spelled with ordinary tokens: no special id, more ids, and the
@@ -210,11 +212,10 @@ TEST_CASE("round trip on random Unicode strings (seeded property test)", "[token
     char32_t first, last;
   };
   const std::vector<Range> pools = {
-      {0x20, 0x7E},     {0x09, 0x0D},     {0x20, 0x20},     {0xA0, 0xFF},
-      {0x300, 0x36F},   {0x391, 0x3C9},   {0x410, 0x44F},   {0x4E00, 0x9FFF},
-      {0xAC00, 0xD7A3}, {0x1F300, 0x1F64F}, {0x200D, 0x200D}, {0xFE0F, 0xFE0F},
-      {0x660, 0x669},   {0x2000, 0x200A}, {0xE000, 0xE0FF}, {0x20000, 0x2A6DF},
-      {0x2581, 0x2581}, {0x1, 0x10FFFF}};
+      {0x20, 0x7E},       {0x09, 0x0D},     {0x20, 0x20},     {0xA0, 0xFF},     {0x300, 0x36F},
+      {0x391, 0x3C9},     {0x410, 0x44F},   {0x4E00, 0x9FFF}, {0xAC00, 0xD7A3}, {0x1F300, 0x1F64F},
+      {0x200D, 0x200D},   {0xFE0F, 0xFE0F}, {0x660, 0x669},   {0x2000, 0x200A}, {0xE000, 0xE0FF},
+      {0x20000, 0x2A6DF}, {0x2581, 0x2581}, {0x1, 0x10FFFF}};
   std::mt19937 rng(20240607);
   const auto random_string = [&] {
     std::uniform_int_distribution<int> length(0, 60);
@@ -273,13 +274,14 @@ TEST_CASE("long inputs encode in reasonable time (no quadratic loops)", "[tokeni
   // word, 200,000 spaces, 200,000 newlines. A quadratic step would take minutes here.
   std::string text;
   while (text.size() < 300'000) {
-    text += "Once upon a time, 中文 and émigré 🙂 1234567 <|im_end|>\n\n  def f(x):\treturn x ";
+    text +=
+        "Once upon a time, 中文 and émigré 🙂 1234567 <|im_end|>\n\n  def f(x):\treturn x ";
   }
   const Ids ids = qwen3().encode(text, false);
   CHECK(ids.size() > 50'000);
   CHECK(qwen3().decode(ids, false) == text);
-  for (const std::string& s : {std::string(200'000, 'a'), std::string(200'000, ' '),
-                               std::string(200'000, '\n')}) {
+  for (const std::string& s :
+       {std::string(200'000, 'a'), std::string(200'000, ' '), std::string(200'000, '\n')}) {
     CHECK(qwen3().decode(qwen3().encode(s, false)) == s);
     CHECK(mistral().decode(mistral().encode(s, false)) == s);
   }

@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "common/error.h"
-#include "src/tokenizer/regex.h"
-#include "src/tokenizer/tokenizer.h"
 #include "src/tokenizer/added.h"
 #include "src/tokenizer/normalizer.h"
 #include "src/tokenizer/pretokenizer.h"
+#include "src/tokenizer/regex.h"
+#include "src/tokenizer/tokenizer.h"
 #include "src/tokenizer/unicode.h"
 #include "src/tokenizer/utf8.h"
 
@@ -69,10 +69,14 @@ TEST_CASE("Split pre-tokenizer: the five delimiter behaviours", "[tokenizer][par
   CHECK(pre_tokenize(split("Contiguous", true), text) ==
         Strings{"How", " ", "are", " ", "you", " ", "doing?"});
   // split.rs "invert": splitting on " " equals splitting inverted on "Hello".
-  const json on_space = {
-      {"type", "Split"}, {"pattern", {{"String", " "}}}, {"behavior", "Removed"}, {"invert", false}};
-  const json not_hello = {
-      {"type", "Split"}, {"pattern", {{"String", "Hello"}}}, {"behavior", "Removed"}, {"invert", true}};
+  const json on_space = {{"type", "Split"},
+                         {"pattern", {{"String", " "}}},
+                         {"behavior", "Removed"},
+                         {"invert", false}};
+  const json not_hello = {{"type", "Split"},
+                          {"pattern", {{"String", "Hello"}}},
+                          {"behavior", "Removed"},
+                          {"invert", true}};
   CHECK(pre_tokenize(on_space, "Hello Hello Hello") == Strings{"Hello", "Hello", "Hello"});
   CHECK(pre_tokenize(not_hello, "Hello Hello Hello") == Strings{"Hello", "Hello", "Hello"});
 }
@@ -80,12 +84,13 @@ TEST_CASE("Split pre-tokenizer: the five delimiter behaviours", "[tokenizer][par
 TEST_CASE("Split with the Qwen / Llama 3 regex", "[tokenizer][parts]") {
   // The look-ahead \s+(?!\S) leaves the last space of a run to the word after it; (?i:'s|...)
   // takes contractions in either case; \p{N} keeps digits one by one.
-  const json qwen = {{"type", "Split"},
-                     {"pattern",
-                      {{"Regex",
-                        R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"}}},
-                     {"behavior", "Isolated"},
-                     {"invert", false}};
+  const json qwen = {
+      {"type", "Split"},
+      {"pattern",
+       {{"Regex",
+         R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"}}},
+      {"behavior", "Isolated"},
+      {"invert", false}};
   CHECK(pre_tokenize(qwen, "I'M here   now 123!\n\nok") ==
         Strings{"I", "'M", " here", "  ", " now", " ", "1", "2", "3", "!\n\n", "ok"});
   CHECK(pre_tokenize(qwen, "naïve café") == Strings{"naïve", " café"});
@@ -101,8 +106,8 @@ TEST_CASE("ByteLevel pre-tokenizer", "[tokenizer][parts]") {
         Strings{"Hello", "Ġmy", "Ġfriend", ",", "Ġhow", "Ġis", "Ġyour", "Ġday", "Ġgoing", "?"});
   for (const std::string text :
        {"Hello my friend, how is your day going?", " Hello my friend, how is your day going?"}) {
-    CHECK(pre_tokenize(prefix, text) == Strings{"ĠHello", "Ġmy", "Ġfriend", ",", "Ġhow", "Ġis",
-                                                "Ġyour", "Ġday", "Ġgoing", "?"});
+    CHECK(pre_tokenize(prefix, text) ==
+          Strings{"ĠHello", "Ġmy", "Ġfriend", ",", "Ġhow", "Ġis", "Ġyour", "Ġday", "Ġgoing", "?"});
   }
   CHECK(pre_tokenize(no_regex, "Hello my friend, how is your day going?") ==
         Strings{"ĠHelloĠmyĠfriend,ĠhowĠisĠyourĠdayĠgoing?"});
@@ -156,8 +161,8 @@ TEST_CASE("added tokens: single_word, lstrip, rstrip, normalized", "[tokenizer][
     const ds::hf::Normalizer none;
     const ds::hf::AddedVocabulary vocab(
         {AddedToken{"my", 0, false, false, false, false, true},
-         AddedToken{"name", 1, false, false, false, false, true},
-         AddedToken{"[CLS]", 2, true}, AddedToken{"[SEP]", 3, true}},
+         AddedToken{"name", 1, false, false, false, false, true}, AddedToken{"[CLS]", 2, true},
+         AddedToken{"[SEP]", 3, true}},
         none);
     CHECK(segments(vocab, none, "[CLS] My name is Anthony [SEP]") ==
           std::vector<std::pair<std::string, int>>{
@@ -173,8 +178,8 @@ TEST_CASE("added tokens: single_word, lstrip, rstrip, normalized", "[tokenizer][
     const ds::hf::AddedVocabulary vocab(
         {AddedToken{"my", 0, false, false, true, true, true},
          AddedToken{"name", 1, false, false, false, false, true},
-         AddedToken{"ony", 2, false, true, false, false, true},
-         AddedToken{"[CLS]", 3, true}, AddedToken{"[SEP]", 4, true}},
+         AddedToken{"ony", 2, false, true, false, false, true}, AddedToken{"[CLS]", 3, true},
+         AddedToken{"[SEP]", 4, true}},
         lowercase);
     CHECK(segments(vocab, lowercase, "[CLS] My name is Anthony [SEP]") ==
           std::vector<std::pair<std::string, int>>{
@@ -214,7 +219,8 @@ TEST_CASE("added tokens: single_word, lstrip, rstrip, normalized", "[tokenizer][
   }
 }
 
-TEST_CASE("normalizers: NFC, NFKC, Lowercase, Prepend, Replace with a regex", "[tokenizer][parts]") {
+TEST_CASE("normalizers: NFC, NFKC, Lowercase, Prepend, Replace with a regex",
+          "[tokenizer][parts]") {
   const ds::hf::Normalizer nfc({{"type", "NFC"}}, kParser);
   CHECK(nfc.apply("e\u0301") == "\u00E9");  // e + combining acute -> é
   CHECK(nfc.apply("\u00E9") == "\u00E9");
@@ -240,10 +246,10 @@ TEST_CASE("UTF-8 repair and validation", "[tokenizer][parts]") {
   // 80 BF 64 -> a, FFFD, FFFD, FFFD, b, FFFD, c, FFFD, FFFD, d.
   CHECK(ds::utf8_make_valid("\x61\xF1\x80\x80\xE1\x80\xC2\x62\x80\x63\x80\xBF\x64") ==
         "a\uFFFD\uFFFD\uFFFDb\uFFFDc\uFFFD\uFFFDd");
-  CHECK(ds::utf8_make_valid("\xE4\xB8") == "\uFFFD");                      // cut short
-  CHECK(ds::utf8_make_valid("\xED\xA0\x80") == "\uFFFD\uFFFD\uFFFD");      // a surrogate
+  CHECK(ds::utf8_make_valid("\xE4\xB8") == "\uFFFD");                          // cut short
+  CHECK(ds::utf8_make_valid("\xED\xA0\x80") == "\uFFFD\uFFFD\uFFFD");          // a surrogate
   CHECK(ds::utf8_make_valid("\xF0\x9F\x99\x82 ok") == "\xF0\x9F\x99\x82 ok");  // valid stays
-  CHECK(ds::utf8_first_invalid("ab\xC0\xAF") == 2u);  // overlong
+  CHECK(ds::utf8_first_invalid("ab\xC0\xAF") == 2u);                           // overlong
   CHECK_FALSE(ds::utf8_first_invalid("é中🙂").has_value());
 }
 
@@ -265,7 +271,8 @@ TEST_CASE("regex: Unicode classes, and errors that name the pattern", "[tokenize
 // \C matches a single byte even in UTF mode: a Split on it cut "é" into two invalid halves, which
 // the BPE model decoded with *utf8_decode_char of an empty optional (found by reading the code
 // fuzz_tokenizer_json reaches). The pattern is refused when the tokenizer is loaded.
-TEST_CASE("regex: a pattern with the one-byte escape backslash-C is refused", "[tokenizer][parts]") {
+TEST_CASE("regex: a pattern with the one-byte escape backslash-C is refused",
+          "[tokenizer][parts]") {
   CHECK_THROWS_WITH(ds::Regex(R"(\C)", "tokenizer.json: Split pre_tokenizer"),
                     Catch::Contains("tokenizer.json: Split pre_tokenizer: invalid regex '\\C'"));
   CHECK_THROWS_AS(ds::Regex(R"(a\C+)", "test"), ds::Error);

@@ -3,20 +3,19 @@
 // inside chunks, cross them, and cover the partial last chunk. The fast path and the H5Dread
 // fallback must give the same values, and damaged chunk bytes must be an error, not numbers.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <random>
 #include <filesystem>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/error.h"
+#include "tests/support/temp_dir.h"
 #include "trace/dataset_rows.h"
 #include "trace/h5.h"
-#include "tests/support/temp_dir.h"
 
 namespace {
 
@@ -48,9 +47,14 @@ Id make(hid_t file, const std::string& name, hid_t type, int64_t rows, int64_t w
 
 // Every (begin, count) of interest for `rows` rows in chunks of `chunk` rows.
 std::vector<std::pair<int64_t, int64_t>> ranges(int64_t rows, int64_t chunk) {
-  std::vector<std::pair<int64_t, int64_t>> r = {
-      {0, rows}, {0, 1}, {rows - 1, 1}, {1, chunk}, {chunk, chunk}, {chunk - 1, 2},
-      {chunk + 3, rows - chunk - 3}, {2, 3}};
+  std::vector<std::pair<int64_t, int64_t>> r = {{0, rows},
+                                                {0, 1},
+                                                {rows - 1, 1},
+                                                {1, chunk},
+                                                {chunk, chunk},
+                                                {chunk - 1, 2},
+                                                {chunk + 3, rows - chunk - 3},
+                                                {2, 3}};
   // Consecutive blocks that do not end on chunk boundaries, as the diff reads them.
   for (int64_t b = 0; b < rows; b += chunk + 3) r.emplace_back(b, std::min(chunk + 3, rows - b));
   return r;
@@ -58,7 +62,8 @@ std::vector<std::pair<int64_t, int64_t>> ranges(int64_t rows, int64_t chunk) {
 
 }  // namespace
 
-TEST_CASE("dataset rows: every layout and pipeline reads back the values written", "[trace][read]") {
+TEST_CASE("dataset rows: every layout and pipeline reads back the values written",
+          "[trace][read]") {
   ds::h5::silence_errors();
   ds::test::TempDir dir;
   const auto path = dir.path() / "layouts.h5";
@@ -92,15 +97,15 @@ TEST_CASE("dataset rows: every layout and pipeline reads back the values written
   };
   for (const auto& c : cases) {
     INFO(c.name);
-    const void* data = c.elem == Elem::F32 ? static_cast<const void*>(f.data())
+    const void* data = c.elem == Elem::F32   ? static_cast<const void*>(f.data())
                        : c.elem == Elem::I32 ? static_cast<const void*>(ints.data())
                                              : static_cast<const void*>(bits.data());
     const hid_t mem = c.elem == Elem::F32   ? H5T_NATIVE_FLOAT
                       : c.elem == Elem::I32 ? H5T_NATIVE_INT32
                       : c.elem == Elem::F16 ? ds::h5::file_type(Elem::F16)
                                             : H5T_NATIVE_UINT16;
-    Id d = make(file.get(), c.name, ds::h5::file_type(c.elem), rows, width, chunk, c.pipe, data,
-                mem);
+    Id d =
+        make(file.get(), c.name, ds::h5::file_type(c.elem), rows, width, chunk, c.pipe, data, mem);
     ds::trace::DatasetRows r(std::move(d), c.elem);
     CHECK(r.fast() == c.fast);
     const size_t eb = ds::h5::elem_size(c.elem);
@@ -144,8 +149,8 @@ TEST_CASE("dataset rows: unfiltered rows located once read the same on another t
     Id dcpl(H5Pcreate(H5P_DATASET_CREATE));
     hsize_t ch[2] = {static_cast<hsize_t>(chunk), static_cast<hsize_t>(width)};
     H5Pset_chunk(dcpl.get(), 2, ch);
-    Id sparse(H5Dcreate2(file.get(), "sparse", H5T_IEEE_F32LE, space.get(), H5P_DEFAULT,
-                         dcpl.get(), H5P_DEFAULT));
+    Id sparse(H5Dcreate2(file.get(), "sparse", H5T_IEEE_F32LE, space.get(), H5P_DEFAULT, dcpl.get(),
+                         H5P_DEFAULT));
     hsize_t offset[2] = {0, 0};
     REQUIRE(H5Dwrite_chunk(sparse.get(), H5P_DEFAULT, 0, offset,
                            static_cast<size_t>(chunk * width) * 4, f.data()) >= 0);

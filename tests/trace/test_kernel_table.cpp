@@ -183,8 +183,10 @@ TEST_CASE("kernel table: records written through the writer read back equal",
   }
 }
 
-TEST_CASE("kernel table: with --compression none, the default, the columns carry no filter and read back equal",
-          "[trace][kernels][kernel_table][compression]") {
+TEST_CASE(
+    "kernel table: with --compression none, the default, the columns carry no filter and read back "
+    "equal",
+    "[trace][kernels][kernel_table][compression]") {
   ds::test::TempDir dir;
   const auto path = dir.path() / "k.h5";
   {

@@ -4,15 +4,14 @@
 // fixed array), and nothing for chunks that are not plain; everything else the driver forwards to
 // sec2 must read as sec2 reads.
 #include <catch2/catch.hpp>
-
 #include <cstdint>
 #include <filesystem>
 #include <vector>
 
+#include "tests/support/temp_dir.h"
 #include "trace/dataset_rows.h"
 #include "trace/h5.h"
 #include "trace/locating_driver.h"
-#include "tests/support/temp_dir.h"
 
 namespace {
 
@@ -44,8 +43,7 @@ uint64_t index_address(hid_t dset, int64_t chunk) {
 
 }  // namespace
 
-TEST_CASE("locating driver: a chunk's address in one step is the chunk index's",
-          "[trace][read]") {
+TEST_CASE("locating driver: a chunk's address in one step is the chunk index's", "[trace][read]") {
   ds::h5::silence_errors();
   ds::test::TempDir dir;
   const auto path = dir.path() / "chunks.h5";
@@ -83,8 +81,7 @@ TEST_CASE("locating driver: a chunk's address in one step is the chunk index's",
     hsize_t past[2] = {static_cast<hsize_t>(chunks * kChunk), 0};  // no such chunk
     CHECK_FALSE(ds::trace::chunk_address(d.get(), past, chunk_bytes).has_value());
     // The rows read through those addresses, and through HDF5 with the driver's reads forwarded
-    ds::trace::DatasetRows rows(Id(H5Dopen2(file.get(), name, H5P_DEFAULT)), ds::h5::Elem::F32,
-                                pf);
+    ds::trace::DatasetRows rows(Id(H5Dopen2(file.get(), name, H5P_DEFAULT)), ds::h5::Elem::F32, pf);
     const auto p = rows.plain(0, kRows);
     REQUIRE(p.has_value());
     std::vector<float> got(f.size(), -1.0f), via_hdf5(f.size(), -1.0f);

@@ -1,8 +1,7 @@
 // Files that are not (readable) traces get clear errors, never a crash.
-#include <catch2/catch.hpp>
-
 #include <hdf5.h>
 
+#include <catch2/catch.hpp>
 #include <fstream>
 
 #include "common/error.h"
@@ -38,7 +37,8 @@ TEST_CASE("reader: missing file, non-HDF5 file, foreign HDF5 file", "[trace][err
   hid_t g = H5Gcreate2(f, "data", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   H5Gclose(g);
   H5Fclose(f);
-  CHECK_THROWS_WITH(ds::trace::TraceReader::open(foreign), Catch::Contains("not a driftscope trace"));
+  CHECK_THROWS_WITH(ds::trace::TraceReader::open(foreign),
+                    Catch::Contains("not a driftscope trace"));
 }
 
 TEST_CASE("reader: unknown format_version is refused with a hint", "[trace][errors]") {

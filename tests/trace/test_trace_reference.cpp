@@ -1,5 +1,5 @@
-// Independent check: a trace's L<l>/out and logits for the bundled kjv-llama against the test's own fp64
-// forward pass over the Hugging Face weights (tests/support/ref_forward.cpp, not the runtime).
+// Independent check: a trace's L<l>/out and logits for the bundled kjv-llama against the test's own
+// fp64 forward pass over the Hugging Face weights (tests/support/ref_forward.cpp, not the runtime).
 #include <catch2/catch.hpp>
 
 #include "src/model/model.h"
@@ -12,7 +12,8 @@
 #include "trace/reader.h"
 #include "trace/schema.h"
 
-TEST_CASE("trace L<l>/out and logits match an independent fp64 forward pass", "[trace][reference]") {
+TEST_CASE("trace L<l>/out and logits match an independent fp64 forward pass",
+          "[trace][reference]") {
   ds::test::TempDir dir;
   const ds::Model m = ds::load_model(ds::test::model_hf());
   const auto ref = ds::test::read_ref_model(ds::test::model_hf());
@@ -46,8 +47,8 @@ TEST_CASE("trace L<l>/out and logits match an independent fp64 forward pass", "[
   double worst_logits = 0;
   for (int64_t t = 0; t < seq.rows; ++t) {
     std::vector<double> a(full.begin() + t * V, full.begin() + (t + 1) * V);
-    worst_logits = std::max(worst_logits,
-                            ds::test::max_rel_error(a, {ref_logits.data() + t * V, size_t(V)}));
+    worst_logits =
+        std::max(worst_logits, ds::test::max_rel_error(a, {ref_logits.data() + t * V, size_t(V)}));
   }
   INFO("worst logits relative error " << worst_logits);
   CHECK(worst_logits <= 1e-5);

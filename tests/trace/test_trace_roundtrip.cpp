@@ -1,18 +1,17 @@
 // Trace round trip: what the reader returns is what the runtime produced (bit for bit in f32,
 // round-to-nearest-even in f16/bf16), and the logits datasets obey their invariants.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <bit>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <numeric>
 
 #include "common/float_formats.h"
 #include "src/model/model.h"
-#include "src/runtime/runtime.h"
 #include "src/run/generate.h"
 #include "src/run/trace_recorder.h"
 #include "src/run/traced_run.h"
+#include "src/runtime/runtime.h"
 #include "tests/support/capture_hook.h"
 #include "tests/support/paths.h"
 #include "tests/support/temp_dir.h"
@@ -51,12 +50,14 @@ ds::test::CaptureHook capture(const ds::Model& m, const std::vector<int32_t>& pr
 TEST_CASE("trace round trip: f32 bit-exact, f16/bf16 round to nearest even", "[trace]") {
   ds::test::TempDir dir;
   const ds::Model m = ds::load_model(ds::test::model_bin());
-  const std::vector<int32_t> prompt = {1, 403, 407, 261, 378};  // BOS and four ids of the vocabulary
+  const std::vector<int32_t> prompt = {1, 403, 407, 261,
+                                       378};  // BOS and four ids of the vocabulary
   const auto ref = capture(m, prompt, 24);
   for (auto hd : {ds::Storage::native, ds::Storage::f16, ds::Storage::bf16}) {
     INFO("hidden dtype " << ds::trace::hidden_dtype_name(hd));
     const auto path = dir.path() / (std::string("t_") + ds::trace::hidden_dtype_name(hd) + ".h5");
-    auto res = ds::run_traced(m, {{std::nullopt, prompt}}, options(path, "all", hd, m.config.n_layers));
+    auto res =
+        ds::run_traced(m, {{std::nullopt, prompt}}, options(path, "all", hd, m.config.n_layers));
     REQUIRE(res.complete);
     auto r = ds::trace::TraceReader::open(path);
     CHECK(r.complete());
@@ -71,9 +72,9 @@ TEST_CASE("trace round trip: f32 bit-exact, f16/bf16 round to nearest even", "[t
       REQUIRE(got.size() == want.size());
       size_t bad = 0;
       for (size_t i = 0; i < got.size(); ++i) {
-        const float expect = hd == ds::Storage::native   ? want[i]
-                             : hd == ds::Storage::f16 ? ds::round_to_f16(want[i])
-                                                                 : ds::round_to_bf16(want[i]);
+        const float expect = hd == ds::Storage::native ? want[i]
+                             : hd == ds::Storage::f16  ? ds::round_to_f16(want[i])
+                                                       : ds::round_to_bf16(want[i]);
         bad += std::bit_cast<uint32_t>(got[i]) != std::bit_cast<uint32_t>(expect);
       }
       CHECK(bad == 0);

@@ -10,12 +10,12 @@
 #include <regex>
 #include <string>
 
+#include "tests/support/text.h"
 #include "viewer/html.h"
 #include "viewer/html_escape.h"
-#include "tests/support/text.h"
 
-using ds::test::count;
 using ds::test::between;
+using ds::test::count;
 using ds::test::sha256_base64;
 
 namespace {

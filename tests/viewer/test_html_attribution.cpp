@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/text.h"
 #include "viewer/attribution.h"
 #include "viewer/html.h"
-#include "tests/support/text.h"
 
-using ds::test::count;
 using ds::test::between;
+using ds::test::count;
 
 namespace {
 

@@ -188,8 +188,7 @@ TEST_CASE("attribute --html: chromium renders one bar pair per block of the JSON
                              (b["origin"].get<bool>() ? "1" : "0") + "\"";
     CHECK(count(dom.out, open) == 1);
     const std::string kind = b["kind"].get<std::string>();
-    const std::string sec = dom.out.substr(
-        dom.out.find("<section class=\"blocks " + kind + "\">"));
+    const std::string sec = dom.out.substr(dom.out.find("<section class=\"blocks " + kind + "\">"));
     CHECK(sec.substr(0, sec.find("</section>")).find(open) != std::string::npos);
   }
   // The verdict line as chromium serializes text: & < > escaped, quotes as they are.

@@ -11,11 +11,11 @@
 #include <regex>
 #include <string>
 
-#include "viewer/stats_html.h"
 #include "tests/support/text.h"
+#include "viewer/stats_html.h"
 
-using ds::test::count;
 using ds::test::between;
+using ds::test::count;
 using ds::test::sha256_base64;
 
 namespace {
@@ -99,7 +99,8 @@ TEST_CASE("stats html: bins of several values when Div_Index spans more than max
   r.groups[0].div_index = {0, 3, 4, 9};  // max 9, 10 values into 5 bins of 2: 0–1, 2–3, 4–5, 8–9
   ds::viewer::StatsHtmlOptions opt;
   opt.max_bins = 5;
-  const std::string svg = between(ds::viewer::render_stats_html(r, opt), "data-group=\"all\"", "</svg>");
+  const std::string svg =
+      between(ds::viewer::render_stats_html(r, opt), "data-group=\"all\"", "</svg>");
   CHECK(count(svg, "<rect class=\"bar\"") == 4);
   CHECK(svg.find("<title>Div_Index 0–1: 1 prompt</title>") != std::string::npos);
   CHECK(svg.find("<title>Div_Index 2–3: 1 prompt</title>") != std::string::npos);

@@ -23,9 +23,7 @@ using ds::test::run_cli;
 
 using ds::test::count;
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("stats --html: chromium renders a 2x2 sweep's page as its JSON says",
           "[viewer][html][browser][stats]") {
@@ -37,10 +35,11 @@ TEST_CASE("stats --html: chromium renders a 2x2 sweep's page as its JSON says",
   std::ofstream(prompts) << "Once upon a time\nThe little dog\nTom and Lily went to the park\n"
                             "The sun was hot\n";
   REQUIRE(run_cli("sweep -q --grid 'dtype=fp32,bf16 tp=1,2' -n 16 --prompts " + prompts.string() +
-                  " -j 2 -o " + dir.string()).exit_code == 0);
+                  " -j 2 -o " + dir.string())
+              .exit_code == 0);
   const fs::path html = tmp.path() / "s.html", js = tmp.path() / "s.json";
-  const auto r = run_cli("stats " + dir.string() + " --json " + js.string() + " --html " +
-                         html.string());
+  const auto r =
+      run_cli("stats " + dir.string() + " --json " + js.string() + " --html " + html.string());
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   REQUIRE(fs::exists(html));

@@ -169,8 +169,8 @@ TEST_CASE("terminal report matches the golden text with colours off", "[viewer]"
     // Rewriting the golden text is never a pass: the run fails, and the new text is reviewed
     // (git diff) before a run without the variable can pass.
     std::ofstream(golden_path(), std::ios::binary) << got;
-    FAIL("DRIFTSCOPE_UPDATE_GOLDEN is set: rewrote " << golden_path()
-                                                    << "; review it, then run without the variable");
+    FAIL("DRIFTSCOPE_UPDATE_GOLDEN is set: rewrote "
+         << golden_path() << "; review it, then run without the variable");
   }
   const std::string want = read_file(golden_path());
   REQUIRE_FALSE(want.empty());

@@ -1,6 +1,8 @@
 // KernelRecorder through CUPTI's activity API: concurrent-kernel records (name, grid, block,
 // start/end) joined by correlation id with the external-correlation records that tie each launch
 // to the (pass, site, op) label pushed around it.
+#include "trace/cupti/kernel_recorder_cupti.h"
+
 #include <cupti.h>
 
 #include <cstdlib>
@@ -9,7 +11,6 @@
 
 #include "common/error.h"
 #include "trace/kernel_join.h"
-#include "trace/cupti/kernel_recorder_cupti.h"
 #include "trace/kernel_recorder.h"
 
 namespace ds::trace {
@@ -134,8 +135,7 @@ std::vector<KernelRecord> CuptiKernelRecorder::drain() {
   Shared& s = shared();
   std::lock_guard<std::mutex> lock(s.mu);
   // After a forced flush (the runtime synchronised before) every launch's records are in.
-  std::vector<KernelRecord> out =
-      join_kernel_records(std::move(s.kernels), s.external_of, labels_);
+  std::vector<KernelRecord> out = join_kernel_records(std::move(s.kernels), s.external_of, labels_);
   s.kernels.clear();
   s.external_of.clear();
   return out;

@@ -57,7 +57,9 @@ class CudaBackend {
   CudaBackend(const CudaBackend&) = delete;
   CudaBackend& operator=(const CudaBackend&) = delete;
 
-  Weight upload(const WeightTensor& host) const { return upload_as(host.data(), host.size(), w_t_); }
+  Weight upload(const WeightTensor& host) const {
+    return upload_as(host.data(), host.size(), w_t_);
+  }
   // rope tables: fp32, as the CPU reference's float tables
   Weight upload_table(const std::vector<double>& host) const {
     const std::vector<float> f(host.begin(), host.end());
@@ -150,12 +152,12 @@ class CudaBackend {
     cublas_->run(g, nx_.tf32, stream_);
   }
   void rope(Ptr x, int n, int heads, int head_dim, const Weight& cos, const Weight& sin) const {
-    cuda::rope(x.p, a_t_, n, heads, head_dim, pos_d_.as<int>(), static_cast<const float*>(cos.ptr()),
-               static_cast<const float*>(sin.ptr()), stream_);
+    cuda::rope(x.p, a_t_, n, heads, head_dim, pos_d_.as<int>(),
+               static_cast<const float*>(cos.ptr()), static_cast<const float*>(sin.ptr()), stream_);
   }
   void copy(Ptr dst, Ptr src, size_t n) const {
-    DS_CUDA_CHECK(cudaMemcpyAsync(dst.p, src.p, n * storage_bytes(a_t_), cudaMemcpyDeviceToDevice,
-                                  stream_));
+    DS_CUDA_CHECK(
+        cudaMemcpyAsync(dst.p, src.p, n * storage_bytes(a_t_), cudaMemcpyDeviceToDevice, stream_));
   }
   // One sequence's rows against its slot's cache (k_cache, v_cache: the slot's layer at pos 0).
   void attention(Ptr out, Ptr q, Ptr k_cache, Ptr v_cache, const AttentionCall& c) {
@@ -196,8 +198,8 @@ class CudaBackend {
       return;
     }
     const size_t bytes = static_cast<size_t>(n) * width * storage_bytes(a_t_);
-    DS_CUDA_CHECK(cudaMemcpyAsync(tap_host_.get() + tap_used_, p.p, bytes, cudaMemcpyDeviceToHost,
-                                  stream_));
+    DS_CUDA_CHECK(
+        cudaMemcpyAsync(tap_host_.get() + tap_used_, p.p, bytes, cudaMemcpyDeviceToHost, stream_));
     taps_.push_back({site, tap_used_, width});
     tap_used_ += bytes;
   }

@@ -29,9 +29,10 @@ std::unique_ptr<ds::trace::KernelRecorder> make_kernel_recorder() {
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const ds::CudaModuleApi* driftscope_cuda_module() {
-  static const ds::CudaModuleApi api{ds::kCudaModuleAbi,   &ds::cuda::device_count,
+extern "C" __attribute__((visibility("default"))) const ds::CudaModuleApi*
+driftscope_cuda_module() {
+  static const ds::CudaModuleApi api{ds::kCudaModuleAbi,        &ds::cuda::device_count,
                                      &ds::cuda::device_summary, &ds::cuda::make_runtime,
-                                     &kernel_records_built, &make_kernel_recorder};
+                                     &kernel_records_built,     &make_kernel_recorder};
   return &api;
 }
