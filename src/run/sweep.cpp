@@ -29,6 +29,23 @@ std::string name_part(const std::string& v) {
   return out;
 }
 
+// A grid knob as a sweep accepts it, from --grid or from a sweep.json: a run-config field (its
+// name in canonical form), at least one value, every value one the field takes, given once.
+void check_knob(const GridKnob& k, const std::vector<GridKnob>& before) {
+  RunConfig probe;
+  for (const auto& v : k.values) set_field(probe, k.name, v);  // unknown field or bad value
+  if (k.values.empty()) {
+    throw Error(fmt::format("grid knob '{}' has no values", k.name),
+                "--grid takes e.g. 'dtype=bf16,fp16,fp32'");
+  }
+  for (const auto& g : before) {
+    if (g.name == k.name) {
+      throw Error(fmt::format("grid knob '{}' is given twice", k.name),
+                  "list each knob once with all its values: dtype=bf16,fp16");
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<GridKnob> parse_grid(const std::string& arg) {
@@ -52,24 +69,13 @@ std::vector<GridKnob> parse_grid(const std::string& arg) {
     }
     GridKnob k;
     k.name = field_name(item.substr(0, eq));
-    RunConfig probe;
     std::istringstream values(item.substr(eq + 1));
     std::string v;
     while (std::getline(values, v, ',')) {
       if (v.empty()) continue;
-      set_field(probe, k.name, v);  // unknown field or bad number: ds::Error
       if (std::find(k.values.begin(), k.values.end(), v) == k.values.end()) k.values.push_back(v);
     }
-    if (k.values.empty()) {
-      throw Error(fmt::format("grid knob '{}' has no values", k.name),
-                  "--grid takes e.g. 'dtype=bf16,fp16,fp32'");
-    }
-    for (const auto& g : grid) {
-      if (g.name == k.name) {
-        throw Error(fmt::format("grid knob '{}' is given twice", k.name),
-                    "list each knob once with all its values: dtype=bf16,fp16");
-      }
-    }
+    check_knob(k, grid);
     grid.push_back(std::move(k));
   }
   if (grid.empty()) throw Error("the grid is empty", "--grid takes e.g. 'dtype=bf16,fp16,fp32'");
@@ -90,6 +96,9 @@ void add_samples(std::vector<GridKnob>& grid, int samples, uint64_t seed) {
 }
 
 std::vector<SweepEntry> expand_grid(const RunConfig& base, const std::vector<GridKnob>& grid) {
+  for (const auto& g : grid) {
+    if (g.values.empty()) throw Error(fmt::format("grid knob '{}' has no values", g.name));
+  }
   std::vector<SweepEntry> out;
   std::vector<size_t> at(grid.size(), 0);
   while (true) {
@@ -172,9 +181,6 @@ SweepState read_sweep_state(const std::filesystem::path& dir) {
   try {
     const auto j = nlohmann::ordered_json::parse(in);  // the grid keeps its order
     if (j.value("format", "") != "driftscope-sweep") throw Error("not a sweep file");
-    for (const auto& [k, v] : j.at("grid").items()) {
-      s.grid.push_back({k, v.get<std::vector<std::string>>()});
-    }
     for (const auto& [k, v] : j.at("base").items()) {
       set_field(s.base, k, v.is_string() ? v.get<std::string>() : v.dump());
     }
@@ -182,7 +188,17 @@ SweepState read_sweep_state(const std::filesystem::path& dir) {
     s.model = j.at("model").get<std::string>();
     s.tokenizer = j.at("tokenizer").get<std::string>();
     s.slurm_jobs = j.value("slurm_jobs", std::vector<std::string>{});
-    s.entries = expand_grid(s.base, s.grid);
+    try {  // the checks of --grid: a hand-edited or damaged file must not reach the runs
+      for (const auto& [k, v] : j.at("grid").items()) {
+        GridKnob knob{field_name(k), v.get<std::vector<std::string>>()};
+        check_knob(knob, s.grid);
+        s.grid.push_back(std::move(knob));
+      }
+      s.entries = expand_grid(s.base, s.grid);  // every configuration validated
+    } catch (const Error& e) {
+      throw Error(fmt::format("'{}' is not a valid sweep file: {}", path.string(), e.what()),
+                  "run the sweep again with --grid into a new -o folder");
+    }
     const auto& entries = j.at("configurations");
     for (size_t i = 0; i < s.entries.size() && i < entries.size(); ++i) {
       s.entries[i].status = entries[i].value("status", "pending");

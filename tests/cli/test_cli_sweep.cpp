@@ -140,3 +140,35 @@ TEST_CASE("sweep: bad grids and options are refused with a hint", "[cli][sweep]"
   ds::test::check_input_error(run_cli("sweep --grid @" + (tmp.path() / "no.txt").string() + tail),
                               "cannot read grid file");
 }
+
+// A sweep.json edited by hand or damaged is checked as --grid is: an empty knob crashed `sweep -o`
+// and `stats` (expand_grid indexed an empty list), a bad value or field reached the runs.
+TEST_CASE("sweep: a sweep.json whose grid --grid would refuse is not a valid sweep file",
+          "[cli][sweep][bad-input]") {
+  ds::test::TempDir tmp;
+  const fs::path prompts = tmp.path() / "p.txt", dir = tmp.path() / "sw";
+  ds::test::write_prompts(prompts, 1);
+  REQUIRE(run_cli("sweep -q --grid dtype=fp32,bf16 -n 3 --prompts " + prompts.string() + " -o " +
+                  dir.string())
+              .exit_code == 0);
+  const json original = slurp_json(dir / "sweep.json");
+  const std::pair<json, std::string> damaged[] = {
+      {json::array(), "grid knob 'dtype' has no values"},
+      {json::array({"fp8"}), "configuration base: invalid dtype 'fp8'"},
+  };
+  for (const auto& [values, message] : damaged) {
+    INFO(message);
+    json j = original;
+    j["grid"]["dtype"] = values;
+    std::ofstream(dir / "sweep.json") << j.dump();
+    for (const std::string command : {"sweep -o ", "stats "}) {
+      const auto r = run_cli(command + dir.string());
+      ds::test::check_input_error(r, "is not a valid sweep file: " + message);
+    }
+  }
+  json j = original;
+  j["grid"]["colour"] = json::array({"red"});
+  std::ofstream(dir / "sweep.json") << j.dump();
+  ds::test::check_input_error(run_cli("sweep -o " + dir.string()),
+                              "unknown run-config field 'colour'");
+}
