@@ -14,6 +14,7 @@
 #include "src/cli/diff_report.h"
 #include "src/cli/model_args.h"
 #include "src/cli/output.h"
+#include "src/cli/report_file.h"
 #include "src/cli/run_config_args.h"
 #include "src/run/attribution_run.h"
 #include "src/run/run_metadata.h"
@@ -77,6 +78,8 @@ h5::Elem storage_elem(const std::string& dtype) {
 }
 
 int run_attribute(const AttributeArgs& args) {
+  check_report_output(args.json, {args.a}, "--json");
+  check_report_output(args.html, {args.a}, "--html");
   const RunConfig& rc = args.run.config;
   check_attribution_device(rc);
   apply_threads(args.run);  // before validate, which would look for the CUDA module

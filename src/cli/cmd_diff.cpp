@@ -9,6 +9,7 @@
 #include "diff/gate.h"
 #include "src/cli/commands.h"
 #include "src/cli/diff_report.h"
+#include "src/cli/report_file.h"
 
 namespace ds {
 namespace {
@@ -27,6 +28,8 @@ struct DiffArgs {
 int run_diff(const DiffArgs& a) {
   std::vector<diff::GateCondition> gates;
   for (const auto& spec : a.fail_on) gates.push_back(diff::parse_gate(spec));
+  check_report_output(a.json, {a.a, a.b}, "--json");
+  check_report_output(a.html, {a.a, a.b}, "--html");
   const auto ta = trace::TraceReader::open(a.a);
   const auto tb = trace::TraceReader::open(a.b);
 

@@ -11,8 +11,10 @@
 #include "diff/answers.h"
 #include "diff/stats.h"
 #include "src/cli/commands.h"
+#include "src/cli/diff_report.h"
 #include "src/cli/model_args.h"
 #include "src/cli/recorded_tokenizer.h"
+#include "src/cli/report_file.h"
 #include "src/run/sweep.h"
 #include "trace/reader.h"
 #include "viewer/stats_html.h"
@@ -77,6 +79,8 @@ int run_stats(const StatsArgs& a) {
 
   std::vector<std::string> missing;
   const auto paths = collect(a.inputs, missing);
+  check_report_output(a.json, paths, "--json");
+  check_report_output(a.html, paths, "--html");
   if (paths.empty()) {
     throw Error("no complete trace to compute statistics over",
                 "run the sweep (or wait for it) first: driftscope sweep ... --wait");
@@ -127,27 +131,8 @@ int run_stats(const StatsArgs& a) {
   rep.missing = missing;
 
   fmt::print("{}", viewer::render_stats_terminal(rep));
-  if (!a.json.empty()) {
-    const std::string js = viewer::render_stats_json(rep);
-    if (a.json == "-") {
-      fmt::print("{}", js);
-    } else {
-      std::ofstream out(a.json);
-      out << js;
-      if (!out) {
-        throw Error(fmt::format("cannot write '{}'", a.json),
-                    "check the directory exists and is writable, or use --json - for stdout");
-      }
-    }
-  }
-  if (!a.html.empty()) {
-    std::ofstream out(a.html, std::ios::binary);
-    out << viewer::render_stats_html(rep);
-    if (!out.flush()) {
-      throw Error(fmt::format("cannot write the HTML report to '{}'", a.html),
-                  "check the directory exists and is writable");
-    }
-  }
+  if (!a.json.empty()) write_json_text(viewer::render_stats_json(rep), a.json);
+  if (!a.html.empty()) write_html_text(viewer::render_stats_html(rep), a.html);
   if (a.require_all && !missing.empty()) {
     std::string names;
     for (const auto& m : missing) names += fmt::format("{}{}", names.empty() ? "" : ", ", m);

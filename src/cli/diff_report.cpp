@@ -16,6 +16,7 @@
 #include "src/cli/output.h"
 #include "src/cli/progress.h"
 #include "src/cli/recorded_tokenizer.h"
+#include "src/cli/report_file.h"
 #include "viewer/html.h"
 #include "viewer/json.h"
 #include "viewer/terminal.h"
@@ -89,12 +90,8 @@ void write_json_text(const std::string& text, const std::string& path) {
     write_stdout(text);
     return;
   }
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  if (!out.flush()) {
-    throw Error(fmt::format("cannot write the JSON report to '{}'", path),
-                "check the directory exists and is writable, or use --json - for stdout");
-  }
+  write_report_file(text, path, "JSON report",
+                    "check the directory exists and is writable, or use --json - for stdout");
 }
 
 void write_html_report(const diff::Report& report, const std::string& path) {
@@ -102,12 +99,7 @@ void write_html_report(const diff::Report& report, const std::string& path) {
 }
 
 void write_html_text(const std::string& text, const std::string& path) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  if (!out.flush()) {
-    throw Error(fmt::format("cannot write the HTML report to '{}'", path),
-                "check the directory exists and is writable");
-  }
+  write_report_file(text, path, "HTML report", "check the directory exists and is writable");
 }
 
 }  // namespace ds
