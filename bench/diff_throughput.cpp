@@ -52,8 +52,8 @@
 #include "diff/diff.h"
 #include "src/cli/read_supervisor.h"
 #include "trace/writer.h"
-#include "viewer/json.h"
-#include "viewer/terminal.h"
+#include "viewer/diff_json.h"
+#include "viewer/diff_terminal.h"
 
 namespace fs = std::filesystem;
 

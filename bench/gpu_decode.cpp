@@ -21,9 +21,9 @@
 
 #include "kernels/cuda/check.h"
 #include "src/model/model.h"
-#include "src/run/generate.h"
-#include "src/run/run_config.h"
-#include "src/run/trace_recorder.h"
+#include "src/experiment/generate.h"
+#include "src/experiment/run_config.h"
+#include "src/experiment/trace_recorder.h"
 #include "trace/writer.h"
 
 namespace fs = std::filesystem;

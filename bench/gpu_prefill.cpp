@@ -17,7 +17,7 @@
 
 #include "kernels/cuda/ops_cuda.h"
 #include "src/model/model.h"
-#include "src/run/run_config.h"
+#include "src/experiment/run_config.h"
 
 namespace {
 

@@ -21,10 +21,10 @@
 
 #include "bench/child_process.h"
 #include "src/model/model.h"
-#include "src/run/generate.h"
-#include "src/run/prompts.h"
-#include "src/run/trace_recorder.h"
-#include "src/run/traced_run.h"
+#include "src/experiment/generate.h"
+#include "src/experiment/prompts.h"
+#include "src/experiment/trace_recorder.h"
+#include "src/experiment/traced_run.h"
 #include "src/tokenizer/load.h"
 #include "trace/writer.h"
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs Debian's chromium (when missing) for the HTML report's browser tests
-# (tests/viewer/test_html_browser.cpp renders the demo's report headless). Idempotent.
+# (tests/viewer/test_diff_html_browser.cpp renders the demo's report headless). Idempotent.
 set -euo pipefail
 
 if command -v chromium >/dev/null 2>&1; then

@@ -1,7 +1,7 @@
 // Kernel recorder: attributes every GPU kernel launch to the tap site and op that launched it
 // (docs/trace-format.md "/kernels"), through CUPTI's activity API with external correlation ids
 // pushed around each op. This is the interface; the CUPTI implementation (trace/cupti/) lives in
-// the CUDA module, which makes one on request (src/runtime/cuda_module.h).
+// the CUDA module, which makes one on request (src/runtime/cuda_loader.h).
 #pragma once
 
 #include <string>

@@ -1,11 +1,11 @@
-// Pieces shared by the HTML pages' files (viewer/html.cpp, viewer/html_sequence.cpp,
-// viewer/html_attribution.cpp).
+// Pieces shared by the HTML pages' files (viewer/diff_html.cpp, viewer/diff_html_sequence.cpp,
+// viewer/attribution_html.cpp).
 #pragma once
 
 #include <string>
 
 #include "diff/report.h"
-#include "viewer/html.h"
+#include "viewer/diff_html.h"
 
 namespace ds::viewer::html {
 

@@ -266,7 +266,7 @@ def record(a):
 
 def generate_one(model, hooks, w, index, prompt, forced, sites, a, eos, ctx, stop):
     """One sequence: a prefill pass over the prompt, then a decode pass per token with the KV
-    cache, as src/run/generate.cpp steps it; every pass's rows go to the trace. Returns the stop
+    cache, as src/experiment/generate.cpp steps it; every pass's rows go to the trace. Returns the stop
     reason."""
     import torch
 

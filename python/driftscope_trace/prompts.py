@@ -1,4 +1,4 @@
-"""Prompt files in driftscope's format (docs/cli.md "Prompt files", src/run/prompts.cpp): one
+"""Prompt files in driftscope's format (docs/cli.md "Prompt files", src/experiment/prompts.cpp): one
 prompt per line, or JSONL lines {"text": "..."} / {"ids": [1, 2, 3]}; blank lines skipped."""
 import json
 

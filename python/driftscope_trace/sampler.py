@@ -1,4 +1,4 @@
-"""Choosing the next token exactly as driftscope does (src/run/sampler.cpp): greedy with ties to
+"""Choosing the next token exactly as driftscope does (src/experiment/sampler.cpp): greedy with ties to
 the lowest (or highest) id, or seeded sampling whose uniform number is a pure function of
 (seed, prompt index, step), so a recorder run and a driftscope run with the same seed share the
 same noise (coupled sampling)."""

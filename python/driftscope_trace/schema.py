@@ -1,5 +1,5 @@
 """Names and version of trace format v1, as trace/schema.h has them, and --probes resolution as
-src/run/trace_recorder.cpp does it."""
+src/experiment/trace_recorder.cpp does it."""
 
 FORMAT_NAME = "driftscope-trace"
 FORMAT_VERSION = 1

@@ -1,6 +1,6 @@
 // `driftscope attribute A.h5 [--config B.toml | run-config flags]`: where drift is born. B runs
 // teacher-forced on A's tokens with every layer shadowed on A's recorded inputs
-// (src/run/attribution_run.h); diff/attribution.h turns the pairs into local vs inherited error.
+// (src/experiment/attribution_run.h); diff/attribution.h turns the pairs into local vs inherited error.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -16,11 +16,13 @@
 #include "src/cli/output.h"
 #include "src/cli/report_file.h"
 #include "src/cli/run_config_args.h"
-#include "src/run/attribution_run.h"
-#include "src/run/run_metadata.h"
+#include "src/experiment/attribution_run.h"
+#include "src/experiment/run_metadata.h"
 #include "trace/reader.h"
 #include "trace/schema.h"
-#include "viewer/attribution.h"
+#include "viewer/attribution_html.h"
+#include "viewer/attribution_json.h"
+#include "viewer/attribution_terminal.h"
 
 namespace ds {
 namespace {

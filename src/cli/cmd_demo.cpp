@@ -18,7 +18,7 @@
 #include "src/cli/model_args.h"
 #include "src/cli/run_config_args.h"
 #include "src/cli/traced_command.h"
-#include "src/run/trace_recorder.h"
+#include "src/experiment/trace_recorder.h"
 
 namespace fs = std::filesystem;
 

@@ -9,9 +9,9 @@
 #include "src/cli/model_args.h"
 #include "src/cli/output.h"
 #include "src/cli/run_config_args.h"
-#include "src/run/generate.h"
-#include "src/run/prompts.h"
-#include "src/run/run_config.h"
+#include "src/experiment/generate.h"
+#include "src/experiment/prompts.h"
+#include "src/experiment/run_config.h"
 #include "src/runtime/runtime.h"
 
 namespace ds {

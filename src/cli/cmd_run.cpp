@@ -11,8 +11,8 @@
 #include "src/cli/model_args.h"
 #include "src/cli/run_config_args.h"
 #include "src/cli/traced_command.h"
-#include "src/run/attribution_run.h"
-#include "src/run/trace_recorder.h"
+#include "src/experiment/attribution_run.h"
+#include "src/experiment/trace_recorder.h"
 #include "trace/reader.h"
 
 namespace ds {

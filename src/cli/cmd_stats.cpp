@@ -15,7 +15,7 @@
 #include "src/cli/model_args.h"
 #include "src/cli/recorded_tokenizer.h"
 #include "src/cli/report_file.h"
-#include "src/run/sweep.h"
+#include "src/experiment/sweep.h"
 #include "trace/reader.h"
 #include "viewer/stats_html.h"
 #include "viewer/stats_json.h"

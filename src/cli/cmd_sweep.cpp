@@ -13,7 +13,7 @@
 #include "src/cli/commands.h"
 #include "src/cli/run_config_args.h"
 #include "src/cli/sweep_exec.h"
-#include "src/run/sweep.h"
+#include "src/experiment/sweep.h"
 #include "trace/writer.h"
 
 namespace ds {

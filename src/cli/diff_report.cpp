@@ -17,9 +17,9 @@
 #include "src/cli/progress.h"
 #include "src/cli/recorded_tokenizer.h"
 #include "src/cli/report_file.h"
-#include "viewer/html.h"
-#include "viewer/json.h"
-#include "viewer/terminal.h"
+#include "viewer/diff_html.h"
+#include "viewer/diff_json.h"
+#include "viewer/diff_terminal.h"
 
 namespace ds {
 namespace {

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "src/run/run_config.h"
+#include "src/experiment/run_config.h"
 
 namespace CLI {
 class App;

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "src/run/sweep.h"
+#include "src/experiment/sweep.h"
 
 namespace ds {
 

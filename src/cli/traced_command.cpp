@@ -4,8 +4,8 @@
 #include "src/cli/cli.h"
 #include "src/cli/interrupt.h"
 #include "src/cli/progress.h"
-#include "src/run/run_metadata.h"
-#include "src/run/trace_recorder.h"
+#include "src/experiment/run_metadata.h"
+#include "src/experiment/trace_recorder.h"
 
 namespace ds {
 

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "src/cli/model_args.h"
-#include "src/run/prompts.h"
-#include "src/run/run_config.h"
-#include "src/run/traced_run.h"
+#include "src/experiment/prompts.h"
+#include "src/experiment/run_config.h"
+#include "src/experiment/traced_run.h"
 #include "trace/writer.h"
 
 namespace ds {

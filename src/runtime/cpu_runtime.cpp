@@ -16,67 +16,6 @@
 
 namespace ds {
 
-DType parse_dtype(const std::string& s) {
-  if (s == "fp64") return DType::fp64;
-  if (s == "fp32") return DType::fp32;
-  if (s == "fp16") return DType::fp16;
-  if (s == "bf16") return DType::bf16;
-  if (s == "layercast") return DType::layercast;
-  throw Error(fmt::format("unknown dtype '{}'", s),
-              "--dtype takes fp64, fp32, fp16, bf16 or layercast");
-}
-
-const char* dtype_name(DType d) {
-  switch (d) {
-    case DType::fp64:
-      return "fp64";
-    case DType::fp32:
-      return "fp32";
-    case DType::fp16:
-      return "fp16";
-    case DType::bf16:
-      return "bf16";
-    case DType::layercast:
-      return "layercast";
-  }
-  return "?";
-}
-
-Storage weight_storage(DType d) {
-  switch (d) {
-    case DType::fp16:
-      return Storage::f16;
-    case DType::bf16:
-    case DType::layercast:
-      return Storage::bf16;
-    default:
-      return Storage::native;
-  }
-}
-
-Storage activation_storage(DType d) {
-  switch (d) {
-    case DType::fp16:
-      return Storage::f16;
-    case DType::bf16:
-      return Storage::bf16;
-    default:
-      return Storage::native;
-  }
-}
-
-void Runtime::forward(std::span<const int32_t> tokens, int pos, std::vector<double>& logits) {
-  std::vector<BatchRow> rows(tokens.size());
-  for (size_t r = 0; r < tokens.size(); ++r) rows[r] = {0, pos + static_cast<int>(r), tokens[r]};
-  forward(rows, logits);
-}
-
-void Runtime::set_shadow_source(ShadowSource* source) {
-  if (source != nullptr) {
-    throw Error("this runtime cannot run shadow layers", "run attribute with --device cpu");
-  }
-}
-
 namespace {
 
 template <typename T>
@@ -203,12 +142,6 @@ std::unique_ptr<Runtime> make_cpu_runtime(const Model& model, const Numerics& nu
     return std::make_unique<ForwardRuntime<CpuBackend<double>>>(model, numerics, capacity, slots);
   }
   return std::make_unique<ForwardRuntime<CpuBackend<float>>>(model, numerics, capacity, slots);
-}
-
-std::unique_ptr<Runtime> make_runtime(const Model& model, const Numerics& numerics, int capacity,
-                                      int slots) {
-  return numerics.device == Device::cuda ? make_cuda_runtime(model, numerics, capacity, slots)
-                                         : make_cpu_runtime(model, numerics, capacity, slots);
 }
 
 std::unique_ptr<Runtime> make_cpu_runtime(const Model& model, DType dtype, int capacity,

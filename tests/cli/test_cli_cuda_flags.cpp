@@ -2,7 +2,7 @@
 // a hint, and the CUDA knobs are validated (exit 2) before anything runs.
 #include <catch2/catch.hpp>
 
-#include "src/runtime/cuda_module.h"
+#include "src/runtime/cuda_loader.h"
 #include "tests/support/paths.h"
 #include "tests/support/run_cli.h"
 #include "tests/support/temp_dir.h"

@@ -4,7 +4,9 @@
 #include <cmath>
 
 #include "diff/attribution.h"
-#include "viewer/attribution.h"
+#include "viewer/attribution_html.h"
+#include "viewer/attribution_json.h"
+#include "viewer/attribution_terminal.h"
 
 using ds::diff::AttributionReport;
 using ds::diff::BlockError;

@@ -13,8 +13,8 @@
 #include "diff/kernels.h"
 #include "tests/diff/trace_builder.h"
 #include "tests/support/temp_dir.h"
-#include "viewer/json.h"
-#include "viewer/terminal.h"
+#include "viewer/diff_json.h"
+#include "viewer/diff_terminal.h"
 
 using Catch::Matchers::WithinRel;
 

@@ -4,7 +4,7 @@
 #include <optional>
 #include <string_view>
 
-#include "src/run/prompts.h"
+#include "src/experiment/prompts.h"
 #include "src/tokenizer/load.h"
 #include "tests/fuzz/fuzz_target.h"
 

@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "src/model/model.h"
-#include "src/run/generate.h"
+#include "src/experiment/generate.h"
 #include "src/runtime/runtime.h"
 #include "src/tokenizer/load.h"
 #include "tests/support/compare.h"

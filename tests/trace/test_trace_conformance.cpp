@@ -7,7 +7,7 @@
 
 #include "common/error.h"
 #include "src/model/model.h"
-#include "src/run/traced_run.h"
+#include "src/experiment/traced_run.h"
 #include "tests/support/paths.h"
 #include "tests/support/temp_dir.h"
 #include "trace/h5.h"

@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include "src/model/model.h"
-#include "src/run/trace_recorder.h"
-#include "src/run/traced_run.h"
+#include "src/experiment/trace_recorder.h"
+#include "src/experiment/traced_run.h"
 #include "tests/support/compare.h"
 #include "tests/support/paths.h"
 #include "tests/support/ref_weights.h"

@@ -8,9 +8,9 @@
 
 #include "common/float_formats.h"
 #include "src/model/model.h"
-#include "src/run/generate.h"
-#include "src/run/trace_recorder.h"
-#include "src/run/traced_run.h"
+#include "src/experiment/generate.h"
+#include "src/experiment/trace_recorder.h"
+#include "src/experiment/traced_run.h"
 #include "src/runtime/runtime.h"
 #include "tests/support/capture_hook.h"
 #include "tests/support/paths.h"

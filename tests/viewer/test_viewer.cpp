@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "tests/support/paths.h"
-#include "viewer/json.h"
-#include "viewer/terminal.h"
+#include "viewer/diff_json.h"
+#include "viewer/diff_terminal.h"
 
 namespace {
 

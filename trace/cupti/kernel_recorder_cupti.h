@@ -1,4 +1,4 @@
-// The CUPTI kernel recorder. Built into the CUDA module only (src/runtime/cuda/module.cpp), so
+// The CUPTI kernel recorder. Built into the CUDA module only (src/runtime/cuda/module_entry.cpp), so
 // the driftscope executable never links CUPTI.
 #pragma once
 

@@ -2,7 +2,7 @@
 // the precision's storage type, ops are kernels/cuda/ops_cuda.h launched on one stream. Taps are
 // copied on that stream into pinned memory and handed to the hook after the pass, so tracing
 // never changes a value and never syncs mid-pass. Built into the CUDA module only
-// (src/runtime/cuda/module.cpp), never into the driftscope executable.
+// (src/runtime/cuda/module_entry.cpp), never into the driftscope executable.
 #include "src/runtime/cuda/cuda_runtime.h"
 
 #include <cuda_runtime.h>

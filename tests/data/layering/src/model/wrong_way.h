@@ -1,3 +1,3 @@
-// A fixture for the layering check (tests/CMakeLists.txt): src/model may not include src/run.
+// A fixture for the layering check (tests/CMakeLists.txt): src/model may not include src/experiment.
 #pragma once
-#include "src/run/generate.h"
+#include "src/experiment/generate.h"

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "src/run/run_config.h"
+#include "src/experiment/run_config.h"
 
 namespace ds {
 

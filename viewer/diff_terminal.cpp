@@ -1,5 +1,5 @@
-// Terminal rendering of a diff report (the layout is described in viewer/terminal.h).
-#include "viewer/terminal.h"
+// Terminal rendering of a diff report (the layout is described in viewer/diff_terminal.h).
+#include "viewer/diff_terminal.h"
 
 #include <fmt/format.h>
 

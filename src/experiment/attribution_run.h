@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "src/model/model.h"
-#include "src/run/prompts.h"
-#include "src/run/run_config.h"
+#include "src/experiment/prompts.h"
+#include "src/experiment/run_config.h"
 #include "src/runtime/shadow.h"
 #include "trace/reader.h"
 

@@ -1,8 +1,8 @@
-// The CUDA module's one entry point (src/runtime/cuda_module.h): the CUDA runtime, the device
+// The CUDA module's one entry point (src/runtime/cuda_loader.h): the CUDA runtime, the device
 // query and the CUPTI kernel recorder, behind a table of functions the executable dlsym()s.
 #include "kernels/cuda/device.h"
 #include "src/runtime/cuda/cuda_runtime.h"
-#include "src/runtime/cuda_module.h"
+#include "src/runtime/cuda_loader.h"
 #ifdef DRIFTSCOPE_HAVE_CUPTI
 #include "trace/cupti/kernel_recorder_cupti.h"
 #endif

@@ -1,6 +1,6 @@
-// The HTML report page (layout in viewer/html.h): the document, its stylesheet and script, the
+// The HTML report page (layout in viewer/diff_html.h): the document, its stylesheet and script, the
 // header, the summary of first flips, the sequence table and the kernels that differ.
-#include "viewer/html.h"
+#include "viewer/diff_html.h"
 
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
-// Loading the CUDA module (cuda_module.h) with dlopen, and what the executable asks of it.
-#include "src/runtime/cuda_module.h"
+// Loading the CUDA module (cuda_loader.h) with dlopen, and what the executable asks of it.
+#include "src/runtime/cuda_loader.h"
 
 #include <dlfcn.h>
 #include <fmt/format.h>

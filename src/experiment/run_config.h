@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "src/run/sampler.h"
+#include "src/experiment/sampler.h"
 #include "src/runtime/runtime.h"
 
 namespace ds {

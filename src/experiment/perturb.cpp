@@ -1,5 +1,5 @@
 // DRIFTSCOPE_TEST_PERTURB: parsing of the test-only perturbation.
-#include "src/run/perturb.h"
+#include "src/experiment/perturb.h"
 
 #include <fmt/format.h>
 

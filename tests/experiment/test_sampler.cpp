@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "src/run/sampler.h"
+#include "src/experiment/sampler.h"
 
 TEST_CASE("greedy picks the lowest id among equal maxima", "[sampler]") {
   std::vector<double> l = {0.5, 2.0, -1.0, 2.0, 2.0};

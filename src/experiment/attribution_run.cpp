@@ -1,5 +1,5 @@
 // B teacher-forced on A's tokens with shadow layers; taps paired with A's rows.
-#include "src/run/attribution_run.h"
+#include "src/experiment/attribution_run.h"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "common/error.h"
-#include "src/run/generate.h"
+#include "src/experiment/generate.h"
 #include "src/runtime/runtime.h"
 #include "trace/schema.h"
 

@@ -1,5 +1,5 @@
 // Model identity and environment descriptions recorded in traces.
-#include "src/run/run_metadata.h"
+#include "src/experiment/run_metadata.h"
 
 #include <hdf5.h>
 #include <sys/utsname.h>
@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "src/model/sha256.h"
-#include "src/runtime/cuda_module.h"
+#include "src/runtime/cuda_loader.h"
 
 namespace ds {
 

@@ -1,5 +1,5 @@
 // Validation, runtime numerics and serialisations of the run configuration.
-#include "src/run/run_config.h"
+#include "src/experiment/run_config.h"
 
 #include <fmt/format.h>
 
@@ -9,8 +9,8 @@
 #include <type_traits>
 
 #include "common/error.h"
-#include "src/run/perturb.h"
-#include "src/runtime/cuda_module.h"
+#include "src/experiment/perturb.h"
+#include "src/runtime/cuda_loader.h"
 #include "src/runtime/policy.h"
 
 namespace ds {

@@ -1,5 +1,5 @@
 // Reading prompt files (plain lines or JSONL).
-#include "src/run/prompts.h"
+#include "src/experiment/prompts.h"
 
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
 // The diff report as JSON, field for field from the report struct.
-#include "viewer/json.h"
+#include "viewer/diff_json.h"
 
 #include <cmath>
 #include <nlohmann/json.hpp>

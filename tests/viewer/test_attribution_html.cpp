@@ -7,8 +7,10 @@
 #include <vector>
 
 #include "tests/support/text.h"
-#include "viewer/attribution.h"
-#include "viewer/html.h"
+#include "viewer/attribution_html.h"
+#include "viewer/attribution_json.h"
+#include "viewer/attribution_terminal.h"
+#include "viewer/diff_html.h"
 
 using ds::test::between;
 using ds::test::count;

@@ -1,5 +1,5 @@
 // Tap hook -> trace writer.
-#include "src/run/trace_recorder.h"
+#include "src/experiment/trace_recorder.h"
 
 #include <fmt/format.h>
 

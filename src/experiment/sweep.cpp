@@ -1,5 +1,5 @@
 // Grid expansion, configuration names and the sweep's state file.
-#include "src/run/sweep.h"
+#include "src/experiment/sweep.h"
 
 #include <fmt/format.h>
 

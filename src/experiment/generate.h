@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "src/run/sampler.h"
+#include "src/experiment/sampler.h"
 #include "src/runtime/runtime.h"
 
 namespace ds {

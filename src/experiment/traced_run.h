@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "src/model/model.h"
-#include "src/run/generate.h"
-#include "src/run/prompts.h"
-#include "src/run/run_config.h"
+#include "src/experiment/generate.h"
+#include "src/experiment/prompts.h"
+#include "src/experiment/run_config.h"
 #include "trace/writer.h"
 
 namespace ds {

@@ -1,5 +1,5 @@
 // The generation loop over a Runtime: prefill plans, co-batched decode, stop rules.
-#include "src/run/generate.h"
+#include "src/experiment/generate.h"
 
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
 // Greedy and seeded temperature / top-k / top-p sampling.
-#include "src/run/sampler.h"
+#include "src/experiment/sampler.h"
 
 #include <fmt/format.h>
 

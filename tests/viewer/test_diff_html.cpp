@@ -11,7 +11,7 @@
 #include <string>
 
 #include "tests/support/text.h"
-#include "viewer/html.h"
+#include "viewer/diff_html.h"
 #include "viewer/html_escape.h"
 
 using ds::test::between;

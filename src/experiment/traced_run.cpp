@@ -1,13 +1,13 @@
 // Traced run driver: one runtime, prompts in order, taps through a TraceRecorder.
-#include "src/run/traced_run.h"
+#include "src/experiment/traced_run.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
-#include "src/run/perturb.h"
-#include "src/run/trace_recorder.h"
-#include "src/runtime/cuda_module.h"
+#include "src/experiment/perturb.h"
+#include "src/experiment/trace_recorder.h"
+#include "src/runtime/cuda_loader.h"
 #include "src/runtime/runtime.h"
 #include "trace/kernel_recorder.h"
 
