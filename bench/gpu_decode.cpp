@@ -20,10 +20,10 @@
 #include <vector>
 
 #include "kernels/cuda/check.h"
-#include "src/model/model.h"
 #include "src/experiment/generate.h"
 #include "src/experiment/run_config.h"
 #include "src/experiment/trace_recorder.h"
+#include "src/model/model.h"
 #include "trace/writer.h"
 
 namespace fs = std::filesystem;

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "kernels/cuda/ops_cuda.h"
-#include "src/model/model.h"
 #include "src/experiment/run_config.h"
+#include "src/model/model.h"
 
 namespace {
 

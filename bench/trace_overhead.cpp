@@ -20,11 +20,11 @@
 #include <vector>
 
 #include "bench/child_process.h"
-#include "src/model/model.h"
 #include "src/experiment/generate.h"
 #include "src/experiment/prompts.h"
 #include "src/experiment/trace_recorder.h"
 #include "src/experiment/traced_run.h"
+#include "src/model/model.h"
 #include "src/tokenizer/load.h"
 #include "trace/writer.h"
 

@@ -1,5 +1,8 @@
 // The HTML page of an attribution report (driftscope attribute --html; layout in
-// viewer/attribution_html.h): the diff report's page shell and escaping, the terminal view's content.
+// viewer/attribution_html.h): the diff report's page shell and escaping, the terminal view's
+// content.
+#include "viewer/attribution_html.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -7,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "viewer/attribution_html.h"
 #include "viewer/attribution_terminal.h"
 #include "viewer/html_escape.h"
 #include "viewer/html_parts.h"

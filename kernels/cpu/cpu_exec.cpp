@@ -2,6 +2,8 @@
 // process's work pool (common/work_pool.h). A job is cut into chunks (a few per thread) that the
 // caller and every awake worker take from a shared ticket, so a worker that a loaded machine has
 // descheduled delays nobody unless it already holds a chunk.
+#include "kernels/cpu/cpu_exec.h"
+
 #include <sched.h>
 
 #include <algorithm>
@@ -9,7 +11,6 @@
 #include <thread>
 
 #include "common/work_pool.h"
-#include "kernels/cpu/cpu_exec.h"
 
 namespace ds::ops {
 namespace {

@@ -1,6 +1,7 @@
 // `driftscope attribute A.h5 [--config B.toml | run-config flags]`: where drift is born. B runs
 // teacher-forced on A's tokens with every layer shadowed on A's recorded inputs
-// (src/experiment/attribution_run.h); diff/attribution.h turns the pairs into local vs inherited error.
+// (src/experiment/attribution_run.h); diff/attribution.h turns the pairs into local vs inherited
+// error.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "src/model/model.h"
 #include "src/experiment/prompts.h"
 #include "src/experiment/run_config.h"
+#include "src/model/model.h"
 #include "src/runtime/shadow.h"
 #include "trace/reader.h"
 

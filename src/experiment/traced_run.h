@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "src/model/model.h"
 #include "src/experiment/generate.h"
 #include "src/experiment/prompts.h"
 #include "src/experiment/run_config.h"
+#include "src/model/model.h"
 #include "trace/writer.h"
 
 namespace ds {

@@ -4,8 +4,8 @@
 // fp64 on every bundled family.
 #include <catch2/catch.hpp>
 
-#include "src/model/model.h"
 #include "src/experiment/generate.h"
+#include "src/model/model.h"
 #include "src/runtime/runtime.h"
 #include "src/tokenizer/load.h"
 #include "tests/support/compare.h"

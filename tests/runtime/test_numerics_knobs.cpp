@@ -7,12 +7,12 @@
 
 #include "common/error.h"
 #include "common/float_formats.h"
-#include "src/model/model.h"
 #include "src/experiment/generate.h"
 #include "src/experiment/prompts.h"
 #include "src/experiment/run_config.h"
 #include "src/experiment/trace_recorder.h"
 #include "src/experiment/traced_run.h"
+#include "src/model/model.h"
 #include "src/tokenizer/load.h"
 #include "tests/support/compare.h"
 #include "tests/support/paths.h"

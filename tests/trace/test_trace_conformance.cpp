@@ -6,8 +6,8 @@
 #include <functional>
 
 #include "common/error.h"
-#include "src/model/model.h"
 #include "src/experiment/traced_run.h"
+#include "src/model/model.h"
 #include "tests/support/paths.h"
 #include "tests/support/temp_dir.h"
 #include "trace/h5.h"

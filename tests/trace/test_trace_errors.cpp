@@ -5,9 +5,9 @@
 #include <fstream>
 
 #include "common/error.h"
-#include "src/model/model.h"
 #include "src/experiment/trace_recorder.h"
 #include "src/experiment/traced_run.h"
+#include "src/model/model.h"
 #include "tests/support/paths.h"
 #include "tests/support/temp_dir.h"
 #include "trace/reader.h"

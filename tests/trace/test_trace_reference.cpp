@@ -2,9 +2,9 @@
 // fp64 forward pass over the Hugging Face weights (tests/support/ref_forward.cpp, not the runtime).
 #include <catch2/catch.hpp>
 
-#include "src/model/model.h"
 #include "src/experiment/trace_recorder.h"
 #include "src/experiment/traced_run.h"
+#include "src/model/model.h"
 #include "tests/support/compare.h"
 #include "tests/support/paths.h"
 #include "tests/support/ref_weights.h"

@@ -7,10 +7,10 @@
 #include <numeric>
 
 #include "common/float_formats.h"
-#include "src/model/model.h"
 #include "src/experiment/generate.h"
 #include "src/experiment/trace_recorder.h"
 #include "src/experiment/traced_run.h"
+#include "src/model/model.h"
 #include "src/runtime/runtime.h"
 #include "tests/support/capture_hook.h"
 #include "tests/support/paths.h"

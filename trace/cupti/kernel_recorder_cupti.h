@@ -1,5 +1,5 @@
-// The CUPTI kernel recorder. Built into the CUDA module only (src/runtime/cuda/module_entry.cpp), so
-// the driftscope executable never links CUPTI.
+// The CUPTI kernel recorder. Built into the CUDA module only (src/runtime/cuda/module_entry.cpp),
+// so the driftscope executable never links CUPTI.
 #pragma once
 
 #include <memory>
