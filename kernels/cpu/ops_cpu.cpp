@@ -175,6 +175,107 @@ void rope(T* x, int rows, int n_heads, int head_dim, const int* positions, const
 
 namespace {
 
+// One query row and head of attention over its keys t0..p: the head's query and output, and its
+// KV head's keys and values (row t at k + t * kv_stride, v + t * kv_stride).
+template <typename T>
+struct HeadRows {
+  const T* q;
+  T* out;
+  const T* k;
+  const T* v;
+  size_t kv_stride;
+  int head_dim, t0, p;
+};
+
+// The scores q . k_t * scale into scratch[t], t0 <= t <= p; one key per SIMD lane when fast (each
+// lane's dot product over d in order, as the scalar loop).
+template <typename T>
+void attention_scores(const HeadRows<T>& h, T scale, const AttnNumerics& a, T* scratch,
+                      bool lanes) {
+  const int n_keys = h.p - h.t0 + 1;
+  int t_scalar = h.t0;
+  if constexpr (std::is_same_v<T, float>) {
+    if (lanes && !a.accum_f16 && n_keys >= 8) {
+      const int vec = n_keys / 8 * 8;
+      matmul_f32_lanes(scratch + h.t0, h.q, h.head_dim, h.k + h.t0 * h.kv_stride,
+                       static_cast<int>(h.kv_stride), nullptr, 1, n_keys, h.head_dim, 1,
+                       Storage::native, 0, vec);
+      for (int t = h.t0; t < h.t0 + vec; ++t) scratch[t] = scratch[t] * scale;
+      t_scalar = h.t0 + vec;
+    }
+  }
+  for (int t = t_scalar; t <= h.p; ++t) {
+    scratch[t] = dot(h.q, h.k + t * h.kv_stride, 0, h.head_dim, a.accum_f16) * scale;
+  }
+}
+
+// Softmax over all keys at once, then P.V summed in key order.
+template <typename T>
+void softmax_pv_whole(const HeadRows<T>& h, const AttnNumerics& a, T* scratch) {
+  T max_score = -INFINITY;
+  for (int t = h.t0; t <= h.p; ++t) max_score = std::max(max_score, scratch[t]);
+  T sum = 0;
+  for (int t = h.t0; t <= h.p; ++t) {
+    scratch[t] = std::exp(scratch[t] - max_score);
+    sum += scratch[t];
+  }
+  for (int t = h.t0; t <= h.p; ++t) scratch[t] = rnd(scratch[t] / sum, a.p_round);
+  T* oh = h.out;
+  for (int d = 0; d < h.head_dim; ++d) oh[d] = 0;
+  for (int t = h.t0; t <= h.p; ++t) {
+    const T* vt = h.v + t * h.kv_stride;
+    if (a.accum_f16) {
+      for (int d = 0; d < h.head_dim; ++d) oh[d] = acc_add(oh[d], scratch[t] * vt[d], true);
+    } else {  // independent per d: the compiler vectorises it with the same roundings
+      for (int d = 0; d < h.head_dim; ++d) oh[d] = oh[d] + scratch[t] * vt[d];
+    }
+  }
+  round_to(oh, h.head_dim, a.out);
+}
+
+// Split-KV: per chunk of keys the max, the sum of exp and the unnormalised output (part, one
+// row of head_dim + 2 per chunk), then the standard merge in chunk order.
+template <typename T>
+void softmax_pv_split(const HeadRows<T>& h, const AttnNumerics& a, int splits, const T* scratch,
+                      std::vector<T>& part) {
+  const int n_keys = h.p - h.t0 + 1;
+  const int stride = h.head_dim + 2;
+  part.assign(static_cast<size_t>(splits) * stride, T(0));
+  for (int c = 0; c < splits; ++c) {
+    const Chunk ch = chunk_of(n_keys, splits, c);
+    const int c0 = h.t0 + ch.begin, c1 = h.t0 + ch.end;
+    T* pc = &part[static_cast<size_t>(c) * stride];
+    T m = -INFINITY;
+    for (int t = c0; t < c1; ++t) m = std::max(m, scratch[t]);
+    T l = 0;
+    for (int t = c0; t < c1; ++t) {
+      const T e = std::exp(scratch[t] - m);
+      l += e;
+      const T ep = rnd(e, a.p_round);
+      const T* vt = h.v + t * h.kv_stride;
+      if (a.accum_f16) {
+        for (int d = 0; d < h.head_dim; ++d) pc[2 + d] = acc_add(pc[2 + d], ep * vt[d], true);
+      } else {
+        for (int d = 0; d < h.head_dim; ++d) pc[2 + d] = pc[2 + d] + ep * vt[d];
+      }
+    }
+    pc[0] = m;
+    pc[1] = l;
+  }
+  T m = -INFINITY;
+  for (int c = 0; c < splits; ++c) m = std::max(m, part[static_cast<size_t>(c) * stride]);
+  T l = 0;
+  T* oh = h.out;
+  for (int d = 0; d < h.head_dim; ++d) oh[d] = 0;
+  for (int c = 0; c < splits; ++c) {
+    const T* pc = &part[static_cast<size_t>(c) * stride];
+    const T f = std::exp(pc[0] - m);
+    l += pc[1] * f;
+    for (int d = 0; d < h.head_dim; ++d) oh[d] += pc[2 + d] * f;
+  }
+  for (int d = 0; d < h.head_dim; ++d) oh[d] = rnd(oh[d] / l, a.out);
+}
+
 // Query row r, head h of attention (see ops.h): scratch holds the scores (indexed by key
 // position), part the split-KV partials.
 template <typename T>
@@ -185,84 +286,24 @@ void attention_head(T* out, const T* q, const T* k_cache, const T* v_cache, cons
   const int group = n_heads / n_kv_heads;
   const size_t q_stride = static_cast<size_t>(n_heads) * head_dim;
   const size_t kv_stride = static_cast<size_t>(n_kv_heads) * head_dim;
+  const size_t kv_off = static_cast<size_t>(h / group) * head_dim;
   const int p = positions[r];
   const int t0 = window > 0 && p - window + 1 > 0 ? p - window + 1 : 0;
-  const int n_keys = p - t0 + 1;
-  const int splits = std::clamp(a.splits, 1, n_keys);
-  const T* qh = q + r * q_stride + static_cast<size_t>(h) * head_dim;
-  const size_t kv_off = static_cast<size_t>(h / group) * head_dim;
-  T* oh = out + r * q_stride + static_cast<size_t>(h) * head_dim;
-  // the scores: one key per SIMD lane when fast (each lane's dot product over d in order, as below)
-  int t_scalar = t0;
-  if constexpr (std::is_same_v<T, float>) {
-    if (lanes && !a.accum_f16 && n_keys >= 8) {
-      const int vec = n_keys / 8 * 8;
-      matmul_f32_lanes(scratch + t0, qh, head_dim, k_cache + t0 * kv_stride + kv_off,
-                       static_cast<int>(kv_stride), nullptr, 1, n_keys, head_dim, 1,
-                       Storage::native, 0, vec);
-      for (int t = t0; t < t0 + vec; ++t) scratch[t] = scratch[t] * scale;
-      t_scalar = t0 + vec;
-    }
-  }
-  for (int t = t_scalar; t <= p; ++t) {
-    scratch[t] = dot(qh, k_cache + t * kv_stride + kv_off, 0, head_dim, a.accum_f16) * scale;
-  }
+  const HeadRows<T> rows{q + r * q_stride + static_cast<size_t>(h) * head_dim,
+                         out + r * q_stride + static_cast<size_t>(h) * head_dim,
+                         k_cache + kv_off,
+                         v_cache + kv_off,
+                         kv_stride,
+                         head_dim,
+                         t0,
+                         p};
+  attention_scores(rows, scale, a, scratch, lanes);
+  const int splits = std::clamp(a.splits, 1, p - t0 + 1);
   if (splits == 1) {
-    T max_score = -INFINITY;
-    for (int t = t0; t <= p; ++t) max_score = std::max(max_score, scratch[t]);
-    T sum = 0;
-    for (int t = t0; t <= p; ++t) {
-      scratch[t] = std::exp(scratch[t] - max_score);
-      sum += scratch[t];
-    }
-    for (int t = t0; t <= p; ++t) scratch[t] = rnd(scratch[t] / sum, a.p_round);
-    for (int d = 0; d < head_dim; ++d) oh[d] = 0;
-    for (int t = t0; t <= p; ++t) {
-      const T* vt = v_cache + t * kv_stride + kv_off;
-      if (a.accum_f16) {
-        for (int d = 0; d < head_dim; ++d) oh[d] = acc_add(oh[d], scratch[t] * vt[d], true);
-      } else {  // independent per d: the compiler vectorises it with the same roundings
-        for (int d = 0; d < head_dim; ++d) oh[d] = oh[d] + scratch[t] * vt[d];
-      }
-    }
-    round_to(oh, head_dim, a.out);
-    return;
+    softmax_pv_whole(rows, a, scratch);
+  } else {
+    softmax_pv_split(rows, a, splits, scratch, part);
   }
-  // split-KV: per chunk max, sum of exp and unnormalised output, then the standard merge
-  const int stride = head_dim + 2;
-  part.assign(static_cast<size_t>(splits) * stride, T(0));
-  for (int c = 0; c < splits; ++c) {
-    const Chunk ch = chunk_of(n_keys, splits, c);
-    const int c0 = t0 + ch.begin, c1 = t0 + ch.end;
-    T* pc = &part[static_cast<size_t>(c) * stride];
-    T m = -INFINITY;
-    for (int t = c0; t < c1; ++t) m = std::max(m, scratch[t]);
-    T l = 0;
-    for (int t = c0; t < c1; ++t) {
-      const T e = std::exp(scratch[t] - m);
-      l += e;
-      const T ep = rnd(e, a.p_round);
-      const T* vt = v_cache + t * kv_stride + kv_off;
-      if (a.accum_f16) {
-        for (int d = 0; d < head_dim; ++d) pc[2 + d] = acc_add(pc[2 + d], ep * vt[d], true);
-      } else {
-        for (int d = 0; d < head_dim; ++d) pc[2 + d] = pc[2 + d] + ep * vt[d];
-      }
-    }
-    pc[0] = m;
-    pc[1] = l;
-  }
-  T m = -INFINITY;
-  for (int c = 0; c < splits; ++c) m = std::max(m, part[static_cast<size_t>(c) * stride]);
-  T l = 0;
-  for (int d = 0; d < head_dim; ++d) oh[d] = 0;
-  for (int c = 0; c < splits; ++c) {
-    const T* pc = &part[static_cast<size_t>(c) * stride];
-    const T f = std::exp(pc[0] - m);
-    l += pc[1] * f;
-    for (int d = 0; d < head_dim; ++d) oh[d] += pc[2 + d] * f;
-  }
-  for (int d = 0; d < head_dim; ++d) oh[d] = rnd(oh[d] / l, a.out);
 }
 
 }  // namespace
