@@ -67,9 +67,9 @@ int run_generate(const GenerateArgs& a) {
   opt.prefill_chunk = rc.prefill_chunk;
   opt.prefix_cache = rc.prefix_cache == "on";
   opt.eos_id = stop_token_id(rc, lm.format_stop_id());
-  auto rt =
-      make_runtime(lm.model, numerics(rc),
-                   needed_capacity(static_cast<int>(lm.prompt.size()), opt.max_new, c.max_seq_len));
+  auto rt = make_configured_runtime(
+      lm.model, rc,
+      needed_capacity(static_cast<int>(lm.prompt.size()), opt.max_new, c.max_seq_len));
 
   std::optional<TextStreamer> streamer;
   if (!print_ids) streamer.emplace(*lm.tokenizer);

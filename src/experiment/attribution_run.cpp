@@ -223,7 +223,7 @@ void run_attribution(const Model& model, const trace::TraceReader& a,
     longest = std::max(longest, static_cast<int>(p.ids.size() + p.forced->size()));
   }
   const int batch = std::min<int>(rc.batch, static_cast<int>(prompts.size()));
-  auto rt = make_runtime(model, numerics(rc), needed_capacity(longest, 0, c.max_seq_len), batch);
+  auto rt = make_configured_runtime(model, rc, needed_capacity(longest, 0, c.max_seq_len), batch);
   Pairing pairing(a, sink, opt.split_mlp);
   rt->set_tap_hook(&pairing);
   rt->set_shadow_source(&pairing);

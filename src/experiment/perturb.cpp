@@ -57,4 +57,25 @@ Perturbation perturbation_from_env() {
   return v.empty() ? Perturbation{} : parse_perturbation(v);
 }
 
+void apply_perturbation(Runtime& rt, const Perturbation& p) {
+  if (!p.active()) return;
+  if (p.layer >= rt.config().n_layers) {
+    throw Error(fmt::format("{} names layer {} of a model with {} layers", kPerturbEnv, p.layer,
+                            rt.config().n_layers));
+  }
+  struct RoundOneSite final : SiteEdit {
+    Perturbation p;
+    Storage round_to(const Site& site) override {
+      return site.kind == p.kind && site.layer == p.layer ? p.to : Storage::native;
+    }
+  } edit;
+  edit.p = p;
+  try {
+    rt.set_site_edit(&edit);
+  } catch (const Error&) {
+    throw Error(fmt::format("this backend cannot apply the test perturbation ({})", kPerturbEnv),
+                fmt::format("unset {}, or use --device cpu", kPerturbEnv));
+  }
+}
+
 }  // namespace ds

@@ -1,15 +1,24 @@
 // The test-only perturbation knob: DRIFTSCOPE_TEST_PERTURB="L3/mlp_out:bf16" rounds the output of
-// one per-layer site to bf16 or f16 right after its op (src/runtime/shadow.h), so that a test can
-// plant drift at one known place. Unset (the default): no perturbation, nothing changes.
+// one per-layer site to bf16 or f16 right after its op (a site edit, src/runtime/taps.h), so that
+// a test can plant drift at one known place. Unset (the default): no perturbation, nothing changes.
 #pragma once
 
 #include <string>
 
-#include "src/runtime/shadow.h"
+#include "common/float_formats.h"
+#include "src/runtime/runtime.h"
 
 namespace ds {
 
 inline constexpr const char* kPerturbEnv = "DRIFTSCOPE_TEST_PERTURB";
+
+// The output of one per-layer site rounded to `to`. Inert when layer < 0.
+struct Perturbation {
+  int layer = -1;
+  SiteKind kind = SiteKind::out;
+  Storage to = Storage::native;
+  bool active() const { return layer >= 0; }
+};
 
 // Parses "L<l>/<kind>:<bf16|f16>"; throws ds::Error naming the bad value.
 Perturbation parse_perturbation(const std::string& spec);
@@ -17,5 +26,9 @@ Perturbation parse_perturbation(const std::string& spec);
 // The perturbation DRIFTSCOPE_TEST_PERTURB asks for (inactive when unset or empty), and its text.
 Perturbation perturbation_from_env();
 std::string perturbation_env_text();
+
+// Plants `p` in every later forward pass of `rt` (nothing when inactive). Throws ds::Error when
+// its layer is past the model's or the runtime cannot round a tensor in place.
+void apply_perturbation(Runtime& rt, const Perturbation& p);
 
 }  // namespace ds

@@ -115,6 +115,7 @@ void validate(const RunConfig& c) {
   if (c.device == "cuda") {  // up front, before a model is loaded
     check_cuda_support(numerics(c));
   }
+  perturbation_from_env();  // test-only: a malformed DRIFTSCOPE_TEST_PERTURB stops here too
 }
 
 void validate_for_model(const RunConfig& c, const ModelConfig& m) {
@@ -143,8 +144,14 @@ Numerics numerics(const RunConfig& c) {
   n.device = c.device == "cuda" ? Device::cuda : Device::cpu;
   n.gemm_kernel = parse_kernel(c.kernel);
   n.tf32 = c.tf32 == "on";
-  n.perturb = perturbation_from_env();  // test-only; inactive unless DRIFTSCOPE_TEST_PERTURB is set
   return n;
+}
+
+std::unique_ptr<Runtime> make_configured_runtime(const Model& model, const RunConfig& c,
+                                                 int capacity, int slots) {
+  auto rt = make_runtime(model, numerics(c), capacity, slots);
+  apply_perturbation(*rt, perturbation_from_env());
+  return rt;
 }
 
 namespace {

@@ -50,6 +50,10 @@ void validate_for_model(const RunConfig& c, const ModelConfig& m);
 
 // The runtime numerics the config selects.
 Numerics numerics(const RunConfig& c);
+// The runtime the config selects (device, numerics), with `slots` KV caches of `capacity`
+// positions, and the test perturbation planted when DRIFTSCOPE_TEST_PERTURB asks (perturb.h).
+std::unique_ptr<Runtime> make_configured_runtime(const Model& model, const RunConfig& c,
+                                                 int capacity, int slots = 1);
 
 // Sets one field by its name (as in to_json) from text ("bf16", "8", "0.7"). Throws ds::Error
 // for an unknown field or a number that does not parse; call validate() afterwards.

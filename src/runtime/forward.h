@@ -61,7 +61,7 @@ struct GemmCall {
 //   tap(site, Ptr, rows, width)  hands a tensor to the hook (now, or after the pass on CUDA)
 //   end_pass(logits, rows, out)  logits to the host as double, pending taps delivered
 // Optional (detected with requires; a backend without them refuses the feature): load_rows
-// (shadow layers' reference inputs) and round (the test perturbation).
+// (shadow layers' reference inputs) and round (site edits, taps.h).
 template <class B>
 concept ForwardBackend = requires(B& b, typename B::Buf& buf, typename B::Ptr p,
                                   const typename B::Weight& w, const WeightTensor& host,
@@ -132,16 +132,7 @@ class ForwardRuntime final : public Runtime {
       for (int k = 0; k < kLayerSiteCount; ++k) names[k] = site_name({layer_site_kind(k), l});
       layer_sites_.push_back(names);
     }
-    if (nx.perturb.active()) {
-      if constexpr (!kCanRound) {
-        throw Error("this backend cannot apply the test perturbation (DRIFTSCOPE_TEST_PERTURB)",
-                    "unset DRIFTSCOPE_TEST_PERTURB, or use --device cpu");
-      }
-      if (nx.perturb.layer >= c_.n_layers) {
-        throw Error("DRIFTSCOPE_TEST_PERTURB names layer " + std::to_string(nx.perturb.layer) +
-                    " of a model with " + std::to_string(c_.n_layers) + " layers");
-      }
-    }
+    rounds_.assign(c_.n_layers, {});  // no site edit: every site left alone (native)
     set_tap_hook(nullptr);
     b_.ready();
   }
@@ -151,6 +142,18 @@ class ForwardRuntime final : public Runtime {
   const ModelConfig& config() const override { return c_; }
   void set_kernel_recorder(trace::KernelRecorder* recorder) override { b_.set_recorder(recorder); }
   using Runtime::forward;
+
+  void set_site_edit(SiteEdit* edit) override {
+    if constexpr (!kCanRound) {
+      Runtime::set_site_edit(edit);  // refuses any edit
+    } else {
+      rounds_.assign(c_.n_layers, {});
+      for (int l = 0; edit && l < c_.n_layers; ++l) {
+        for (int k = 0; k < kLayerSiteCount; ++k)
+          rounds_[l][k] = edit->round_to({layer_site_kind(k), l});
+      }
+    }
+  }
 
   void set_tap_hook(TapHook* hook) override {
     hook_ = hook;
@@ -345,9 +348,12 @@ class ForwardRuntime final : public Runtime {
 
   const std::string& lsite(int l, SiteKind k) const { return layer_sites_[l][layer_site_index(k)]; }
 
+  // A per-layer site's tensor, right after its op: rounded in place if a site edit asks, then
+  // handed to the hook if wanted.
   void tap_layer(int l, SiteKind k, Ptr p, int n, int width) {
-    if (nx_.perturb.active() && nx_.perturb.layer == l && nx_.perturb.kind == k) {
-      if constexpr (kCanRound) b_.round(p, static_cast<size_t>(n) * width, nx_.perturb.to);
+    if constexpr (kCanRound) {
+      const Storage to = rounds_[l][layer_site_index(k)];
+      if (to != Storage::native) b_.round(p, static_cast<size_t>(n) * width, to);
     }
     if (wanted_.at(l, k)) b_.tap({k, l}, p, n, width);
   }
@@ -446,6 +452,8 @@ class ForwardRuntime final : public Runtime {
   BatchColumns cols_;  // tokens, slots and positions of the current pass
   WantedSites wanted_;
   TapHook* hook_ = nullptr;
+  // [layer][layer_site_index(kind)]: the storage a site edit rounds the site to (native: none)
+  std::vector<std::array<Storage, kLayerSiteCount>> rounds_;
   // shadow layers: nothing below is allocated or used unless a source is set
   ShadowSource* shadow_ = nullptr;
   std::vector<bool> shadow_layer_, shadow_mlp_;

@@ -46,8 +46,7 @@ struct Numerics {
   // CUDA backend only (the CPU reference has one implementation of each op):
   Device device = Device::cpu;
   GemmKernel gemm_kernel = GemmKernel::cublas;
-  bool tf32 = false;     // TF32 tensor cores for fp32 GEMMs
-  Perturbation perturb;  // test-only (shadow.h); inert unless set
+  bool tf32 = false;  // TF32 tensor cores for fp32 GEMMs
 };
 
 // One input row of a forward pass: token `token` of the sequence in KV-cache slot `slot`, at
@@ -76,6 +75,10 @@ class Runtime {
   // default, and nothing extra is allocated or computed). Throws ds::Error on a backend that
   // cannot run them (the CUDA backend, which defers its taps to the end of the pass).
   virtual void set_shadow_source(ShadowSource* source);
+  // Applies a site edit (taps.h) in every later forward pass; null: none. Its round_to() is
+  // asked here, once per site, and the edit is not kept. Throws ds::Error on a backend that
+  // cannot round a tensor in place (the CUDA backend).
+  virtual void set_site_edit(SiteEdit* edit);
   virtual int capacity() const = 0;  // positions per slot
   virtual int slots() const = 0;     // sequences that can be in flight at once
   virtual const ModelConfig& config() const = 0;

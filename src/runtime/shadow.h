@@ -2,10 +2,8 @@
 // a copy of one layer (or of its MLP, or of the final norm and LM head) recomputed on a
 // reference trace's recorded inputs for the same (slot, position) rows, with its own residual
 // buffer and KV cache, its taps handed to the source. The real pass is left untouched.
-// Also the test-only perturbation knob (one site's output rounded to a coarser format).
 #pragma once
 
-#include "common/float_formats.h"
 #include "src/runtime/taps.h"
 
 namespace ds {
@@ -29,15 +27,6 @@ class ShadowSource {
   // Every site of a shadow (all of the layer's sites; final_norm and logits for the head),
   // as the real run's taps are handed over.
   virtual void on_shadow_tap(ShadowKind kind, const Site& site, const TapTensor& t) = 0;
-};
-
-// Test-only (DRIFTSCOPE_TEST_PERTURB): the output of one per-layer site rounded to `to` right
-// after the op that produces it, before anything reads it. Inert when layer < 0.
-struct Perturbation {
-  int layer = -1;
-  SiteKind kind = SiteKind::out;
-  Storage to = Storage::native;
-  bool active() const { return layer >= 0; }
 };
 
 }  // namespace ds

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/float_formats.h"
 #include "trace/schema.h"
 
 namespace ds {
@@ -58,6 +59,16 @@ class TapHook {
   virtual bool wants(const Site& site) = 0;
   // Called with each wanted tensor; the data is only valid during the call.
   virtual void on_tap(const Site& site, const TapTensor& t) = 0;
+};
+
+// An edit of tapped tensors in place: asked once per per-layer site, when it is set, whether that
+// site's tensor is to be rounded to a coarser storage format right after the op that produces it,
+// before anything reads or taps it. Tests use it to plant drift at one known place
+// (DRIFTSCOPE_TEST_PERTURB, src/experiment/perturb.h); a run without one is unchanged.
+class SiteEdit {
+ public:
+  virtual ~SiteEdit() = default;
+  virtual Storage round_to(const Site& site) = 0;  // Storage::native: the site is left alone
 };
 
 // The first phase of the hook: which sites it wants, asked once per site.
