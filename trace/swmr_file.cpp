@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "common/output_file.h"
 
 namespace fs = std::filesystem;
 
@@ -26,7 +27,7 @@ constexpr size_t kMetadataCacheBytes = 8u << 20;
 
 }  // namespace
 
-SwmrFile::SwmrFile(const fs::path& path) : path_(path) {
+SwmrFile::SwmrFile(const fs::path& path, bool replace) : path_(path), replace_(replace) {
   fapl_ = h5::Id(DS_H5_ID(H5Pcreate(H5P_FILE_ACCESS)));
   // SWMR needs the v110 file format; v110 as the upper bound too, so that a newer HDF5 does not
   // write a format that the HDF5 1.10 under h5py cannot read.
@@ -50,17 +51,25 @@ SwmrFile::SwmrFile(const fs::path& path) : path_(path) {
 #else
   const bool own_lock = false;
 #endif
-  // Created under a hidden name and renamed when the structure is complete and SWMR starts: a
-  // kill before that leaves no file at `path` (nothing was committed yet), not a broken one.
-  creating_ = path.parent_path() / ("." + path.filename().string() + ".creating");
-  const hid_t fid = H5Fcreate(creating_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl_.get());
+  // Created under a unique hidden name (common/output_file.h) and moved to `path` when the
+  // structure is complete and SWMR starts: a kill before that leaves no file at `path` (nothing
+  // was committed yet), not a broken one, and two runs never share a file.
+  try {
+    creating_ = std::make_unique<TempFile>(path);
+    creating_->close();
+  } catch (const std::system_error& e) {
+    throw Error(fmt::format("cannot create trace '{}': {}", path.string(), e.code().message()),
+                "check that the folder is writable and the disk not full");
+  }
+  const hid_t fid = H5Fcreate(creating_->path().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl_.get());
   if (fid < 0) {
     throw Error(fmt::format("cannot create trace '{}'", path.string()),
                 "check that the folder is writable and the disk not full");
   }
   fid_ = fid;
   if (own_lock) {
-    lock_fd_ = ::open(creating_.c_str(), O_RDONLY | O_CLOEXEC);  // the lock follows the rename
+    // the lock follows the rename
+    lock_fd_ = ::open(creating_->path().c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (lock_fd_ >= 0 && ::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
       ::close(lock_fd_);
       lock_fd_ = -1;
@@ -82,16 +91,46 @@ SwmrFile::~SwmrFile() {
   if (fid_ >= 0) H5Fclose(fid_);  // errors ignored (HDF5's printing is off)
   release_reserve();
   if (lock_fd_ >= 0) ::close(lock_fd_);
-  std::error_code ec;
-  if (!creating_.empty()) fs::remove(creating_, ec);
+  creating_.reset();  // removes the hidden file if it was never committed
+}
+
+void check_trace_target(const fs::path& path, bool force) {
+  const TargetState at = target_state(path);
+  if (at == TargetState::absent) return;
+  const std::string name = path.string();
+  if (!force) {
+    throw Error(fmt::format("trace '{}' already exists", name),
+                "pass --force to overwrite it, or choose another -o path");
+  }
+  if (at == TargetState::held) {
+    throw Error(fmt::format("trace '{}' is being written by another run", name),
+                "wait for that run to end, or choose another -o path");
+  }
+  if (at == TargetState::other) {
+    throw Error(fmt::format("trace '{}' is not a regular file", name),
+                "--force replaces regular files only; choose another -o path");
+  }
+}
+
+void SwmrFile::commit() {
+  const std::string name = path_.string();
+  check_trace_target(path_, replace_);  // again: something may have appeared since the start
+  try {
+    creating_->commit(path_, replace_);
+  } catch (const std::system_error& e) {
+    if (e.code().value() == EEXIST) {
+      throw Error(fmt::format("trace '{}' already exists", name),  // appeared since the check
+                  "pass --force to overwrite it, or choose another -o path");
+    }
+    throw Error(fmt::format("cannot create trace '{}': {}", name, e.code().message()),
+                "check that the folder is writable and the disk not full");
+  }
+  creating_.reset();
 }
 
 void SwmrFile::reopen(bool swmr) {
   close();
-  if (!creating_.empty()) {
-    fs::rename(creating_, path_);
-    creating_.clear();
-  }
+  if (creating_) commit();
   const unsigned flags = H5F_ACC_RDWR | (swmr ? H5F_ACC_SWMR_WRITE : 0u);
   fid_ = DS_H5_ID(H5Fopen(path_.c_str(), flags, fapl_.get()));
   swmr_ = swmr;

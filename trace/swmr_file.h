@@ -8,8 +8,10 @@
 #include <hdf5.h>
 
 #include <filesystem>
+#include <memory>
 #include <string>
 
+#include "common/output_file.h"
 #include "trace/h5.h"
 
 namespace ds::trace {
@@ -18,7 +20,9 @@ class SwmrFile {
  public:
   // Creates (truncating) the file in plain mode (libver v110, HDF5's own locking off: the lock
   // is ours), takes the lock, and sets aside the reserve.
-  explicit SwmrFile(const std::filesystem::path& path);
+  // With `replace` (--force) the first reopen may replace a regular file at `path` that no run
+  // holds; without, it fails if anything appeared there meanwhile.
+  SwmrFile(const std::filesystem::path& path, bool replace);
   ~SwmrFile();  // closes the file (errors ignored), drops the lock and the reserve
   SwmrFile(const SwmrFile&) = delete;
   SwmrFile& operator=(const SwmrFile&) = delete;
@@ -40,14 +44,21 @@ class SwmrFile {
 
  private:
   void reopen(bool swmr);
+  void commit();  // the hidden file onto path_, checked as `replace` allows
   std::filesystem::path path_;
-  std::filesystem::path creating_;  // the hidden name until the first reopen
+  bool replace_ = false;
+  std::unique_ptr<TempFile> creating_;  // the hidden file until the first reopen
   h5::Id fapl_;
   hid_t fid_ = H5I_INVALID_HID;  // raw: a failed H5Fclose must not be retried by a destructor
   bool swmr_ = false;
   int lock_fd_ = -1;
   int reserve_fd_ = -1;
 };
+
+// Refuses (ds::Error) a trace path that cannot be written: without `force` anything there
+// ("already exists"); with it, anything but a regular file, or a trace another run is writing
+// (its writer's lock is held). Checked before a run starts and again when the file is committed.
+void check_trace_target(const std::filesystem::path& path, bool force);
 
 // Disk space set aside by SwmrFile: a sixteenth of the free space, within these bounds.
 inline constexpr long long kReserveMinBytes = 256ll << 10, kReserveMaxBytes = 16ll << 20;

@@ -16,9 +16,11 @@
 #include "src/cli/commands.h"
 #include "src/cli/diff_report.h"
 #include "src/cli/model_args.h"
+#include "src/cli/report_file.h"
 #include "src/cli/run_config_args.h"
 #include "src/cli/traced_command.h"
 #include "src/experiment/trace_recorder.h"
+#include "trace/swmr_file.h"
 
 namespace fs = std::filesystem;
 
@@ -103,14 +105,17 @@ void run_one(const char* name, const RunConfig& c, const RunConfig& other, const
   }
 }
 
-// One rule with `run`: existing outputs are kept unless --force.
-void check_outputs(const std::vector<fs::path>& outputs, bool force) {
-  if (force) return;
-  for (const auto& p : outputs) {
-    if (fs::exists(p)) {
+// One rule with `run`: existing outputs are kept unless --force, which replaces regular files
+// only, and never a trace another run is writing.
+void check_outputs(const std::vector<fs::path>& traces, const std::vector<fs::path>& reports,
+                   bool force) {
+  for (const auto& p : traces) trace::check_trace_target(p, force);
+  for (const auto& p : reports) {
+    if (!force && fs::exists(fs::symlink_status(p))) {
       throw Error(fmt::format("'{}' already exists", p.string()),
                   "pass --force to overwrite it, or choose another --out folder");
     }
+    check_report_output(p.string(), traces, "--out");
   }
 }
 
@@ -124,10 +129,12 @@ int run_demo(const CLI::App& cmd, DemoArgs& a) {
   }
   const fs::path out(a.out), path_a = out / "a.h5", path_b = out / "b.h5",
                              path_json = out / "report.json";
-  std::vector<fs::path> outputs{path_a, path_b, path_json};
-  if (a.html) outputs.push_back(out / "report.html");
-  check_outputs(outputs, a.force);
+  std::vector<fs::path> reports{path_json};
+  if (a.html) reports.push_back(out / "report.html");
+  check_outputs({path_a, path_b}, reports, a.force);
   LoadedModel lm = load_model_and_prompt(a.model, /*need_tokenizer=*/true, /*want_prompt=*/false);
+  validate_for_model(ca, lm.model.config);  // both before A runs: B's refusal must not follow it
+  validate_for_model(cb, lm.model.config);
   // Beside the model: in a Hugging Face directory, or in the folder of a llama2.c .bin.
   const fs::path model_folder =
       lm.model.format == ModelFormat::HuggingFace ? lm.model.path : lm.model.path.parent_path();

@@ -9,10 +9,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <map>
 
 #include "common/error.h"
+#include "common/output_file.h"
 #include "kernels/cpu/cpu_exec.h"
 
 namespace ds {
@@ -45,7 +45,10 @@ pid_t spawn(const std::vector<std::string>& argv, const std::filesystem::path& l
   const pid_t pid = fork();
   if (pid < 0) throw Error("fork failed: cannot start a configuration's run");
   if (pid == 0) {
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    // a fresh file: whatever was at the log's name (an old log, a planted link) is unlinked,
+    // never written through
+    ::unlink(log.c_str());
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
     if (fd >= 0) {
       dup2(fd, 1);
       dup2(fd, 2);
@@ -112,6 +115,23 @@ void run_local(const std::filesystem::path& dir, SweepState& s, const std::vecto
   }
 }
 
+void check_slurm_text(const SlurmOptions& opt, const std::filesystem::path& dir) {
+  auto check = [](const std::string& what, const std::string& text) {
+    for (size_t i = 0; i < text.size(); ++i) {
+      const auto c = static_cast<unsigned char>(text[i]);
+      if (c < 0x20 || c == 0x7f) {
+        throw Error(fmt::format("{} holds a control character (byte 0x{:02x} at offset {}), which "
+                                "would end a line of the Slurm batch script",
+                                what, c, i),
+                    "give it without newlines or other control characters");
+      }
+    }
+  };
+  check("--partition", opt.partition);
+  check("--time", opt.time);
+  check("the sweep folder (-o)", std::filesystem::absolute(dir).string());
+}
+
 std::string submit_slurm(const std::filesystem::path& dir, const SweepState& s,
                          const std::vector<size_t>& todo, const SlurmOptions& opt,
                          const std::vector<std::string>& writer_flags) {
@@ -139,10 +159,10 @@ std::string submit_slurm(const std::filesystem::path& dir, const SweepState& s,
   }
   script += "  *) echo \"no configuration $SLURM_ARRAY_TASK_ID\" >&2; exit 2 ;;\nesac\n";
   const auto path = abs / "sweep.sbatch";
-  {
-    std::ofstream out(path);
-    out << script;
-    if (!out) throw Error(fmt::format("cannot write '{}'", path.string()));
+  try {
+    write_file_whole(path, script);
+  } catch (const std::system_error& e) {
+    throw Error(fmt::format("cannot write '{}': {}", path.string(), e.code().message()));
   }
   int status = 0;
   std::string out =

@@ -30,6 +30,11 @@ struct SlurmOptions {
   std::string time;       // e.g. 00:10:00; empty: the partition's default
 };
 
+// Refuses (ds::Error naming the option) a --partition, --time or sweep folder `dir` holding a
+// control character: a newline would end a `#SBATCH` line and start a command of the batch
+// script. Called before anything of the sweep is written.
+void check_slurm_text(const SlurmOptions& opt, const std::filesystem::path& dir);
+
 // Writes DIR/sweep.sbatch (one array task per entry at `todo`, index = its position in
 // sweep.json) and submits it with `sbatch --parsable`; returns the job id.
 std::string submit_slurm(const std::filesystem::path& dir, const SweepState& s,

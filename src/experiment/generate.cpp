@@ -16,6 +16,18 @@ int needed_capacity(int prompt_len, int max_new, int context_len) {
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(context_len, wanted)));
 }
 
+void check_prompt_fits(std::span<const int32_t> prompt, int ctx) {
+  if (prompt.empty()) {
+    throw Error("the prompt is empty (no tokens to start from)",
+                "give --prompt TEXT or --prompt-ids, or let the tokenizer add BOS");
+  }
+  if (static_cast<int>(prompt.size()) > ctx) {
+    throw Error(fmt::format("the prompt has {} tokens, more than the context of {} positions",
+                            prompt.size(), ctx),
+                "shorten the prompt");
+  }
+}
+
 namespace {
 
 // One prompt of the batch while it is generated.
@@ -51,15 +63,7 @@ std::vector<Active> start_sequences(const std::vector<SequenceRequest>& requests
   std::vector<Active> seqs;
   for (size_t i = 0; i < requests.size(); ++i) {
     const auto& p = requests[i].prompt;
-    if (p.empty()) {
-      throw Error("the prompt is empty (no tokens to start from)",
-                  "give --prompt TEXT or --prompt-ids, or let the tokenizer add BOS");
-    }
-    if (static_cast<int>(p.size()) > ctx) {
-      throw Error(fmt::format("the prompt has {} tokens, more than the context of {} positions",
-                              p.size(), ctx),
-                  "shorten the prompt");
-    }
+    check_prompt_fits(p, ctx);
     Active a{static_cast<int>(i), {}, 0, false};
     a.res.tokens = p;
     a.res.prompt_len = static_cast<int>(p.size());

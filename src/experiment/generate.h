@@ -64,4 +64,8 @@ GenerateResult generate(Runtime& rt, std::span<const int32_t> prompt, const Gene
 // KV-cache positions a generation needs: prompt + max_new, capped at the context length.
 int needed_capacity(int prompt_len, int max_new, int context_len);
 
+// Throws ds::Error for an empty prompt or one longer than the context of `ctx` positions (checked
+// by generation, and by a traced run before its trace is created).
+void check_prompt_fits(std::span<const int32_t> prompt, int ctx);
+
 }  // namespace ds

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/output_file.h"
 #include "src/model/text_file.h"
 #include "trace/reader.h"
 
@@ -161,13 +162,11 @@ void write_sweep_state(const std::filesystem::path& dir, const SweepState& s) {
   }
   j["configurations"] = entries;
   const auto path = sweep_json_path(dir);
-  const auto tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << j.dump(2) << "\n";
-    if (!out) throw Error(fmt::format("cannot write '{}'", tmp));
+  try {  // whole or not at all: a reader never sees half a file
+    write_file_whole(path, j.dump(2) + "\n");
+  } catch (const std::system_error& e) {
+    throw Error(fmt::format("cannot write '{}': {}", path.string(), e.code().message()));
   }
-  std::filesystem::rename(tmp, path);  // atomic: a reader never sees half a file
 }
 
 SweepState read_sweep_state(const std::filesystem::path& dir) {

@@ -50,10 +50,12 @@ TracedRunResult run_traced(const Model& model, const std::vector<Prompt>& prompt
                            const TracedRunOptions& opt) {
   validate(opt.config);
   validate_for_model(opt.config, model.config);
+  trace::check_trace_target(opt.writer.path, opt.writer.force);  // again when it is written
   const ModelConfig& c = model.config;
   int longest = 0;
-  for (const auto& p : prompts) {
+  for (const auto& p : prompts) {  // every check that can refuse the run, before its trace exists
     check_token_ids(p.ids, c.vocab_size);
+    check_prompt_fits(p.ids, c.max_seq_len);
     if (p.forced) check_token_ids(*p.forced, c.vocab_size);
     const int extra = p.forced ? static_cast<int>(p.forced->size()) : opt.config.max_new;
     longest = std::max(longest,  // capped at the context (--max-new 2147483647 must not wrap)
@@ -63,15 +65,16 @@ TracedRunResult run_traced(const Model& model, const std::vector<Prompt>& prompt
   if (records_kernels(opt.kernels, opt.config.device)) {
     kernels = cuda_module().make_kernel_recorder();
   }
+  // the runtime (its memory and knob checks) before the trace: a refusal leaves no file
+  const int batch = std::min<int>(opt.config.batch, std::max<size_t>(1, prompts.size()));
+  auto rt =
+      make_configured_runtime(model, opt.config, needed_capacity(longest, 0, c.max_seq_len), batch);
   trace::WriterOptions wo = opt.writer;
   for (const auto& p : prompts) wo.planned_prompts.push_back(p.ids);
   for (const auto& site : opt.sites) wo.planned_sites.emplace_back(site, c.dim);
   wo.planned_vocab = c.vocab_size;
   trace::TraceWriter writer(wo, opt.info);
   TraceRecorder recorder(writer, opt.sites);
-  const int batch = std::min<int>(opt.config.batch, std::max<size_t>(1, prompts.size()));
-  auto rt =
-      make_runtime(model, numerics(opt.config), needed_capacity(longest, 0, c.max_seq_len), batch);
   rt->set_tap_hook(&recorder);
   rt->set_kernel_recorder(kernels.get());
   int commits = 0;
