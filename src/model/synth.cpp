@@ -112,6 +112,96 @@ nlohmann::ordered_json config_json(const ModelConfig& c) {
   return j;
 }
 
+// The shape's config with --layers applied, after checking the options and that `dir` may be
+// written.
+ModelConfig checked_config(const SynthShape& shape, const SynthOptions& opt, const fs::path& dir) {
+  ModelConfig c = shape.config;
+  if (opt.layers < 0 || opt.layers > c.n_layers) {
+    throw Error(
+        fmt::format("layers {} outside 0..{} for shape {}", opt.layers, c.n_layers, shape.name));
+  }
+  if (opt.layers > 0) c.n_layers = opt.layers;
+  if (opt.dtype != "bf16" && opt.dtype != "f16" && opt.dtype != "f32") {
+    throw Error(fmt::format("invalid dtype '{}'", opt.dtype), "--dtype takes bf16, f16 or f32");
+  }
+  if (fs::exists(dir) && !fs::is_empty(dir) && !opt.force) {
+    throw Error(fmt::format("'{}' exists and is not empty", dir.string()),
+                "pass --force to overwrite, or choose another -o");
+  }
+  return c;
+}
+
+// The tensors of each shard: in order, a new shard when the next tensor would pass shard_bytes.
+std::vector<std::vector<size_t>> plan_shards(const std::vector<TensorSpec>& specs, size_t esize,
+                                             int64_t shard_bytes) {
+  std::vector<std::vector<size_t>> shards(1);
+  int64_t bytes = 0;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const int64_t b = specs[i].numel() * static_cast<int64_t>(esize);
+    if (bytes > 0 && bytes + b > shard_bytes) {
+      shards.emplace_back();
+      bytes = 0;
+    }
+    shards.back().push_back(i);
+    bytes += b;
+  }
+  return shards;
+}
+
+// A shard's safetensors header: its length (u64 little-endian), then the JSON naming each tensor's
+// dtype, shape and data offsets, padded with spaces so the data starts 8-byte aligned.
+void write_shard_header(std::ofstream& out, const std::vector<TensorSpec>& specs,
+                        const std::vector<size_t>& shard, const std::string& dtype, size_t esize) {
+  const char* st_dtype = dtype == "f32" ? "F32" : dtype == "f16" ? "F16" : "BF16";
+  nlohmann::ordered_json header;
+  header["__metadata__"] = {{"format", "pt"}};
+  uint64_t off = 0;
+  for (size_t i : shard) {
+    const uint64_t n = static_cast<uint64_t>(specs[i].numel()) * esize;
+    header[specs[i].name] = {
+        {"dtype", st_dtype}, {"shape", specs[i].shape}, {"data_offsets", {off, off + n}}};
+    off += n;
+  }
+  std::string h = header.dump();
+  while ((8 + h.size()) % 8 != 0) h.push_back(' ');
+  const uint64_t hl = h.size();
+  char len[8];
+  for (int k = 0; k < 8; ++k) len[k] = static_cast<char>((hl >> (8 * k)) & 0xff);
+  out.write(len, 8);
+  out.write(h.data(), static_cast<std::streamsize>(h.size()));
+}
+
+// Streams one tensor's values in blocks of 2^20 (weights ~ U(-a, a) from the tensor's own seeded
+// stream, norms 1, biases 0), reporting progress after every block.
+void write_tensor_values(std::ofstream& out, const TensorSpec& t, const SynthOptions& opt,
+                         size_t esize, uint64_t total, uint64_t& written,
+                         std::vector<char>& block) {
+  const double a = 0.02 * std::sqrt(3.0);  // U(-a, a) has standard deviation 0.02
+  uint64_t state = opt.seed ^ std::hash<std::string>{}(t.name);
+  const int64_t n = t.numel();
+  for (int64_t b = 0; b < n; b += 1 << 20) {
+    const int64_t m = std::min<int64_t>(1 << 20, n - b);
+    block.resize(static_cast<size_t>(m) * esize);
+    for (int64_t k = 0; k < m; ++k) {
+      float v = t.kind == TensorSpec::norm ? 1.0f : 0.0f;
+      if (t.kind == TensorSpec::weight) {
+        const double u = static_cast<double>(splitmix64(state) >> 11) * 0x1p-53;
+        v = static_cast<float>((2 * u - 1) * a);
+      }
+      if (esize == 4) {
+        std::memcpy(&block[k * 4], &v, 4);
+      } else {
+        uint16_t bits = 0;
+        narrow(&v, &bits, 1, opt.dtype == "f16" ? Storage::f16 : Storage::bf16);
+        std::memcpy(&block[k * 2], &bits, 2);
+      }
+    }
+    out.write(block.data(), static_cast<std::streamsize>(block.size()));
+    written += block.size();
+    if (opt.progress) opt.progress(written, total);
+  }
+}
+
 }  // namespace
 
 const std::vector<SynthShape>& synth_shapes() {
@@ -143,89 +233,24 @@ int64_t parameter_count(const ModelConfig& c) {
 
 void write_synthetic_checkpoint(const SynthShape& shape, const SynthOptions& opt,
                                 const fs::path& dir) {
-  ModelConfig c = shape.config;
-  if (opt.layers < 0 || opt.layers > c.n_layers) {
-    throw Error(
-        fmt::format("layers {} outside 0..{} for shape {}", opt.layers, c.n_layers, shape.name));
-  }
-  if (opt.layers > 0) c.n_layers = opt.layers;
-  if (opt.dtype != "bf16" && opt.dtype != "f16" && opt.dtype != "f32") {
-    throw Error(fmt::format("invalid dtype '{}'", opt.dtype), "--dtype takes bf16, f16 or f32");
-  }
-  if (fs::exists(dir) && !fs::is_empty(dir) && !opt.force) {
-    throw Error(fmt::format("'{}' exists and is not empty", dir.string()),
-                "pass --force to overwrite, or choose another -o");
-  }
+  const ModelConfig c = checked_config(shape, opt, dir);
   fs::create_directories(dir);
   const size_t esize = opt.dtype == "f32" ? 4 : 2;
-  const char* st_dtype = opt.dtype == "f32" ? "F32" : opt.dtype == "f16" ? "F16" : "BF16";
   const auto specs = tensors_of(c);
-
-  // Plan shards: tensors in order, a new shard when the next tensor would pass shard_bytes.
-  std::vector<std::vector<size_t>> shards(1);
-  int64_t bytes = 0;
-  for (size_t i = 0; i < specs.size(); ++i) {
-    const int64_t b = specs[i].numel() * static_cast<int64_t>(esize);
-    if (bytes > 0 && bytes + b > opt.shard_bytes) {
-      shards.emplace_back();
-      bytes = 0;
-    }
-    shards.back().push_back(i);
-    bytes += b;
-  }
+  const auto shards = plan_shards(specs, esize, opt.shard_bytes);
   const uint64_t total = static_cast<uint64_t>(parameter_count(c)) * esize;
   uint64_t written = 0;
-  const double a = 0.02 * std::sqrt(3.0);  // U(-a, a) has standard deviation 0.02
   nlohmann::ordered_json weight_map;
   for (size_t s = 0; s < shards.size(); ++s) {
     const std::string file = shards.size() == 1 ? std::string("model.safetensors")
                                                 : fmt::format("model-{:05d}-of-{:05d}.safetensors",
                                                               s + 1, shards.size());
-    nlohmann::ordered_json header;
-    header["__metadata__"] = {{"format", "pt"}};
-    uint64_t off = 0;
-    for (size_t i : shards[s]) {
-      const uint64_t n = static_cast<uint64_t>(specs[i].numel()) * esize;
-      header[specs[i].name] = {
-          {"dtype", st_dtype}, {"shape", specs[i].shape}, {"data_offsets", {off, off + n}}};
-      off += n;
-      weight_map[specs[i].name] = file;
-    }
-    std::string h = header.dump();
-    while ((8 + h.size()) % 8 != 0) h.push_back(' ');
     std::ofstream out(dir / file, std::ios::binary | std::ios::trunc);
-    const uint64_t hl = h.size();
-    char len[8];
-    for (int k = 0; k < 8; ++k) len[k] = static_cast<char>((hl >> (8 * k)) & 0xff);
-    out.write(len, 8);
-    out.write(h.data(), static_cast<std::streamsize>(h.size()));
+    write_shard_header(out, specs, shards[s], opt.dtype, esize);
+    for (size_t i : shards[s]) weight_map[specs[i].name] = file;
     std::vector<char> block;
-    for (size_t i : shards[s]) {
-      const TensorSpec& t = specs[i];
-      uint64_t state = opt.seed ^ std::hash<std::string>{}(t.name);
-      const int64_t n = t.numel();
-      for (int64_t b = 0; b < n; b += 1 << 20) {
-        const int64_t m = std::min<int64_t>(1 << 20, n - b);
-        block.resize(static_cast<size_t>(m) * esize);
-        for (int64_t k = 0; k < m; ++k) {
-          float v = t.kind == TensorSpec::norm ? 1.0f : 0.0f;
-          if (t.kind == TensorSpec::weight) {
-            const double u = static_cast<double>(splitmix64(state) >> 11) * 0x1p-53;
-            v = static_cast<float>((2 * u - 1) * a);
-          }
-          if (esize == 4) {
-            std::memcpy(&block[k * 4], &v, 4);
-          } else {
-            uint16_t bits = 0;
-            narrow(&v, &bits, 1, opt.dtype == "f16" ? Storage::f16 : Storage::bf16);
-            std::memcpy(&block[k * 2], &bits, 2);
-          }
-        }
-        out.write(block.data(), static_cast<std::streamsize>(block.size()));
-        written += block.size();
-        if (opt.progress) opt.progress(written, total);
-      }
-    }
+    for (size_t i : shards[s])
+      write_tensor_values(out, specs[i], opt, esize, total, written, block);
     if (!out.flush()) {
       throw Error(fmt::format("error writing '{}'", (dir / file).string()), "is the disk full?");
     }
