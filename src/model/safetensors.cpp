@@ -74,11 +74,10 @@ TensorDtype parse_dtype(const std::string& s, const std::string& where) {
               "the file may be truncated (an interrupted download?); fetch it again");
 }
 
-}  // namespace
-
-void SafetensorsCheckpoint::add_file(const fs::path& file) {
-  auto map = std::make_shared<const MappedFile>(file);
-  auto bytes = map->bytes();
+// The JSON header of a safetensors file's bytes, which must be an object; `length` is set to its
+// length in bytes (the data section follows it).
+nlohmann::json read_header(const fs::path& file, std::span<const std::byte> bytes,
+                           uint64_t& length) {
   if (bytes.size() < 8)
     corrupt(file, fmt::format("{} bytes, too short for a header", bytes.size()));
   uint64_t n = 0;
@@ -94,60 +93,70 @@ void SafetensorsCheckpoint::add_file(const fs::path& file) {
     corrupt(file, fmt::format("header is not valid JSON ({})", e.what()));
   }
   if (!header.is_object()) corrupt(file, "header is not a JSON object");
-  auto data = bytes.subspan(8 + n);
-  std::vector<const TensorInfo*> added;  // this file's tensors, for the overlap check
-  for (const auto& [name, v] : header.items()) {
-    if (name == "__metadata__") continue;
-    std::string where = fmt::format("{}: tensor '{}'", file.string(), name);
-    try {
-      TensorInfo t;
-      t.name = name;
-      t.file = file.string();
-      t.dtype = parse_dtype(v.at("dtype").get<std::string>(), where);
-      // Every number is checked in 64-bit arithmetic before it sizes anything: a shape whose
-      // element count passes the data section is refused before the product can overflow.
-      const auto& shape = v.at("shape");
-      const auto& off = v.at("data_offsets");
-      if (!shape.is_array() || !off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() ||
-          !off[1].is_number_unsigned()) {
-        corrupt(file, fmt::format("tensor '{}' needs a shape list and two data offsets", name));
-      }
-      for (const auto& d : shape) {
-        if (!d.is_number_integer() || d.get<int64_t>() < 0) {
-          corrupt(file, fmt::format("tensor '{}' has the dimension {}", name, d.dump()));
-        }
-        t.shape.push_back(d.get<int64_t>());
-      }
-      uint64_t numel = std::find(t.shape.begin(), t.shape.end(), 0) == t.shape.end() ? 1 : 0;
-      for (int64_t d : t.shape) {
-        if (numel == 0) break;
-        if (numel > data.size() / static_cast<uint64_t>(d)) {  // numel stays <= the data size
-          corrupt(file, fmt::format("tensor '{}' of shape {} has more elements than the file's "
-                                    "{} data bytes",
-                                    name, shape.dump(), data.size()));
-        }
-        numel *= static_cast<uint64_t>(d);
-      }
-      const uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
-      if (begin > end || end > data.size()) {
-        corrupt(file, fmt::format("tensor '{}' has data offsets [{}, {}] outside the file (its "
-                                  "data section holds {} bytes)",
-                                  name, begin, end, data.size()));
-      }
-      const uint64_t expected = numel * dtype_size(t.dtype);
-      if (end - begin != expected) {
-        corrupt(file, fmt::format("tensor '{}' holds {} bytes, its shape needs {}", name,
-                                  end - begin, expected));
-      }
-      t.data = data.subspan(begin, end - begin);
-      auto [it, fresh] = tensors_.emplace(name, std::move(t));
-      if (!fresh) corrupt(file, fmt::format("tensor '{}' appears twice", name));
-      added.push_back(&it->second);
-    } catch (const nlohmann::json::exception& e) {
-      corrupt(file, fmt::format("tensor '{}' has a malformed entry ({})", name, e.what()));
+  length = n;
+  return header;
+}
+
+// The element count of a tensor's dimensions, refused once it would pass the data section's size
+// (so the product cannot overflow); `shape` is the header's list, for the message.
+uint64_t checked_numel(const fs::path& file, const std::string& name,
+                       const std::vector<int64_t>& dims, const nlohmann::json& shape,
+                       uint64_t data_size) {
+  uint64_t numel = std::find(dims.begin(), dims.end(), 0) == dims.end() ? 1 : 0;
+  for (int64_t d : dims) {
+    if (numel == 0) break;
+    if (numel > data_size / static_cast<uint64_t>(d)) {  // numel stays <= the data size
+      corrupt(file, fmt::format("tensor '{}' of shape {} has more elements than the file's "
+                                "{} data bytes",
+                                name, shape.dump(), data_size));
     }
+    numel *= static_cast<uint64_t>(d);
   }
-  // Two tensors sharing bytes: one of them would read the other's weights.
+  return numel;
+}
+
+// One tensor of the header, its dtype, shape and data offsets checked against the data section.
+// Throws nlohmann::json::exception for an entry missing a field.
+TensorInfo tensor_entry(const fs::path& file, const std::string& name, const nlohmann::json& v,
+                        std::span<const std::byte> data) {
+  std::string where = fmt::format("{}: tensor '{}'", file.string(), name);
+  TensorInfo t;
+  t.name = name;
+  t.file = file.string();
+  t.dtype = parse_dtype(v.at("dtype").get<std::string>(), where);
+  // Every number is checked in 64-bit arithmetic before it sizes anything: a shape whose
+  // element count passes the data section is refused before the product can overflow.
+  const auto& shape = v.at("shape");
+  const auto& off = v.at("data_offsets");
+  if (!shape.is_array() || !off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() ||
+      !off[1].is_number_unsigned()) {
+    corrupt(file, fmt::format("tensor '{}' needs a shape list and two data offsets", name));
+  }
+  for (const auto& d : shape) {
+    if (!d.is_number_integer() || d.get<int64_t>() < 0) {
+      corrupt(file, fmt::format("tensor '{}' has the dimension {}", name, d.dump()));
+    }
+    t.shape.push_back(d.get<int64_t>());
+  }
+  const uint64_t numel = checked_numel(file, name, t.shape, shape, data.size());
+  const uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
+  if (begin > end || end > data.size()) {
+    corrupt(file, fmt::format("tensor '{}' has data offsets [{}, {}] outside the file (its "
+                              "data section holds {} bytes)",
+                              name, begin, end, data.size()));
+  }
+  const uint64_t expected = numel * dtype_size(t.dtype);
+  if (end - begin != expected) {
+    corrupt(file, fmt::format("tensor '{}' holds {} bytes, its shape needs {}", name, end - begin,
+                              expected));
+  }
+  t.data = data.subspan(begin, end - begin);
+  return t;
+}
+
+// Refuses two tensors of one file sharing bytes: one of them would read the other's weights.
+void check_no_overlap(const fs::path& file, std::vector<const TensorInfo*> added,
+                      std::span<const std::byte> data) {
   std::sort(added.begin(), added.end(), [](const TensorInfo* a, const TensorInfo* b) {
     return a->data.data() < b->data.data();
   });
@@ -165,6 +174,28 @@ void SafetensorsCheckpoint::add_file(const fs::path& file) {
     const auto end_of = [](const TensorInfo* x) { return x->data.data() + x->data.size(); };
     if (last == nullptr || end_of(t) > end_of(last)) last = t;
   }
+}
+
+}  // namespace
+
+void SafetensorsCheckpoint::add_file(const fs::path& file) {
+  auto map = std::make_shared<const MappedFile>(file);
+  const auto bytes = map->bytes();
+  uint64_t header_bytes = 0;
+  const nlohmann::json header = read_header(file, bytes, header_bytes);
+  const auto data = bytes.subspan(8 + header_bytes);
+  std::vector<const TensorInfo*> added;  // this file's tensors, for the overlap check
+  for (const auto& [name, v] : header.items()) {
+    if (name == "__metadata__") continue;
+    try {
+      auto [it, fresh] = tensors_.emplace(name, tensor_entry(file, name, v, data));
+      if (!fresh) corrupt(file, fmt::format("tensor '{}' appears twice", name));
+      added.push_back(&it->second);
+    } catch (const nlohmann::json::exception& e) {
+      corrupt(file, fmt::format("tensor '{}' has a malformed entry ({})", name, e.what()));
+    }
+  }
+  check_no_overlap(file, added, data);
   files_.push_back(file);
   maps_.push_back(std::move(map));
 }
