@@ -37,24 +37,10 @@ std::vector<float> interleaved_to_half_split(const WeightTensor& w, int n_heads,
   return out;
 }
 
-}  // namespace
-
-Model load_llama2c_model(const fs::path& bin) {
-  MappedFile file(bin);
-  const auto bytes = file.bytes();
-  const std::string src = bin.string();
-  if (bytes.size() < 7 * 4) {
-    throw Error(fmt::format("{}: {} bytes is too short for a llama2.c header", src, bytes.size()),
-                "the file is truncated or not a llama2.c checkpoint");
-  }
-  int32_t h[7];
-  std::memcpy(h, bytes.data(), sizeof(h));
-  Model m;
-  m.format = ModelFormat::Llama2c;
-  m.path = bin;
-  m.weight_files = {bin};
-  m.weight_dtype = "F32";
-  ModelConfig& c = m.config;
+// The config a llama2.c header gives (dim, hidden_dim, n_layers, n_heads, n_kv_heads,
+// vocab_size, seq_len), checked by validate_config; `src` names the file in messages.
+ModelConfig config_from_header(const int32_t (&h)[7], const std::string& src) {
+  ModelConfig c;
   c.architecture = "llama";
   c.dim = h[0];
   c.hidden_dim = h[1];
@@ -75,26 +61,31 @@ Model load_llama2c_model(const fs::path& bin) {
                 "the header is corrupt or this is not a llama2.c checkpoint");
   }
   validate_config(c, src);
+  return c;
+}
 
+// Refuses a file whose size is not the header's and the weights' that config `c` implies.
+void check_file_size(const ModelConfig& c, size_t file_bytes, const std::string& src) {
   const size_t D = c.dim, F = c.hidden_dim, L = c.n_layers, V = c.vocab_size;
   const size_t KV = c.kv_dim(), Q = c.q_dim(), S = c.max_seq_len, HS = c.head_dim;
   const size_t n_floats = V * D + L * D + L * D * Q + 2 * L * D * KV + L * Q * D + L * D +
                           3 * L * D * F + D + S * HS  // freq_cis_real + freq_cis_imag
                           + (c.tied_embeddings ? 0 : V * D);
   const size_t expected = 7 * 4 + n_floats * 4;
-  if (bytes.size() != expected) {
+  if (file_bytes != expected) {
     throw Error(
-        fmt::format("{}: file has {} bytes, its header ({}) implies {}", src, bytes.size(),
+        fmt::format("{}: file has {} bytes, its header ({}) implies {}", src, file_bytes,
                     describe(c), expected),
         "the file is truncated or corrupt, or not a legacy (version 0) llama2.c checkpoint");
   }
+}
 
-  check_load_memory(c, src);
-
-  // The float32 values are used where they lie in the mapping (the file's 28-byte header keeps
-  // them 4-byte aligned); only wq and wk are copied, to permute their rows.
-  auto mapping = std::make_shared<const MappedFile>(std::move(file));
-  mapping->populate();
+// Sets the weights of `m` (whose config is read) to views of the float32 values where they lie
+// in the mapping: the file's 28-byte header keeps them 4-byte aligned.
+void view_weights(Model& m, const std::shared_ptr<const MappedFile>& mapping) {
+  const ModelConfig& c = m.config;
+  const size_t D = c.dim, F = c.hidden_dim, L = c.n_layers, V = c.vocab_size;
+  const size_t KV = c.kv_dim(), Q = c.q_dim(), S = c.max_seq_len, HS = c.head_dim;
   const float* p = reinterpret_cast<const float*>(mapping->bytes().data() + 7 * 4);
   auto take = [&](size_t n) {
     const float* at = p;
@@ -119,7 +110,34 @@ Model load_llama2c_model(const fs::path& bin) {
   m.weights.final_norm = take(D);
   p += S * HS;  // skip freq_cis_real and freq_cis_imag (S * HS/2 floats each)
   if (!c.tied_embeddings) m.weights.lm_head = take(V * D);
+}
 
+}  // namespace
+
+Model load_llama2c_model(const fs::path& bin) {
+  MappedFile file(bin);
+  const auto bytes = file.bytes();
+  const std::string src = bin.string();
+  if (bytes.size() < 7 * 4) {
+    throw Error(fmt::format("{}: {} bytes is too short for a llama2.c header", src, bytes.size()),
+                "the file is truncated or not a llama2.c checkpoint");
+  }
+  int32_t h[7];
+  std::memcpy(h, bytes.data(), sizeof(h));
+  Model m;
+  m.format = ModelFormat::Llama2c;
+  m.path = bin;
+  m.weight_files = {bin};
+  m.weight_dtype = "F32";
+  m.config = config_from_header(h, src);
+  const ModelConfig& c = m.config;
+  check_file_size(c, bytes.size(), src);
+  check_load_memory(c, src);
+
+  // The float32 values are used in place; only wq and wk are copied, to permute their rows.
+  auto mapping = std::make_shared<const MappedFile>(std::move(file));
+  mapping->populate();
+  view_weights(m, mapping);
   for (auto& lw : m.weights.layers) {
     lw.wq = interleaved_to_half_split(lw.wq, c.n_heads, c.head_dim, c.dim);
     lw.wk = interleaved_to_half_split(lw.wk, c.n_kv_heads, c.head_dim, c.dim);
