@@ -97,7 +97,9 @@ std::string names_of(const SweepState& s, const std::vector<size_t>& idx) {
   return out;
 }
 
-int run_sweep(const CLI::App& cmd, const SweepArgs& a) {
+// Checks the flags that need no sweep directory, applies --threads and returns the writer flags
+// passed to every run (--compression when given), in that order.
+std::vector<std::string> check_flags(const CLI::App& cmd, const SweepArgs& a) {
   if (a.output.empty()) throw Error("sweep needs an output directory", "pass -o DIR");
   if (a.jobs < 1) throw Error(fmt::format("-j {} must be >= 1", a.jobs), "-j takes N >= 1");
   apply_threads(a.run);
@@ -125,7 +127,12 @@ int run_sweep(const CLI::App& cmd, const SweepArgs& a) {
                    !a.slurm_opt.time.empty())) {
     throw Error("--partition, --gpus-per-task and --time go with --slurm", "add --slurm");
   }
-  const std::filesystem::path dir = a.output;
+  return writer_flags;
+}
+
+// The sweep to run: a new one from --grid (which must match DIR/sweep.json when it exists, whose
+// statuses and Slurm jobs it takes), or the one recorded in DIR when --grid is left out.
+SweepState sweep_to_run(const SweepArgs& a, const std::filesystem::path& dir) {
   const bool exists = std::filesystem::exists(sweep_json_path(dir));
   SweepState s;
   if (!a.grid.empty()) {
@@ -146,10 +153,11 @@ int run_sweep(const CLI::App& cmd, const SweepArgs& a) {
   } else {
     throw Error("sweep needs --grid", "e.g. --grid 'dtype=bf16,fp16,fp32 batch=1,8'");
   }
-  if (a.run.dry_run) {
-    for (const auto& e : s.entries) fmt::print("# {}\n{}\n", e.name, to_toml(e.config));
-    return 0;
-  }
+  return s;
+}
+
+// Writes each configuration as TOML to DIR/configs/, where its run reads it.
+void write_entry_configs(const std::filesystem::path& dir, const SweepState& s) {
   std::filesystem::create_directories(dir / "configs");
   for (const auto& e : s.entries) {
     std::ofstream out(entry_config(dir, e));
@@ -159,16 +167,52 @@ int run_sweep(const CLI::App& cmd, const SweepArgs& a) {
                   "check that -o names a writable folder and the disk is not full");
     }
   }
+}
 
+void wait_while_active(const std::string& job, int poll_s) {
+  while (slurm_job_active(job)) std::this_thread::sleep_for(std::chrono::seconds(poll_s));
+}
+
+// With --wait: waits for every Slurm job of the sweep to leave the queue. With --slurm alone:
+// refuses to submit again while one of them is queued or running.
+void settle_earlier_jobs(const SweepArgs& a, const SweepState& s) {
   for (const auto& job : s.slurm_jobs) {
     if (a.wait) {
       if (!a.quiet) fmt::print(stderr, "sweep: waiting for Slurm job {}\n", job);
-      while (slurm_job_active(job)) std::this_thread::sleep_for(std::chrono::seconds(a.poll_s));
+      wait_while_active(job, a.poll_s);
     } else if (a.slurm && slurm_job_active(job)) {
       throw Error(fmt::format("Slurm job {} of this sweep is still queued or running", job),
                   "wait for it (driftscope sweep -o DIR --wait) before resubmitting");
     }
   }
+}
+
+// Records the sweep's state; exit 1 naming the configurations still missing, else 0.
+int finish(const std::filesystem::path& dir, const SweepState& s, const std::vector<size_t>& todo,
+           bool quiet) {
+  write_sweep_state(dir, s);
+  if (!todo.empty()) {
+    fmt::print(stderr, "driftscope: {} of {} configurations missing: {}\n", todo.size(),
+               s.entries.size(), names_of(s, todo));
+    return 1;
+  }
+  if (!quiet) {
+    fmt::print(stderr, "sweep: all {} configurations complete in {}\n", s.entries.size(),
+               dir.string());
+  }
+  return 0;
+}
+
+int run_sweep(const CLI::App& cmd, const SweepArgs& a) {
+  const std::vector<std::string> writer_flags = check_flags(cmd, a);
+  const std::filesystem::path dir = a.output;
+  SweepState s = sweep_to_run(a, dir);
+  if (a.run.dry_run) {
+    for (const auto& e : s.entries) fmt::print("# {}\n{}\n", e.name, to_toml(e.config));
+    return 0;
+  }
+  write_entry_configs(dir, s);
+  settle_earlier_jobs(a, s);
   std::vector<size_t> todo = refresh(dir, s, /*submitted=*/false);
   const size_t kept = s.entries.size() - todo.size();
 
@@ -183,7 +227,7 @@ int run_sweep(const CLI::App& cmd, const SweepArgs& a) {
                    job, todo.size(), kept);
       }
       if (a.wait) {
-        while (slurm_job_active(job)) std::this_thread::sleep_for(std::chrono::seconds(a.poll_s));
+        wait_while_active(job, a.poll_s);
         todo = refresh(dir, s, false);
       } else {
         return 0;
@@ -194,17 +238,7 @@ int run_sweep(const CLI::App& cmd, const SweepArgs& a) {
     run_local(dir, s, todo, a.jobs, a.quiet, writer_flags);
     todo = refresh(dir, s, false);
   }
-  write_sweep_state(dir, s);
-  if (!todo.empty()) {
-    fmt::print(stderr, "driftscope: {} of {} configurations missing: {}\n", todo.size(),
-               s.entries.size(), names_of(s, todo));
-    return 1;
-  }
-  if (!a.quiet) {
-    fmt::print(stderr, "sweep: all {} configurations complete in {}\n", s.entries.size(),
-               dir.string());
-  }
-  return 0;
+  return finish(dir, s, todo, a.quiet);
 }
 
 }  // namespace
