@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <optional>
 #include <string>
 
 #include "trace/read_watch.h"
@@ -59,6 +60,115 @@ const char* damaged_hint() {
          "copy (docs/trace-format.md, \"Untrusted traces\")";
 }
 
+// The child: runs the command with its trace reads marked in `watch`, then exits with its code.
+[[noreturn]] void run_watched_child(const std::function<int()>& command, trace::ReadWatch* watch) {
+  trace::set_read_watch(watch);
+  const int code = command();
+  std::fflush(nullptr);
+  // HDF5 frees what it read when the process exits (its atexit handler): watched too, under
+  // the last trace read, as it can crash there on a damaged file
+  // (placed in static storage and never destroyed: it must outlast the exit handlers)
+  alignas(trace::WatchedRead) static unsigned char at_exit[sizeof(trace::WatchedRead)];
+  if (watch->path[0] != '\0') new (at_exit) trace::WatchedRead(watch->path, "clean-up at exit");
+  std::exit(code);
+}
+
+// The actions of the signals passed on to the child, as they were before.
+struct SavedSignalActions {
+  struct sigaction int_action {};
+  struct sigaction term_action {};
+  struct sigaction hup_action {};
+  struct sigaction quit_action {};
+};
+
+// From now on SIGINT, SIGTERM, SIGHUP and SIGQUIT sent by another process go to `child`.
+SavedSignalActions forward_signals_to(pid_t child) {
+  g_child = child;
+  SavedSignalActions old;
+  struct sigaction sa {};
+  sa.sa_sigaction = forward;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &old.int_action);
+  sigaction(SIGTERM, &sa, &old.term_action);
+  sigaction(SIGHUP, &sa, &old.hup_action);
+  sigaction(SIGQUIT, &sa, &old.quit_action);
+  return old;
+}
+
+void restore_signals(const SavedSignalActions& old) {
+  sigaction(SIGINT, &old.int_action, nullptr);
+  sigaction(SIGTERM, &old.term_action, nullptr);
+  sigaction(SIGHUP, &old.hup_action, nullptr);
+  sigaction(SIGQUIT, &old.quit_action, nullptr);
+}
+
+// How the watched child ended.
+struct ChildEnd {
+  int status = 0;        // waitpid's
+  bool stalled = false;  // killed for staying inside one read past the stall limit
+  std::string what;      // the read it was stopped in (when stalled)
+};
+
+// Waits for the child to end, killing it when one read stays inside HDF5 past the stall limit;
+// nullopt when waitpid loses it.
+std::optional<ChildEnd> wait_watching(pid_t child, const trace::ReadWatch& watch) {
+  const auto limit_ns = static_cast<int64_t>(stall_seconds() * 1e9);
+  // Woken when the child ends (a pidfd) or when the read in progress would pass the limit.
+  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, child, 0));
+  ChildEnd end;
+  while (true) {
+    const pid_t got = waitpid(child, &end.status, WNOHANG);
+    if (got == child) break;
+    if (got < 0 && errno != EINTR) return std::nullopt;
+    int64_t wait_ns = 100'000'000;  // between looks at a child not inside a read
+    if (watch.depth.load(std::memory_order_acquire) > 0) {
+      const int64_t in_read =
+          trace::monotonic_ns() - watch.since_ns.load(std::memory_order_relaxed);
+      if (in_read > limit_ns) {
+        end.what = watch.what;
+        end.stalled = true;
+        kill(child, SIGKILL);
+        waitpid(child, &end.status, 0);
+        break;
+      }
+      wait_ns = std::min(wait_ns, limit_ns - in_read + 1'000'000);
+    }
+    if (pidfd >= 0) {
+      pollfd p{pidfd, POLLIN, 0};
+      poll(&p, 1, static_cast<int>(wait_ns / 1'000'000));
+    } else {
+      usleep(5'000);  // a kernel without pidfd_open (before Linux 5.3)
+    }
+  }
+  if (pidfd >= 0) close(pidfd);
+  return end;
+}
+
+// The exit code for how the child ended (`in_read`: inside a trace read at its end), saying why
+// when a trace is damaged or the command crashed; dies of the child's signal otherwise.
+int exit_code_of(const ChildEnd& end, bool in_read) {
+  if (end.stalled) {
+    return say(fmt::format("{} is damaged: reading it stayed inside HDF5 for more than {:g} s",
+                           end.what, stall_seconds()),
+               damaged_hint(), 2);
+  }
+  if (WIFEXITED(end.status)) return WEXITSTATUS(end.status);
+  const int sig = WTERMSIG(end.status);
+  if (is_crash(sig) && in_read) {
+    return say(fmt::format("{} is damaged: reading it crashed HDF5 ({})", end.what, strsignal(sig)),
+               damaged_hint(), 2);
+  }
+  if (is_crash(sig)) {
+    return say(fmt::format("internal error: the command crashed ({})", strsignal(sig)),
+               "please report this with the command line", 3);
+  }
+  // Ctrl-C, a closed pipe, kill: leave the way the child left
+  signal(sig, SIG_DFL);
+  raise(sig);
+  return 128 + sig;
+}
+
 }  // namespace
 
 int run_with_watched_reads(const std::function<int()>& command) {
@@ -72,86 +182,15 @@ int run_with_watched_reads(const std::function<int()>& command) {
     munmap(shared, sizeof(trace::ReadWatch));
     return command();
   }
-  if (child == 0) {
-    trace::set_read_watch(watch);
-    const int code = command();
-    std::fflush(nullptr);
-    // HDF5 frees what it read when the process exits (its atexit handler): watched too, under
-    // the last trace read, as it can crash there on a damaged file
-    // (placed in static storage and never destroyed: it must outlast the exit handlers)
-    alignas(trace::WatchedRead) static unsigned char at_exit[sizeof(trace::WatchedRead)];
-    if (watch->path[0] != '\0') new (at_exit) trace::WatchedRead(watch->path, "clean-up at exit");
-    std::exit(code);
-  }
-  g_child = child;
-  struct sigaction sa {
-  }, old_int{}, old_term{}, old_hup{}, old_quit{};
-  sa.sa_sigaction = forward;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
-  sigaction(SIGHUP, &sa, &old_hup);
-  sigaction(SIGQUIT, &sa, &old_quit);
-
-  const auto limit_ns = static_cast<int64_t>(stall_seconds() * 1e9);
-  // Woken when the child ends (a pidfd) or when the read in progress would pass the limit.
-  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, child, 0));
-  int status = 0;
-  bool stalled = false;
-  std::string what;
-  while (true) {
-    const pid_t got = waitpid(child, &status, WNOHANG);
-    if (got == child) break;
-    if (got < 0 && errno != EINTR) return say("lost the reading process", "run it again", 3);
-    int64_t wait_ns = 100'000'000;  // between looks at a child not inside a read
-    if (watch->depth.load(std::memory_order_acquire) > 0) {
-      const int64_t in_read =
-          trace::monotonic_ns() - watch->since_ns.load(std::memory_order_relaxed);
-      if (in_read > limit_ns) {
-        what = watch->what;
-        stalled = true;
-        kill(child, SIGKILL);
-        waitpid(child, &status, 0);
-        break;
-      }
-      wait_ns = std::min(wait_ns, limit_ns - in_read + 1'000'000);
-    }
-    if (pidfd >= 0) {
-      pollfd p{pidfd, POLLIN, 0};
-      poll(&p, 1, static_cast<int>(wait_ns / 1'000'000));
-    } else {
-      usleep(5'000);  // a kernel without pidfd_open (before Linux 5.3)
-    }
-  }
-  if (pidfd >= 0) close(pidfd);
+  if (child == 0) run_watched_child(command, watch);
+  const SavedSignalActions old = forward_signals_to(child);
+  std::optional<ChildEnd> end = wait_watching(child, *watch);
+  if (!end) return say("lost the reading process", "run it again", 3);
   const bool in_read = watch->depth.load(std::memory_order_acquire) > 0;
-  if (what.empty()) what = watch->what;
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
-  sigaction(SIGHUP, &old_hup, nullptr);
-  sigaction(SIGQUIT, &old_quit, nullptr);
+  if (end->what.empty()) end->what = watch->what;
+  restore_signals(old);
   munmap(shared, sizeof(trace::ReadWatch));
-
-  if (stalled) {
-    return say(fmt::format("{} is damaged: reading it stayed inside HDF5 for more than {:g} s",
-                           what, stall_seconds()),
-               damaged_hint(), 2);
-  }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  const int sig = WTERMSIG(status);
-  if (is_crash(sig) && in_read) {
-    return say(fmt::format("{} is damaged: reading it crashed HDF5 ({})", what, strsignal(sig)),
-               damaged_hint(), 2);
-  }
-  if (is_crash(sig)) {
-    return say(fmt::format("internal error: the command crashed ({})", strsignal(sig)),
-               "please report this with the command line", 3);
-  }
-  // Ctrl-C, a closed pipe, kill: leave the way the child left
-  signal(sig, SIG_DFL);
-  raise(sig);
-  return 128 + sig;
+  return exit_code_of(*end, in_read);
 }
 
 }  // namespace ds
