@@ -58,6 +58,60 @@ std::vector<std::filesystem::path> collect(const std::vector<std::string>& input
   return traces;
 }
 
+// Opens every trace, refusing an incomplete one, and checks that they can be compared.
+std::vector<trace::TraceReader> open_comparable(const std::vector<std::filesystem::path>& paths) {
+  std::vector<trace::TraceReader> readers;
+  for (const auto& p : paths) {
+    readers.push_back(trace::TraceReader::open(p));
+    if (!readers.back().complete()) {
+      throw Error(fmt::format("trace '{}' is incomplete (complete=0)", p.string()),
+                  "run that configuration again, or leave the trace out");
+    }
+  }
+  std::vector<const trace::TraceReader*> ptrs;
+  for (const auto& r : readers) ptrs.push_back(&r);
+  diff::check_comparable(ptrs);
+  return readers;
+}
+
+// Each trace's run, with its outputs decoded when there is a tokenizer and the answers taken out
+// of them when there is a rule.
+std::vector<diff::StatsRun> read_runs(const std::vector<trace::TraceReader>& readers,
+                                      const Tokenizer* tok,
+                                      const std::optional<diff::AnswerRule>& rule) {
+  std::vector<diff::StatsRun> runs;
+  for (const auto& r : readers) {
+    diff::StatsRun run = diff::read_stats_run(r);
+    if (tok) {
+      for (const auto& out : run.outputs) run.texts.push_back(tok->decode(out));
+    }
+    if (rule) {
+      for (const auto& t : run.texts) run.answers.push_back(rule->extract(t));
+    }
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
+// The run-config field that forms the groups: --group-by with '_' for '-'; "auto" picks dtype when
+// the runs differ in it, "none" (and "auto" otherwise) gives "" (one group).
+std::string group_field(const std::string& group_by, const std::vector<diff::StatsRun>& runs) {
+  std::string field;
+  if (group_by == "auto" || group_by == "none") {
+    if (group_by == "auto") {
+      for (const auto& r : runs) {
+        if (r.config.count("dtype") && r.config.at("dtype") != runs[0].config.at("dtype")) {
+          field = "dtype";
+        }
+      }
+    }
+  } else {
+    field = group_by;
+    for (char& c : field) c = c == '-' ? '_' : c;
+  }
+  return field;
+}
+
 int run_stats(const StatsArgs& a) {
   if (a.inputs.empty())
     throw Error("stats needs a sweep directory or traces", "driftscope stats DIR");
@@ -85,48 +139,15 @@ int run_stats(const StatsArgs& a) {
     throw Error("no complete trace to compute statistics over",
                 "run the sweep (or wait for it) first: driftscope sweep ... --wait");
   }
-  std::vector<trace::TraceReader> readers;
-  for (const auto& p : paths) {
-    readers.push_back(trace::TraceReader::open(p));
-    if (!readers.back().complete()) {
-      throw Error(fmt::format("trace '{}' is incomplete (complete=0)", p.string()),
-                  "run that configuration again, or leave the trace out");
-    }
-  }
-  std::vector<const trace::TraceReader*> ptrs;
-  for (const auto& r : readers) ptrs.push_back(&r);
-  diff::check_comparable(ptrs);
-
+  const std::vector<trace::TraceReader> readers = open_comparable(paths);
   std::unique_ptr<Tokenizer> tok =
       recorded_tokenizer(nlohmann::json::parse(readers[0].model_json()));
   if (rule && !tok) {
     throw Error("--extract needs the traces' tokenizer to decode outputs, and it cannot be loaded",
                 "the tokenizer recorded in the trace's model_json must still exist");
   }
-  std::vector<diff::StatsRun> runs;
-  for (const auto& r : readers) {
-    diff::StatsRun run = diff::read_stats_run(r);
-    if (tok) {
-      for (const auto& out : run.outputs) run.texts.push_back(tok->decode(out));
-    }
-    if (rule) {
-      for (const auto& t : run.texts) run.answers.push_back(rule->extract(t));
-    }
-    runs.push_back(std::move(run));
-  }
-  if (a.group_by == "auto" || a.group_by == "none") {
-    opt.group_by.clear();
-    if (a.group_by == "auto") {
-      for (const auto& r : runs) {
-        if (r.config.count("dtype") && r.config.at("dtype") != runs[0].config.at("dtype")) {
-          opt.group_by = "dtype";
-        }
-      }
-    }
-  } else {
-    opt.group_by = a.group_by;
-    for (char& c : opt.group_by) c = c == '-' ? '_' : c;
-  }
+  const std::vector<diff::StatsRun> runs = read_runs(readers, tok.get(), rule);
+  opt.group_by = group_field(a.group_by, runs);
   diff::StatsReport rep = diff::compute_stats(runs, key.empty() ? nullptr : &key, opt);
   rep.missing = missing;
 
