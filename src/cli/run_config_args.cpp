@@ -24,6 +24,7 @@ CLI::Validator non_negative_seed() {
       "", "SEED");
 }
 
+// One piece: a flat list of options, one per run-config field, in the order --help shows them.
 void add_run_config_options(CLI::App& cmd, RunConfigArgs& a) {
   RunConfig& c = a.config;
   cmd.add_option("--config", a.config_file,
