@@ -1,9 +1,12 @@
-// HDF5 helpers: checked calls, owned ids, attributes, growing chunked datasets, row I/O.
+// HDF5 helpers: checked calls, error stacks, owned ids, attributes, growing chunked datasets,
+// row I/O.
 #include "trace/h5.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 
@@ -60,6 +63,36 @@ void silence_errors() {
   (void)kProcessSetup;
   static std::once_flag once;
   std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
+}
+
+namespace {
+
+// HDF5 calls H5Eset_auto's function on every failing API call; this one keeps the error stack
+// (per thread: the library is thread-safe) so a failure can show it under --verbose instead of
+// HDF5 printing it to the user's terminal.
+thread_local std::string tl_error_stack;
+
+herr_t keep_error_stack(hid_t stack, void*) {
+  char* buf = nullptr;
+  size_t len = 0;
+  if (FILE* f = open_memstream(&buf, &len)) {
+    H5Eprint2(stack, f);
+    std::fclose(f);
+    tl_error_stack.assign(buf, len);
+    std::free(buf);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void keep_errors_in_this_thread() {
+  H5Eset_auto2(H5E_DEFAULT, keep_error_stack, nullptr);
+  tl_error_stack.clear();
+}
+
+const std::string& kept_error_stack() {
+  return tl_error_stack;
 }
 
 void Id::reset() {

@@ -24,6 +24,14 @@ std::string last_error();
 // Turns off HDF5's automatic error stack printing (once per process).
 void silence_errors();
 
+// From now on, every failing HDF5 call on this thread keeps HDF5's whole error stack (printed as
+// HDF5 prints it) for kept_error_stack() instead of printing it to the user's terminal; the kept
+// stack starts empty. Per thread: the library is thread-safe and its error stacks are per thread.
+void keep_errors_in_this_thread();
+// The stack the last failing HDF5 call on this thread left ("" when none failed since
+// keep_errors_in_this_thread), for --verbose.
+const std::string& kept_error_stack();
+
 // An owned HDF5 identifier, closed with the right H5?close on destruction.
 class Id {
  public:

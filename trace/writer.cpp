@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 
 #include "common/error.h"
@@ -139,28 +138,6 @@ h5::Elem hidden_elem(Storage d) {
 
 namespace {
 
-// HDF5 calls H5Eset_auto's function on every failing API call; this one keeps the error stack
-// (per thread: the library is thread-safe) so a failure can show it under --verbose instead of
-// HDF5 printing it to the user's terminal.
-thread_local std::string tl_hdf5_stack;
-
-herr_t keep_hdf5_stack(hid_t stack, void*) {
-  char* buf = nullptr;
-  size_t len = 0;
-  if (FILE* f = open_memstream(&buf, &len)) {
-    H5Eprint2(stack, f);
-    std::fclose(f);
-    tl_hdf5_stack.assign(buf, len);
-    std::free(buf);
-  }
-  return 0;
-}
-
-void keep_hdf5_errors_in_this_thread() {
-  H5Eset_auto2(H5E_DEFAULT, keep_hdf5_stack, nullptr);
-  tl_hdf5_stack.clear();
-}
-
 size_t message_bytes(const StepRecord& m) {
   size_t b = sizeof(m) + m.logits.size() * sizeof(double) + m.new_tokens.size() * 4;
   for (const auto& h : m.hidden) b += sizeof(h) + h.site.size() + h.values.size() * sizeof(float);
@@ -186,7 +163,7 @@ TraceWriter::TraceWriter(WriterOptions options, RunInfo info) : opt_(std::move(o
   }
   if (const char* f = std::getenv("DRIFTSCOPE_TRACE_FAIL_AFTER_STEPS"))
     fail_after_steps_ = std::atoi(f);
-  keep_hdf5_errors_in_this_thread();
+  h5::keep_errors_in_this_thread();
   file_ = std::make_unique<WriterFile>(opt_.path);
   file_->kernels.set_deflate_level(opt_.deflate_level);
   try {
@@ -277,17 +254,18 @@ void TraceWriter::fail(const std::exception& e) {
     // The operating system's reason (e.g. "No space left on device") when HDF5 names one: the
     // user's one line; the failed call and HDF5's whole stack are the detail (--verbose).
     const std::string key = "error message = '";
-    const size_t at = tl_hdf5_stack.rfind(key);
-    const size_t end = at == std::string::npos ? at : tl_hdf5_stack.find('\'', at + key.size());
-    error_ = end != std::string::npos ? tl_hdf5_stack.substr(at + key.size(), end - at - key.size())
+    const std::string& stack = h5::kept_error_stack();
+    const size_t at = stack.rfind(key);
+    const size_t end = at == std::string::npos ? at : stack.find('\'', at + key.size());
+    error_ = end != std::string::npos ? stack.substr(at + key.size(), end - at - key.size())
                                       : std::string(e.what());
-    error_detail_ = std::string(e.what()) + "\n" + tl_hdf5_stack;
+    error_detail_ = std::string(e.what()) + "\n" + stack;
   }
   not_full_.notify_all();
 }
 
 void TraceWriter::run() {
-  keep_hdf5_errors_in_this_thread();
+  h5::keep_errors_in_this_thread();
   while (true) {
     Message m;
     {
@@ -662,7 +640,7 @@ bool TraceWriter::finish(bool complete, const std::string& stop_reason) {
     not_empty_.notify_one();
   }
   thread_.join();
-  keep_hdf5_errors_in_this_thread();
+  h5::keep_errors_in_this_thread();
   bool ok = !failed();
   if (ok) {
     try {
