@@ -19,38 +19,6 @@ namespace fs = std::filesystem;
 
 namespace ds::trace {
 
-Storage parse_hidden_dtype(const std::string& s) {
-  if (s == "f32") return Storage::native;
-  if (s == "f16") return Storage::f16;
-  if (s == "bf16") return Storage::bf16;
-  throw Error(fmt::format("unknown hidden dtype '{}'", s), "--hidden-dtype takes f32, f16 or bf16");
-}
-
-const char* hidden_dtype_name(Storage d) {
-  switch (d) {
-    case Storage::native:
-      return "f32";
-    case Storage::f16:
-      return "f16";
-    case Storage::bf16:
-      return "bf16";
-  }
-  return "?";
-}
-
-int parse_compression(const std::string& s) {
-  if (s == "none") return 0;
-  if (s == "deflate") return h5::kDefaultDeflateLevel;
-  if (s.size() == 8 && s.starts_with("deflate") && s[7] >= '1' && s[7] <= '9') return s[7] - '0';
-  throw Error(fmt::format("unknown compression '{}'", s),
-              "--compression takes none (the default), deflate (shuffle + deflate level 1) or "
-              "deflate1 ... deflate9 (shuffle + deflate at that level)");
-}
-
-std::string compression_name(int deflate_level) {
-  return deflate_level == 0 ? std::string("none") : fmt::format("deflate{}", deflate_level);
-}
-
 struct WriterFile {
   explicit WriterFile(const fs::path& path) : swmr(path) {}
   SwmrFile swmr;
