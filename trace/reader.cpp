@@ -16,6 +16,7 @@
 #include "common/float_formats.h"
 #include "trace/conformance.h"
 #include "trace/kernel_table.h"
+#include "trace/layout.h"
 #include "trace/locating_driver.h"
 #include "trace/read_watch.h"
 #include "trace/schema.h"
@@ -257,7 +258,7 @@ h5::Id TraceReader::dataset(int seq, const std::string& rel) const {
     throw Error(fmt::format("trace '{}' has no dataset /{}", path_.string(), p),
                 "see `driftscope show` for what the trace holds");
   }
-  return h5::Id(DS_H5_ID(H5Dopen2(file_->get(), p.c_str(), H5P_DEFAULT)));
+  return open_dataset(file_->get(), p);
 }
 
 SequenceInfo TraceReader::sequence(int seq) const {

@@ -1,4 +1,5 @@
-// Trace writer: HDF5 layout of format v1, filled by a background thread from a bounded queue.
+// Trace writer: the thread that fills a trace's datasets (trace/layout.h) from a bounded queue,
+// its flush points and the end of the file.
 #include "trace/writer.h"
 
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 #include "common/float_formats.h"
 #include "trace/h5.h"
 #include "trace/kernel_table.h"
+#include "trace/layout.h"
 #include "trace/schema.h"
 #include "trace/swmr_file.h"
 #include "trace/topk.h"
@@ -39,10 +41,7 @@ struct TraceWriter::SeqState {
   // layout: hidden sites in the first step's order with their widths; K = 0: no logits yet
   std::vector<std::pair<std::string, int>> site_order;
   int K = 0, V = 0;
-  // open while the sequence runs
-  h5::Id group;
-  std::map<std::string, h5::Id> hidden;  // site -> dataset
-  h5::Id tokens, topk_ids, topk_logits, lse, full;
+  SequenceDatasets datasets;  // open while the sequence runs
   int64_t rows = 0, n_tokens = 0;
   int64_t committed_rows = 0, committed_tokens = 0;
   // buffered, not yet written
@@ -53,12 +52,6 @@ struct TraceWriter::SeqState {
   size_t buffered_bytes = 0;
 
   std::string path() const { return sequence_path(index); }
-  void close_ids() {
-    group.reset();
-    for (auto& [site, d] : hidden) d.reset();
-    hidden.clear();
-    for (h5::Id* d : {&tokens, &topk_ids, &topk_logits, &lse, &full}) d->reset();
-  }
 };
 
 namespace {
@@ -70,41 +63,6 @@ constexpr size_t kFlushBytes = 4u << 20;
 // Kernel records buffered before they are written (also every 0.5 s and at the end): a few
 // forward passes of a large model.
 constexpr size_t kFlushKernelRows = 4096;
-
-// Rows per chunk: the largest power of two whose chunk stays within 256 KiB (large enough to
-// compress, small for decode), at most 1024. A power of two divides the writer's 64-row batches
-// (each batch fills whole chunks, none is rewritten) and the diff's power-of-two read blocks (a
-// block covers whole chunks, each inflated once). Rank-1 datasets (width 0: tokens, lse): 4096.
-// Unfiltered (--compression none): at most 16 rows. HDF5 stores every chunk whole, filled or
-// not; deflate shrinks the unfilled rows of a sequence's last chunk to almost nothing, but without
-// it they take their full size, so small chunks keep an uncompressed trace close to its raw
-// values (the sizes measured for each chunk height are in bench/RESULTS.md, "`run --compression
-// none` against the default").
-int64_t chunk_rows_for(int64_t width, size_t elem, int deflate_level) {
-  const int64_t cap = deflate_level == 0 ? 16 : width == 0 ? 4096 : 1024;
-  if (width == 0) return cap;
-  const int64_t target = 256 * 1024;
-  const int64_t fit = target / std::max<int64_t>(1, width * static_cast<int64_t>(elem));
-  int64_t rows = 1;
-  while (rows * 2 <= std::min<int64_t>(fit, cap)) rows *= 2;
-  return rows;
-}
-
-h5::Elem hidden_elem(Storage d) {
-  switch (d) {
-    case Storage::native:
-      return h5::Elem::F32;
-    case Storage::f16:
-      return h5::Elem::F16;
-    case Storage::bf16:
-      return h5::Elem::BF16;
-  }
-  return h5::Elem::F32;
-}
-
-}  // namespace
-
-namespace {
 
 size_t message_bytes(const StepRecord& m) {
   size_t b = sizeof(m) + m.logits.size() * sizeof(double) + m.new_tokens.size() * 4;
@@ -259,65 +217,6 @@ void TraceWriter::run() {
   }
 }
 
-namespace {
-
-// The group of a sequence, its attributes and its tokens dataset holding the prompt.
-// The datasets that decide what a diff calls a flip and its logits metrics (tokens, top-K ids
-// and logits, lse) carry HDF5's Fletcher-32 checksum (WriterOptions::checksum): a damaged chunk
-// reads as damage, never as a flip. Hidden states and full logits do not: the checksum would take
-// their chunks off the direct-read path (docs/trace-format.md, "Untrusted traces", measures it).
-void create_sequence(hid_t file, int index, const std::vector<int32_t>& prompt, int deflate_level,
-                     bool checksum) {
-  h5::Id seq_group = h5::open_group(file, kSeqGroup);
-  h5::Id g = h5::create_group(seq_group.get(), std::to_string(index));
-  h5::Id tokens = h5::create_growing(g.get(), kTokensDataset, h5::Elem::I32, 0,
-                                     chunk_rows_for(0, 4, deflate_level), deflate_level, checksum);
-  h5::write_rows(tokens.get(), h5::Elem::I32, 0, static_cast<int64_t>(prompt.size()), 0,
-                 prompt.data());
-  h5::write_attr(g.get(), "prompt_len", static_cast<int64_t>(prompt.size()));
-  h5::write_attr(g.get(), "gen_len", int64_t{0});
-  h5::write_attr(g.get(), "stop_reason", std::string("running"));
-}
-
-h5::Id open_dataset(hid_t file, const std::string& path) {
-  return h5::Id(DS_H5_ID(H5Dopen2(file, path.c_str(), H5P_DEFAULT)));
-}
-
-// The shapes of a sequence's hidden-state and logits datasets.
-struct SequenceLayout {
-  const std::vector<std::pair<std::string, int>>& sites;  // (site, width)
-  h5::Elem hidden;
-  int K = 0, V = 0;  // no logits datasets when K is 0
-  bool full_logits = false;
-  int deflate_level = 0;
-  bool checksum = false;
-};
-
-// The datasets of sequence group `seq` that are not there yet: one per hidden site, then the
-// logits datasets (top-K ids and logits and lse checksummed, as create_sequence says).
-void create_datasets(hid_t file, const std::string& seq, const SequenceLayout& l) {
-  const int z = l.deflate_level;
-  for (const auto& [site, width] : l.sites) {
-    const std::string p = seq + "/" + hidden_path(site);
-    if (!h5::exists(file, p)) {
-      h5::create_growing(file, p, l.hidden, width,
-                         chunk_rows_for(width, h5::elem_size(l.hidden), z), z);
-    }
-  }
-  const auto p = [&](const char* dataset) { return seq + "/" + logits_path(dataset); };
-  if (l.K == 0 || h5::exists(file, p(kTopkIds))) return;
-  h5::create_growing(file, p(kTopkIds), h5::Elem::I32, l.K, chunk_rows_for(l.K, 4, z), z,
-                     l.checksum);
-  h5::create_growing(file, p(kTopkLogits), h5::Elem::F32, l.K, chunk_rows_for(l.K, 4, z), z,
-                     l.checksum);
-  h5::create_growing(file, p(kLse), h5::Elem::F32, 0, chunk_rows_for(0, 4, z), z, l.checksum);
-  if (l.full_logits) {
-    h5::create_growing(file, p(kFullLogits), h5::Elem::F32, l.V, chunk_rows_for(l.V, 4, z), z);
-  }
-}
-
-}  // namespace
-
 // SWMR write mode creates nothing: the writer leaves it (closing every open object, reopening
 // the file in plain mode) for the few moments it creates groups, datasets or string attributes.
 void TraceWriter::with_structure(const std::function<void(int64_t)>& create) {
@@ -329,7 +228,7 @@ void TraceWriter::with_structure(const std::function<void(int64_t)>& create) {
 }
 
 void TraceWriter::close_all() {
-  for (auto& [i, s] : seqs_) s->close_ids();
+  for (auto& [i, s] : seqs_) s->datasets.close();
   file_->kernels.close();
 }
 
@@ -361,18 +260,8 @@ void TraceWriter::create_ahead(hid_t f, int from) {
 }
 
 void TraceWriter::open_sequence(SeqState& s) {
-  const hid_t f = file_->swmr.id();
-  s.group = h5::open_group(f, s.path());
-  const hid_t g = s.group.get();
-  s.tokens = open_dataset(g, kTokensDataset);
-  for (const auto& [site, width] : s.site_order)
-    s.hidden[site] = open_dataset(g, hidden_path(site));
-  if (s.K > 0) {
-    s.topk_ids = open_dataset(g, logits_path(kTopkIds));
-    s.topk_logits = open_dataset(g, logits_path(kTopkLogits));
-    s.lse = open_dataset(g, logits_path(kLse));
-    if (opt_.full_logits) s.full = open_dataset(g, logits_path(kFullLogits));
-  }
+  open_sequence_datasets(file_->swmr.id(), s.index, s.site_order, s.K > 0, opt_.full_logits,
+                         s.datasets);
 }
 
 void TraceWriter::handle(Begin& m) {
@@ -483,7 +372,7 @@ void TraceWriter::flush(SeqState& s) {
         throw Error(fmt::format("trace writer: site {} has {} values for {} rows of width {}", site,
                                 v.size(), n, width));
       }
-      const h5::Id& d = s.hidden.at(site);
+      const h5::Id& d = s.datasets.hidden.at(site);
       if (he == h5::Elem::F32) {
         h5::write_rows(d.get(), he, at, n, width, v.data());
       } else {
@@ -493,12 +382,13 @@ void TraceWriter::flush(SeqState& s) {
       }
     }
     if (!s.lse_buf.empty()) {
-      h5::write_rows(s.topk_ids.get(), h5::Elem::I32, at, n, s.K, s.ids_buf.data());
-      h5::write_rows(s.topk_logits.get(), h5::Elem::F32, at, n, s.K, s.vals_buf.data());
-      h5::write_rows(s.lse.get(), h5::Elem::F32, at, n, 0, s.lse_buf.data());
-      if (s.full) h5::write_rows(s.full.get(), h5::Elem::F32, at, n, s.V, s.full_buf.data());
+      h5::write_rows(s.datasets.topk_ids.get(), h5::Elem::I32, at, n, s.K, s.ids_buf.data());
+      h5::write_rows(s.datasets.topk_logits.get(), h5::Elem::F32, at, n, s.K, s.vals_buf.data());
+      h5::write_rows(s.datasets.lse.get(), h5::Elem::F32, at, n, 0, s.lse_buf.data());
+      if (s.datasets.full)
+        h5::write_rows(s.datasets.full.get(), h5::Elem::F32, at, n, s.V, s.full_buf.data());
     }
-    h5::write_rows(s.tokens.get(), h5::Elem::I32, s.n_tokens,
+    h5::write_rows(s.datasets.tokens.get(), h5::Elem::I32, s.n_tokens,
                    static_cast<int64_t>(s.tokens_buf.size()), 0, s.tokens_buf.data());
     s.rows += n;
     s.n_tokens += static_cast<int64_t>(s.tokens_buf.size());
@@ -524,7 +414,7 @@ void TraceWriter::handle(End& m) {
   s.stop_reason = m.stop_reason;  // written at the end: SWMR mode creates no string attribute
   flush(s);
   flush_point();  // the finished sequence is committed whole, then its datasets are closed
-  s.close_ids();
+  s.datasets.close();
   s.ended = true;
   H5garbage_collect();  // HDF5's free lists keep what the closed datasets used otherwise
 }
@@ -558,12 +448,12 @@ void TraceWriter::rollback(SeqState& s) {
     dims[0] = static_cast<hsize_t>(rows);
     H5Dset_extent(d.get(), dims);
   };
-  for (auto& [site, d] : s.hidden) cut(d, s.rows);
-  cut(s.topk_ids, s.rows);
-  cut(s.topk_logits, s.rows);
-  cut(s.lse, s.rows);
-  cut(s.full, s.rows);
-  cut(s.tokens, s.n_tokens);
+  for (auto& [site, d] : s.datasets.hidden) cut(d, s.rows);
+  cut(s.datasets.topk_ids, s.rows);
+  cut(s.datasets.topk_logits, s.rows);
+  cut(s.datasets.lse, s.rows);
+  cut(s.datasets.full, s.rows);
+  cut(s.datasets.tokens, s.n_tokens);
 }
 
 // A flush point: the rows written so far reach the file, then each sequence's gen_len is
@@ -584,7 +474,8 @@ void TraceWriter::flush_point() {
 }
 
 void TraceWriter::commit(SeqState& s) {
-  h5::write_attr(s.group.get(), "gen_len", s.n_tokens - static_cast<int64_t>(s.prompt.size()));
+  h5::write_attr(s.datasets.group.get(), "gen_len",
+                 s.n_tokens - static_cast<int64_t>(s.prompt.size()));
   s.committed_rows = s.rows;
   s.committed_tokens = s.n_tokens;
 }
