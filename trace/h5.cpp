@@ -395,6 +395,16 @@ void write_rows(hid_t dset, Elem e, int64_t at, int64_t rows, int64_t width, con
   DS_H5(H5Dwrite(dset, file_type(e), mspace.get(), fspace.get(), H5P_DEFAULT, data));
 }
 
+void cut_rows(const Id& dset, int64_t rows) {
+  if (!dset) return;
+  Id space(H5Dget_space(dset.get()));
+  if (!space) return;
+  hsize_t dims[2] = {0, 0};
+  if (H5Sget_simple_extent_dims(space.get(), dims, nullptr) < 1) return;
+  dims[0] = static_cast<hsize_t>(rows);
+  H5Dset_extent(dset.get(), dims);
+}
+
 DatasetInfo dataset_info(hid_t dset) {
   DatasetInfo info;
   Id space(DS_H5_ID(H5Dget_space(dset)));

@@ -88,6 +88,9 @@ Id create_growing(hid_t loc, const std::string& name, Elem e, int64_t width, int
 // Appends `rows` rows (row-major, in the element's in-memory layout: int32, float, or uint16
 // bits for F16/BF16) at row `at` (the dataset is extended to at + rows).
 void write_rows(hid_t dset, Elem e, int64_t at, int64_t rows, int64_t width, const void* data);
+// Cuts a growing dataset back to `rows` rows, best effort (called while an error propagates):
+// nothing is checked or thrown; a closed `dset` is left alone.
+void cut_rows(const Id& dset, int64_t rows);
 
 struct DatasetInfo {
   std::vector<int64_t> shape;

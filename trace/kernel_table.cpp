@@ -18,17 +18,6 @@ std::string column_path(const char* column) {
   return fmt::format("{}/{}", kKernelsGroup, column);
 }
 
-// Cuts a growing dataset back to `rows` rows (best effort: called while an error propagates).
-void cut(const h5::Id& d, int64_t rows) {
-  if (!d) return;
-  h5::Id space(H5Dget_space(d.get()));
-  if (!space) return;
-  hsize_t dims[2] = {0, 0};
-  if (H5Sget_simple_extent_dims(space.get(), dims, nullptr) < 1) return;
-  dims[0] = static_cast<hsize_t>(rows);
-  H5Dset_extent(d.get(), dims);
-}
-
 }  // namespace
 
 void KernelTableWriter::add(std::vector<KernelRecord> records) {
@@ -113,7 +102,7 @@ bool KernelTableWriter::exists_in(hid_t file) const {
 
 void KernelTableWriter::rollback() {
   for (const h5::Id* d : {&pass_, &site_, &op_, &name_, &grid_, &block_, &duration_}) {
-    cut(*d, rows_);
+    h5::cut_rows(*d, rows_);
   }
 }
 

@@ -438,22 +438,12 @@ void TraceWriter::flush_kernels() {
 
 // Cuts every dataset of the sequence back to the last fully written step.
 void TraceWriter::rollback(SeqState& s) {
-  auto cut = [](const h5::Id& d, int64_t rows) {
-    if (!d) return;
-    hsize_t dims[2] = {0, 0};
-    h5::Id space(H5Dget_space(d.get()));
-    if (!space) return;
-    const int rank = H5Sget_simple_extent_dims(space.get(), dims, nullptr);
-    if (rank < 1) return;
-    dims[0] = static_cast<hsize_t>(rows);
-    H5Dset_extent(d.get(), dims);
-  };
-  for (auto& [site, d] : s.datasets.hidden) cut(d, s.rows);
-  cut(s.datasets.topk_ids, s.rows);
-  cut(s.datasets.topk_logits, s.rows);
-  cut(s.datasets.lse, s.rows);
-  cut(s.datasets.full, s.rows);
-  cut(s.datasets.tokens, s.n_tokens);
+  for (auto& [site, d] : s.datasets.hidden) h5::cut_rows(d, s.rows);
+  h5::cut_rows(s.datasets.topk_ids, s.rows);
+  h5::cut_rows(s.datasets.topk_logits, s.rows);
+  h5::cut_rows(s.datasets.lse, s.rows);
+  h5::cut_rows(s.datasets.full, s.rows);
+  h5::cut_rows(s.datasets.tokens, s.n_tokens);
 }
 
 // A flush point: the rows written so far reach the file, then each sequence's gen_len is
