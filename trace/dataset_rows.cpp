@@ -195,7 +195,7 @@ std::optional<PlainRows> DatasetRows::plain(int64_t begin, int64_t count) const 
   if (!locate(first, last)) return std::nullopt;
   PlainRows p;
   p.fd_ = file_.fd;
-  p.row_bytes_ = static_cast<size_t>(width_) * elem_bytes_;
+  p.row_bytes_ = row_bytes();
   p.chunk_rows_ = chunk_rows_;
   p.begin_ = begin;
   p.end_ = begin + count;
@@ -264,41 +264,59 @@ void DatasetRows::fallback(int64_t begin, int64_t count, void* out) {
   }
 }
 
+namespace {
+
+// The size of the file under `dset` where it is open read-only; the largest value otherwise (a
+// file open for writing has chunks not yet on disk).
+hsize_t read_only_file_size(hid_t dset) {
+  hsize_t file_size = std::numeric_limits<hsize_t>::max();
+  h5::Id file(DS_H5_ID(H5Iget_file_id(dset)));
+  unsigned intent = 0;
+  if (H5Fget_intent(file.get(), &intent) >= 0 && (intent & H5F_ACC_RDWR) == 0) {
+    DS_H5(H5Fget_filesize(file.get(), &file_size));
+  }
+  return file_size;
+}
+
+}  // namespace
+
+// One chunk of a read_chunked: its stored bytes (none: read in place, nothing to decode) and
+// where its rows go.
+struct DatasetRows::ChunkPiece {
+  int64_t chunk;
+  std::vector<uint8_t> raw;  // as stored
+  uint8_t* dst;              // where the whole chunk goes (inside `out`), or null: into `tmp`
+  std::vector<uint8_t> tmp;
+};
+
 void DatasetRows::read_chunked(int64_t begin, int64_t count, uint8_t* out) {
-  const size_t row_bytes = static_cast<size_t>(width_) * elem_bytes_;
-  const size_t chunk_bytes = static_cast<size_t>(chunk_rows_) * row_bytes;
   const int64_t end = begin + count;
-  struct Piece {
-    int64_t chunk;
-    std::vector<uint8_t> raw;  // as stored
-    uint8_t* dst;              // where the whole chunk goes (inside `out`), or null: into `tmp`
-    std::vector<uint8_t> tmp;
-  };
-  std::vector<Piece> pieces;
+  std::vector<ChunkPiece> pieces;
+  if (!fetch_chunks(begin, end, out, pieces)) return fallback(begin, count, out);
+  decode_chunks(pieces);
+  copy_partial_chunks(begin, end, out, pieces);
+}
+
+bool DatasetRows::fetch_chunks(int64_t begin, int64_t end, uint8_t* out,
+                               std::vector<ChunkPiece>& pieces) const {
+  const size_t row_bytes = this->row_bytes(), chunk_bytes = this->chunk_bytes();
   // What a chunk's stored bytes can hold, checked before buffers are sized from the chunk index
   // and the layout (a damaged file may claim a chunk of gigabytes in a file of kilobytes): the
   // bytes lie inside the file, and inflate to at most 1032 times their size (deflate's limit, a
   // 258-byte match in 2 bits) or, unfiltered, are the chunk. The file's size bounds them only in
   // a file opened read-only: one open for writing here has chunks not yet on disk.
-  hsize_t file_size = std::numeric_limits<hsize_t>::max();
-  {
-    h5::Id file(DS_H5_ID(H5Iget_file_id(dset_.get())));
-    unsigned intent = 0;
-    if (H5Fget_intent(file.get(), &intent) >= 0 && (intent & H5F_ACC_RDWR) == 0) {
-      DS_H5(H5Fget_filesize(file.get(), &file_size));
-    }
-  }
+  const hsize_t file_size = read_only_file_size(dset_.get());
   constexpr uint64_t kMaxInflateRatio = 1032;
   for (int64_t c = begin / chunk_rows_; c * chunk_rows_ < end; ++c) {
     const int64_t c0 = c * chunk_rows_, c1 = c0 + chunk_rows_;
-    if (c == cached_chunk_) continue;  // copied from the cache below
+    if (c == cached_chunk_) continue;  // copied from the cache (copy_partial_chunks)
     hsize_t offset[2] = {static_cast<hsize_t>(c0), 0};
     hsize_t stored = 0;
     haddr_t addr = HADDR_UNDEF;
     unsigned info_mask = 0;
     if (H5Dget_chunk_info_by_coord(dset_.get(), offset, &info_mask, &addr, &stored) < 0 ||
         stored == 0 || addr == HADDR_UNDEF) {
-      return fallback(begin, count, out);  // not on disk (fill values): HDF5 knows what to give
+      return false;  // not on disk (fill values): HDF5 knows what to give
     }
     if (addr > file_size || stored > file_size - addr ||
         chunk_bytes > (deflate_ ? kMaxInflateRatio : 1) * stored) {
@@ -307,14 +325,14 @@ void DatasetRows::read_chunked(int64_t begin, int64_t count, uint8_t* out) {
                               c0, dataset_name(dset_.get()), stored, addr, chunk_bytes),
                   "the file is damaged; the rest of the trace can still be read");
     }
-    Piece p{c, {}, nullptr, {}};
+    ChunkPiece p{c, {}, nullptr, {}};
     if (c0 >= begin && c1 <= end) {
       p.dst = out + static_cast<size_t>(c0 - begin) * row_bytes;
     } else {
       p.tmp.resize(chunk_bytes);
     }
     // An unfiltered chunk is read straight to where its rows go; a filtered one is read raw and
-    // inflated there below.
+    // inflated there (decode_chunks).
     const bool unfiltered = !deflate_ && !shuffle_ && stored == chunk_bytes;
     uint8_t* raw = unfiltered ? (p.dst ? p.dst : p.tmp.data()) : nullptr;
     if (!unfiltered) {
@@ -328,55 +346,64 @@ void DatasetRows::read_chunked(int64_t begin, int64_t count, uint8_t* out) {
     }
     // A filter was skipped for this chunk. (HDF5 1.10.8's H5Dread_chunk reports mask 0 for a
     // chunk still in its cache: the chunk index's mask is asked too.)
-    if ((mask | info_mask) != 0) return fallback(begin, count, out);
+    if ((mask | info_mask) != 0) return false;
     pieces.push_back(std::move(p));
   }
-  // Inflate and unshuffle on the process's work pool (no HDF5 call in there).
-  auto decode = [&](Piece& p) {
-    if (p.raw.empty()) return;  // read in place above
-    uint8_t* target = p.dst ? p.dst : p.tmp.data();
-    thread_local std::vector<uint8_t> plain;
-    const uint8_t* data = p.raw.data();
-    size_t size = p.raw.size();
-    if (deflate_) {
-      thread_local Decompressor dec;
-      uint8_t* into = target;
-      if (shuffle_) {
-        plain.resize(chunk_bytes);
-        into = plain.data();
-      }
-      size_t got = 0;
-      const auto rc = libdeflate_zlib_decompress(dec.d, data, size, into, chunk_bytes, &got);
-      if (rc != LIBDEFLATE_SUCCESS || got != chunk_bytes) {
-        throw BadChunk{p.chunk, fmt::format("it does not inflate to {} bytes", chunk_bytes)};
-      }
-      if (!shuffle_) return;
-      data = plain.data();
-      size = chunk_bytes;
-    }
-    if (size != chunk_bytes) {
-      throw BadChunk{p.chunk, fmt::format("it holds {} bytes, not {}", size, chunk_bytes)};
-    }
-    if (shuffle_) {
-      unshuffle(data, target, chunk_bytes, elem_bytes_);
-    } else {
-      std::memcpy(target, data, chunk_bytes);
-    }
-  };
+  return true;
+}
+
+void DatasetRows::decode_chunks(std::vector<ChunkPiece>& pieces) const {
   const bool inflate =
-      std::any_of(pieces.begin(), pieces.end(), [](const Piece& p) { return !p.raw.empty(); });
+      std::any_of(pieces.begin(), pieces.end(), [](const ChunkPiece& p) { return !p.raw.empty(); });
   try {
     // (chunks read in place leave nothing to do: no worker is woken for them)
     const size_t threads =
         inflate ? std::min(pieces.size(), static_cast<size_t>(read_threads())) : 1;
     WorkPool::instance().run(pieces.size(), pieces.size(), threads, [&](size_t b, size_t e) {
-      for (size_t i = b; i < e; ++i) decode(pieces[i]);
+      for (size_t i = b; i < e; ++i) decode_chunk(pieces[i]);
     });
   } catch (const BadChunk& bad) {
     throw Error(fmt::format("chunk at row {} of {} is damaged ({})", bad.chunk * chunk_rows_,
                             dataset_name(dset_.get()), bad.what));
   }
-  // Partial chunks: copy their rows in, and keep the last one for the next read.
+}
+
+void DatasetRows::decode_chunk(ChunkPiece& p) const {
+  if (p.raw.empty()) return;  // read in place (fetch_chunks)
+  const size_t chunk_bytes = this->chunk_bytes();
+  uint8_t* target = p.dst ? p.dst : p.tmp.data();
+  thread_local std::vector<uint8_t> inflated;  // a shuffled chunk, before unshuffle
+  const uint8_t* data = p.raw.data();
+  size_t size = p.raw.size();
+  if (deflate_) {
+    thread_local Decompressor dec;
+    uint8_t* into = target;
+    if (shuffle_) {
+      inflated.resize(chunk_bytes);
+      into = inflated.data();
+    }
+    size_t got = 0;
+    const auto rc = libdeflate_zlib_decompress(dec.d, data, size, into, chunk_bytes, &got);
+    if (rc != LIBDEFLATE_SUCCESS || got != chunk_bytes) {
+      throw BadChunk{p.chunk, fmt::format("it does not inflate to {} bytes", chunk_bytes)};
+    }
+    if (!shuffle_) return;
+    data = inflated.data();
+    size = chunk_bytes;
+  }
+  if (size != chunk_bytes) {
+    throw BadChunk{p.chunk, fmt::format("it holds {} bytes, not {}", size, chunk_bytes)};
+  }
+  if (shuffle_) {
+    unshuffle(data, target, chunk_bytes, elem_bytes_);
+  } else {
+    std::memcpy(target, data, chunk_bytes);
+  }
+}
+
+void DatasetRows::copy_partial_chunks(int64_t begin, int64_t end, uint8_t* out,
+                                      std::vector<ChunkPiece>& pieces) {
+  const size_t row_bytes = this->row_bytes();
   auto copy_rows = [&](int64_t chunk, const uint8_t* src) {
     const int64_t c0 = chunk * chunk_rows_;
     const int64_t r0 = std::max(c0, begin), r1 = std::min(c0 + chunk_rows_, end);

@@ -76,7 +76,25 @@ class DatasetRows {
   // Finds the file offset of chunks [first, last) not located yet; false when one is not a plain
   // chunk on disk (not written, filtered, or of another size). Throws as plain() does.
   bool locate(int64_t first, int64_t last) const;
+  // Rows [begin, begin + count) from the chunks' stored bytes, in the steps below; through
+  // fallback when fetch_chunks finds a chunk it cannot take.
   void read_chunked(int64_t begin, int64_t count, uint8_t* out);
+  struct ChunkPiece;  // one chunk of a read: its stored bytes and where its rows go
+  // Reads the stored bytes of the chunks over rows [begin, end) but the cached one, unfiltered
+  // whole chunks straight into `out`; false when a chunk is not on disk or skipped a filter.
+  // Throws ds::Error when a chunk's bytes cannot be read or cannot hold the chunk.
+  bool fetch_chunks(int64_t begin, int64_t end, uint8_t* out,
+                    std::vector<ChunkPiece>& pieces) const;
+  // Inflates and unshuffles the fetched chunks on the process's work pool (no HDF5 call there);
+  // throws ds::Error naming the first damaged chunk.
+  void decode_chunks(std::vector<ChunkPiece>& pieces) const;
+  void decode_chunk(ChunkPiece& p) const;  // on a pool thread; throws BadChunk
+  // Copies the rows of the chunks only partly inside [begin, end) (and of the cached chunk) into
+  // `out`, and keeps the last partial chunk for the next read.
+  void copy_partial_chunks(int64_t begin, int64_t end, uint8_t* out,
+                           std::vector<ChunkPiece>& pieces);
+  size_t row_bytes() const { return static_cast<size_t>(width_) * elem_bytes_; }
+  size_t chunk_bytes() const { return static_cast<size_t>(chunk_rows_) * row_bytes(); }
   void fallback(int64_t begin, int64_t count, void* out);
 
   h5::Id dset_;

@@ -110,66 +110,81 @@ bool has_kernel_table(hid_t file) {
   return h5::exists(file, kKernelsGroup);
 }
 
-std::vector<KernelRecord> read_kernel_table(hid_t file, const std::string& trace) {
-  if (!has_kernel_table(file)) return {};
-  const std::string hint =
-      "the trace is damaged, or its /kernels was not written by driftscope (the columns are "
-      "listed in docs/trace-format.md, \"/kernels\")";
-  auto bad = [&](const std::string& what) {
-    return Error(fmt::format("trace '{}': /kernels {}", trace, what), hint);
-  };
-  h5::Id group;
-  try {
-    group = h5::open_group(file, kKernelsGroup);
-  } catch (const Error&) {
-    throw bad("is not a group");
-  }
-  // Every column opened and checked: its type class, rank and width.
-  struct Column {
-    const char* name;
-    bool strings;
-    int64_t width;  // 0: rank 1; 3: [N, 3]
-    h5::Id d;
-    int64_t rows = 0;
-  };
-  std::array<Column, 7> cols{{{"pass", false, 0, {}},
-                              {"site", true, 0, {}},
-                              {"op", true, 0, {}},
-                              {"name", true, 0, {}},
-                              {"grid", false, 3, {}},
-                              {"block", false, 3, {}},
-                              {"duration_ns", false, 0, {}}}};
+namespace {
+
+// What a malformed /kernels is reported as: the trace, what is wrong, and where the columns are
+// specified.
+Error malformed_kernels(const std::string& trace, const std::string& what) {
+  return Error(fmt::format("trace '{}': /kernels {}", trace, what),
+               "the trace is damaged, or its /kernels was not written by driftscope (the columns "
+               "are listed in docs/trace-format.md, \"/kernels\")");
+}
+
+// A column of /kernels as read_kernel_table expects it, and once opened its dataset and rows.
+struct KernelColumn {
+  const char* name;
+  bool strings;
+  int64_t width;  // 0: rank 1; 3: [N, 3]
+  h5::Id d;
+  int64_t rows = 0;
+};
+using KernelColumns = std::array<KernelColumn, 7>;
+
+// Every column opened and checked: its type class, rank and width.
+KernelColumns open_kernel_columns(hid_t group, const std::string& trace) {
+  KernelColumns cols{{{"pass", false, 0, {}},
+                      {"site", true, 0, {}},
+                      {"op", true, 0, {}},
+                      {"name", true, 0, {}},
+                      {"grid", false, 3, {}},
+                      {"block", false, 3, {}},
+                      {"duration_ns", false, 0, {}}}};
   for (auto& c : cols) {
-    if (!h5::exists(group.get(), c.name)) throw bad(fmt::format("lacks the column '{}'", c.name));
-    const hid_t d = H5Dopen2(group.get(), c.name, H5P_DEFAULT);
-    if (d < 0) throw bad(fmt::format("column '{}' is not a dataset", c.name));
+    if (!h5::exists(group, c.name)) {
+      throw malformed_kernels(trace, fmt::format("lacks the column '{}'", c.name));
+    }
+    const hid_t d = H5Dopen2(group, c.name, H5P_DEFAULT);
+    if (d < 0) throw malformed_kernels(trace, fmt::format("column '{}' is not a dataset", c.name));
     c.d = h5::Id(d);
     const H5T_class_t cls = h5::dataset_class(d);
     if (c.strings ? cls != H5T_STRING : cls != H5T_INTEGER) {
-      throw bad(
-          fmt::format("column '{}' is not of {}", c.name, c.strings ? "strings" : "integers"));
+      throw malformed_kernels(trace, fmt::format("column '{}' is not of {}", c.name,
+                                                 c.strings ? "strings" : "integers"));
     }
     const auto shape = h5::dataset_shape(d);
     const bool ok = c.width == 0 ? shape.size() == 1 : shape.size() == 2 && shape[1] == c.width;
     if (!ok) {
-      throw bad(fmt::format("column '{}' has shape [{}], expected {}", c.name,
-                            fmt::join(shape, ", "), c.width == 0 ? "[N]" : "[N, 3]"));
+      throw malformed_kernels(trace,
+                              fmt::format("column '{}' has shape [{}], expected {}", c.name,
+                                          fmt::join(shape, ", "), c.width == 0 ? "[N]" : "[N, 3]"));
     }
     c.rows = shape[0];
   }
+  return cols;
+}
+
+// The rows every column holds, checked: the same in each, and at most kMaxKernelRows.
+int64_t kernel_rows(const KernelColumns& cols, const std::string& trace) {
   const int64_t n = cols[0].rows;
   for (const auto& c : cols) {
     if (c.rows != n) {
       std::vector<std::string> lengths;
       for (const auto& k : cols) lengths.push_back(fmt::format("{} {}", k.name, k.rows));
-      throw bad(fmt::format("has columns of unequal length ({})", fmt::join(lengths, ", ")));
+      throw malformed_kernels(
+          trace, fmt::format("has columns of unequal length ({})", fmt::join(lengths, ", ")));
     }
   }
   // Sized from the file's claim before anything is read: bounded (docs/cli.md, "Input limits")
   if (n > kMaxKernelRows) {
-    throw bad(
+    throw malformed_kernels(
+        trace,
         fmt::format("claims {} kernel launches, more than the limit of {}", n, kMaxKernelRows));
   }
+  return n;
+}
+
+// The n rows of the checked columns, as records.
+std::vector<KernelRecord> read_kernel_records(const KernelColumns& cols, int64_t n) {
   const size_t rows = static_cast<size_t>(n);
   std::vector<int32_t> pass(rows), grid(3 * rows), block(3 * rows);
   std::vector<int64_t> duration(rows);
@@ -194,6 +209,20 @@ std::vector<KernelRecord> read_kernel_table(hid_t file, const std::string& trace
     r.duration_ns = duration[i];
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<KernelRecord> read_kernel_table(hid_t file, const std::string& trace) {
+  if (!has_kernel_table(file)) return {};
+  h5::Id group;
+  try {
+    group = h5::open_group(file, kKernelsGroup);
+  } catch (const Error&) {
+    throw malformed_kernels(trace, "is not a group");
+  }
+  const KernelColumns cols = open_kernel_columns(group.get(), trace);
+  return read_kernel_records(cols, kernel_rows(cols, trace));
 }
 
 }  // namespace ds::trace
