@@ -89,6 +89,16 @@ bool same_bits(const void* a, const void* b, size_t bytes) {
   return std::memcmp(a, b, bytes) == 0;
 }
 
+// Row r of one trace's block of logits rows (full: the block's full rows of width v, or empty).
+LogitsRow logits_row(const trace::TopKRows& t, const std::vector<float>& lse,
+                     std::span<const float> full, size_t v, int64_t r) {
+  const size_t k = static_cast<size_t>(t.k);
+  return LogitsRow{{t.ids.data() + r * k, k},
+                   {t.logits.data() + r * k, k},
+                   lse[static_cast<size_t>(r)],
+                   full.empty() ? full : full.subspan(static_cast<size_t>(r) * v, v)};
+}
+
 }  // namespace
 
 // -1 for embed, l for "L<l>/...", n_layers for final_norm and any other name (the schema's
@@ -225,6 +235,45 @@ void SequenceDiff::compare_logits() {
   }
 }
 
+// One block of logits rows of both traces: the top-K, lse and, where recorded, the full rows
+// (these in the hidden rows' buffers, free until compare_hidden()).
+struct SequenceDiff::LogitsBlock {
+  int64_t begin = 0, rows = 0;
+  trace::TopKRows ta, tb;
+  std::vector<float> la, lb;
+  std::span<const float> fa, fb;
+  size_t va = 0, vb = 0;  // width of a full row (0 without full rows)
+
+  LogitsRow row_a(int64_t r) const { return logits_row(ta, la, fa, va, r); }
+  LogitsRow row_b(int64_t r) const { return logits_row(tb, lb, fb, vb, r); }
+
+  // Whether every value of the block is bit-identical in A and B.
+  bool identical() const {
+    return ta.k == tb.k && ta.ids == tb.ids &&
+           same_bits(ta.logits.data(), tb.logits.data(), ta.logits.size() * 4) &&
+           same_bits(la.data(), lb.data(), la.size() * 4) &&
+           (fa.empty() || fb.empty() ||
+            (fa.size() == fb.size() && same_bits(fa.data(), fb.data(), fa.size() * 4)));
+  }
+
+  // KL over full rows is an exponential per logit: the rows of the block on every core (each
+  // row's value is computed alone, so which thread computes it does not change it).
+  std::vector<double> kl(bool kl_exact) const {
+    std::vector<double> out(static_cast<size_t>(rows));
+    const size_t threads =
+        kl_exact ? std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8) : 1;
+    WorkPool::instance().run(threads, static_cast<size_t>(rows), threads, [&](size_t b, size_t e) {
+      for (size_t r = b; r < e; ++r) {
+        bool exact = false;
+        out[r] =
+            kl_divergence(row_a(static_cast<int64_t>(r)), row_b(static_cast<int64_t>(r)), exact);
+      }
+    });
+    return out;
+  }
+};
+
+// The logits statistics and per-position rows over the compared rows, read block by block.
 void SequenceDiff::compare_logits_rows() {
   const int64_t n = s_.compared;
   if (sa_.topk == 0 || sb_.topk == 0) {
@@ -242,94 +291,88 @@ void SequenceDiff::compare_logits_rows() {
   L.positions = n;
   L.kl_exact = sa_.has_full_logits && sb_.has_full_logits;
   if (n == 0) return;
-  // Rows per block: the widest dataset read at once is the full row (V floats) or the top-K.
-  int64_t width = std::max(sa_.topk, sb_.topk);
-  if (sa_.has_full_logits)
-    width = std::max<int64_t>(width, A_.full_logits(idx_, 0, 1, buf_a_).size());
-  if (sb_.has_full_logits)
-    width = std::max<int64_t>(width, B_.full_logits(idx_, 0, 1, buf_b_).size());
-  const int64_t block = block_rows(opt_.block_bytes, width);
-  const int64_t first_choice = std::max(0, sa_.prompt_len - 1);
-  double sum_sq = 0, sum_j = 0, sum_kl = 0;
+  const int64_t block = block_rows(opt_.block_bytes, logits_width());
+  LogitsSums sums;
   L.top5_jaccard_min = 1;
   L.kl_max = 0;
   L.margin_logit_min = kNaN;
   s_.positions.reserve(static_cast<size_t>(n));
   for (int64_t begin = 0; begin < n; begin += block) {
-    const int64_t cnt = std::min(block, n - begin);
-    const auto ta = A_.topk(idx_, begin, cnt), tb = B_.topk(idx_, begin, cnt);
-    const auto la = A_.lse(idx_, begin, cnt), lb = B_.lse(idx_, begin, cnt);
-    std::span<const float> fa, fb;  // in the hidden rows' buffers, free until compare_hidden()
-    if (sa_.has_full_logits) fa = A_.full_logits(idx_, begin, cnt, buf_a_);
-    if (sb_.has_full_logits) fb = B_.full_logits(idx_, begin, cnt, buf_b_);
-    if (L.identical) {
-      L.identical = ta.k == tb.k && ta.ids == tb.ids &&
-                    same_bits(ta.logits.data(), tb.logits.data(), ta.logits.size() * 4) &&
-                    same_bits(la.data(), lb.data(), la.size() * 4) &&
-                    (fa.empty() || fb.empty() ||
-                     (fa.size() == fb.size() && same_bits(fa.data(), fb.data(), fa.size() * 4)));
-    }
-    const size_t va = fa.size() / static_cast<size_t>(cnt),
-                 vb = fb.size() / static_cast<size_t>(cnt);
-    auto row_of = [&](const trace::TopKRows& t, const std::vector<float>& lse,
-                      std::span<const float> full, size_t v, int64_t r) {
-      const size_t k = static_cast<size_t>(t.k);
-      return LogitsRow{{t.ids.data() + r * k, k},
-                       {t.logits.data() + r * k, k},
-                       lse[static_cast<size_t>(r)],
-                       full.empty() ? full : full.subspan(static_cast<size_t>(r) * v, v)};
-    };
-    // KL over full rows is an exponential per logit: the rows of the block on every core (each
-    // row's value is computed alone, so which thread computes it does not change it).
-    std::vector<double> kl(static_cast<size_t>(cnt));
-    const size_t threads =
-        L.kl_exact ? std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8) : 1;
-    WorkPool::instance().run(threads, static_cast<size_t>(cnt), threads, [&](size_t b, size_t e) {
-      for (size_t r = b; r < e; ++r) {
-        bool exact = false;
-        kl[r] = kl_divergence(row_of(ta, la, fa, va, static_cast<int64_t>(r)),
-                              row_of(tb, lb, fb, vb, static_cast<int64_t>(r)), exact);
-      }
-    });
-    for (int64_t r = 0; r < cnt; ++r) {
-      const int64_t row = begin + r;
-      const LogitsRow ra = row_of(ta, la, fa, va, r), rb = row_of(tb, lb, fb, vb, r);
-      PositionRow p;
-      p.jaccard = jaccard(ra.ids, rb.ids, L.top5_size);
-      const Margin ma = margin(ra), mb = margin(rb);
-      p.margin_logit_a = ma.logit;
-      p.margin_logit_b = mb.logit;
-      p.margin_prob_a = ma.prob;
-      p.margin_prob_b = mb.prob;
-      bool bounded = false;
-      const double dl = top1_logprob_delta(ra, rb, bounded);
-      sum_sq += dl * dl;
-      L.logprob_bounded += bounded;
-      p.kl = kl[static_cast<size_t>(r)];
-      p.logit_drift = logit_drift(ra, rb, L.top5_size);
-      L.top1_mismatch += ra.ids[0] != rb.ids[0];
-      if (row >= first_choice) {
-        ++L.choice_rows;
-        // At risk: a perturbation of the observed size acting in opposite directions on the two
-        // leading tokens (2·drift) would close A's top-1/top-2 logit margin. NaN counts.
-        p.at_risk = !(p.margin_logit_a >= 2 * p.logit_drift);
-        L.at_risk += p.at_risk;
-        if (!std::isnan(ma.logit) &&
-            (std::isnan(L.margin_logit_min) || ma.logit < L.margin_logit_min)) {
-          L.margin_logit_min = ma.logit;
-          L.margin_logit_min_position = row;
-        }
-      }
-      sum_j += p.jaccard;
-      L.top5_jaccard_min = std::min(L.top5_jaccard_min, p.jaccard);
-      sum_kl += p.kl;
-      track_max(p.kl, row, L.kl_max, L.kl_max_position);
-      s_.positions.push_back(p);
+    const LogitsBlock k = read_logits_block(begin, std::min(block, n - begin));
+    if (L.identical) L.identical = k.identical();
+    const std::vector<double> kl = k.kl(L.kl_exact);
+    for (int64_t r = 0; r < k.rows; ++r) measure_logits_row(k, r, kl[static_cast<size_t>(r)], sums);
+  }
+  L.logprob_rmse = std::sqrt(sums.sum_sq / static_cast<double>(n));
+  L.top5_jaccard_mean = sums.sum_j / static_cast<double>(n);
+  L.kl_mean = sums.sum_kl / static_cast<double>(n);
+}
+
+// The widest logits dataset read at once: the full row (V floats) or the top-K.
+int64_t SequenceDiff::logits_width() {
+  int64_t width = std::max(sa_.topk, sb_.topk);
+  if (sa_.has_full_logits)
+    width = std::max<int64_t>(width, A_.full_logits(idx_, 0, 1, buf_a_).size());
+  if (sb_.has_full_logits)
+    width = std::max<int64_t>(width, B_.full_logits(idx_, 0, 1, buf_b_).size());
+  return width;
+}
+
+// Rows begin.. of both traces' logits datasets, in the order A's and B's top-K, lse, full.
+SequenceDiff::LogitsBlock SequenceDiff::read_logits_block(int64_t begin, int64_t rows) {
+  LogitsBlock k;
+  k.begin = begin;
+  k.rows = rows;
+  k.ta = A_.topk(idx_, begin, rows);
+  k.tb = B_.topk(idx_, begin, rows);
+  k.la = A_.lse(idx_, begin, rows);
+  k.lb = B_.lse(idx_, begin, rows);
+  if (sa_.has_full_logits) k.fa = A_.full_logits(idx_, begin, rows, buf_a_);
+  if (sb_.has_full_logits) k.fb = B_.full_logits(idx_, begin, rows, buf_b_);
+  k.va = k.fa.size() / static_cast<size_t>(rows);
+  k.vb = k.fb.size() / static_cast<size_t>(rows);
+  return k;
+}
+
+// Row r of a block: its position's metrics into s_.positions, and into the sequence's logits
+// statistics and sums.
+void SequenceDiff::measure_logits_row(const LogitsBlock& k, int64_t r, double kl,
+                                      LogitsSums& sums) {
+  LogitsStats& L = s_.logits;
+  const int64_t first_choice = std::max(0, sa_.prompt_len - 1);
+  const int64_t row = k.begin + r;
+  const LogitsRow ra = k.row_a(r), rb = k.row_b(r);
+  PositionRow p;
+  p.jaccard = jaccard(ra.ids, rb.ids, L.top5_size);
+  const Margin ma = margin(ra), mb = margin(rb);
+  p.margin_logit_a = ma.logit;
+  p.margin_logit_b = mb.logit;
+  p.margin_prob_a = ma.prob;
+  p.margin_prob_b = mb.prob;
+  bool bounded = false;
+  const double dl = top1_logprob_delta(ra, rb, bounded);
+  sums.sum_sq += dl * dl;
+  L.logprob_bounded += bounded;
+  p.kl = kl;
+  p.logit_drift = logit_drift(ra, rb, L.top5_size);
+  L.top1_mismatch += ra.ids[0] != rb.ids[0];
+  if (row >= first_choice) {
+    ++L.choice_rows;
+    // At risk: a perturbation of the observed size acting in opposite directions on the two
+    // leading tokens (2·drift) would close A's top-1/top-2 logit margin. NaN counts.
+    p.at_risk = !(p.margin_logit_a >= 2 * p.logit_drift);
+    L.at_risk += p.at_risk;
+    if (!std::isnan(ma.logit) &&
+        (std::isnan(L.margin_logit_min) || ma.logit < L.margin_logit_min)) {
+      L.margin_logit_min = ma.logit;
+      L.margin_logit_min_position = row;
     }
   }
-  L.logprob_rmse = std::sqrt(sum_sq / static_cast<double>(n));
-  L.top5_jaccard_mean = sum_j / static_cast<double>(n);
-  L.kl_mean = sum_kl / static_cast<double>(n);
+  sums.sum_j += p.jaccard;
+  L.top5_jaccard_min = std::min(L.top5_jaccard_min, p.jaccard);
+  sums.sum_kl += p.kl;
+  track_max(p.kl, row, L.kl_max, L.kl_max_position);
+  s_.positions.push_back(p);
 }
 
 // The sites both traces hold at the same width, in A's (forward) order; the others are named.

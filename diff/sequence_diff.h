@@ -50,6 +50,14 @@ class SequenceDiff {
   void skip(const std::string& what, const Error& e);
   void compare_logits();
   void compare_logits_rows();
+  struct LogitsBlock;  // one block of logits rows of both traces
+  // Running sums of the logits metrics over the compared rows.
+  struct LogitsSums {
+    double sum_sq = 0, sum_j = 0, sum_kl = 0;
+  };
+  int64_t logits_width();
+  LogitsBlock read_logits_block(int64_t begin, int64_t rows);
+  void measure_logits_row(const LogitsBlock& k, int64_t r, double kl, LogitsSums& sums);
   void select_sites();
   void compare_site(const CommonSite& site);
   void classify();
