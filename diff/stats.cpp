@@ -229,6 +229,117 @@ GroupStats group_stats(const std::string& key, const std::vector<const StatsRun*
   return g;
 }
 
+// Every run holds as many prompts as the first, and an answer key fits them.
+void check_runs(const std::vector<StatsRun>& runs, const std::vector<std::string>* expected) {
+  const size_t prompts = runs[0].outputs.size();
+  for (const auto& r : runs) {
+    if (r.outputs.size() != prompts) {
+      throw Error(fmt::format("run '{}' holds {} prompts, '{}' {}", r.name, r.outputs.size(),
+                              runs[0].name, prompts));
+    }
+  }
+  if (expected != nullptr && expected->size() != prompts) {
+    throw Error(
+        fmt::format("the answer key holds {} answers for {} prompts", expected->size(), prompts),
+        "--answers takes one expected answer per line, in prompt order");
+  }
+  if (expected != nullptr && runs[0].answers.empty()) {
+    throw Error("an answer key needs an extraction rule",
+                "pass --extract 'REGEX' with one (group)");
+  }
+}
+
+// The run-config fields any run holds.
+std::set<std::string> config_fields(const std::vector<StatsRun>& runs) {
+  std::set<std::string> keys;
+  for (const auto& r : runs) {
+    for (const auto& [k, v] : r.config) keys.insert(k);
+  }
+  return keys;
+}
+
+// The fields of `keys` whose value is not the same in every run (a missing one counts as "").
+std::vector<std::string> varying_fields(const std::vector<StatsRun>& runs,
+                                        const std::set<std::string>& keys) {
+  std::vector<std::string> varying;
+  for (const auto& k : keys) {
+    std::set<std::string> values;
+    for (const auto& r : runs) {
+      auto it = r.config.find(k);
+      values.insert(it == r.config.end() ? "" : it->second);
+    }
+    if (values.size() > 1) varying.push_back(k);
+  }
+  return varying;
+}
+
+// The group of all runs, then one per value of opt.group_by, in first-seen order.
+std::vector<GroupStats> all_groups(const std::vector<StatsRun>& runs,
+                                   const std::vector<std::string>* expected,
+                                   const std::vector<std::string>& varying,
+                                   const StatsOptions& opt) {
+  std::vector<GroupStats> out;
+  std::vector<const StatsRun*> all;
+  for (const auto& r : runs) all.push_back(&r);
+  out.push_back(group_stats("all", all, expected, varying, opt));
+  if (!opt.group_by.empty()) {
+    std::vector<std::pair<std::string, std::vector<const StatsRun*>>> groups;
+    for (const auto& r : runs) {
+      const std::string v = r.config.count(opt.group_by) ? r.config.at(opt.group_by) : "";
+      auto it =
+          std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == v; });
+      if (it == groups.end()) {
+        groups.push_back({v, {&r}});
+      } else {
+        it->second.push_back(&r);
+      }
+    }
+    for (const auto& [v, members] : groups) {
+      out.push_back(group_stats(opt.group_by + "=" + v, members, expected, varying, opt));
+    }
+  }
+  return out;
+}
+
+// The divergence attributed to one knob, over the pairs of runs that differ in it alone.
+Attribution knob_attribution(const std::vector<StatsRun>& runs, const std::string& knob,
+                             int prompts) {
+  Attribution a;
+  a.knob = knob;
+  double div_sum = 0, top1_sum = 0;
+  int top1_pairs = 0;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    for (size_t j = i + 1; j < runs.size(); ++j) {
+      if (runs[i].config.at(knob) == runs[j].config.at(knob)) continue;
+      if (without(runs[i].config, knob) != without(runs[j].config, knob)) continue;
+      const std::vector<const StatsRun*> pair = {&runs[i], &runs[j]};
+      const auto div = div_indices(pair, prompts);
+      div_sum += div_percent(pair, prompts);
+      const double s = avg_std_top1(pair, div, nullptr);
+      if (!std::isnan(s)) {
+        top1_sum += s;
+        ++top1_pairs;
+      }
+      ++a.pairs;
+    }
+  }
+  a.div_percent = a.pairs == 0 ? kNaN : div_sum / a.pairs;
+  a.avg_std_top1_prob = top1_pairs == 0 ? kNaN : top1_sum / top1_pairs;
+  return a;
+}
+
+// Div_% of every pair of runs, as a symmetric matrix with a zero diagonal.
+std::vector<std::vector<double>> pairwise_differ(const std::vector<StatsRun>& runs, int prompts) {
+  std::vector<std::vector<double>> out(runs.size(), std::vector<double>(runs.size(), 0.0));
+  for (size_t i = 0; i < runs.size(); ++i) {
+    for (size_t j = i + 1; j < runs.size(); ++j) {
+      const std::vector<const StatsRun*> pair = {&runs[i], &runs[j]};
+      out[i][j] = out[j][i] = div_percent(pair, prompts);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 StatsRun read_stats_run(const trace::TraceReader& r) {
@@ -288,93 +399,19 @@ StatsReport compute_stats(const std::vector<StatsRun>& runs,
   StatsReport rep;
   rep.group_by = opt.group_by;
   const size_t prompts = runs[0].outputs.size();
-  for (const auto& r : runs) {
-    rep.runs.push_back(r.name);
-    if (r.outputs.size() != prompts) {
-      throw Error(fmt::format("run '{}' holds {} prompts, '{}' {}", r.name, r.outputs.size(),
-                              runs[0].name, prompts));
-    }
-  }
-  if (expected != nullptr && expected->size() != prompts) {
-    throw Error(
-        fmt::format("the answer key holds {} answers for {} prompts", expected->size(), prompts),
-        "--answers takes one expected answer per line, in prompt order");
-  }
-  if (expected != nullptr && runs[0].answers.empty()) {
-    throw Error("an answer key needs an extraction rule",
-                "pass --extract 'REGEX' with one (group)");
-  }
-  std::set<std::string> keys;
-  for (const auto& r : runs) {
-    for (const auto& [k, v] : r.config) keys.insert(k);
-  }
-  for (const auto& k : keys) {
-    std::set<std::string> values;
-    for (const auto& r : runs) {
-      auto it = r.config.find(k);
-      values.insert(it == r.config.end() ? "" : it->second);
-    }
-    if (values.size() > 1) rep.varying.push_back(k);
-  }
+  for (const auto& r : runs) rep.runs.push_back(r.name);
+  check_runs(runs, expected);
+  const std::set<std::string> keys = config_fields(runs);
+  rep.varying = varying_fields(runs, keys);
   if (!opt.group_by.empty() && keys.count(opt.group_by) == 0) {
     throw Error(fmt::format("unknown group-by field '{}'", opt.group_by),
                 "--group-by takes a run-config field such as dtype, batch or tp, or none");
   }
-
-  std::vector<const StatsRun*> all;
-  for (const auto& r : runs) all.push_back(&r);
-  rep.groups.push_back(group_stats("all", all, expected, rep.varying, opt));
-  if (!opt.group_by.empty()) {
-    std::vector<std::pair<std::string, std::vector<const StatsRun*>>> groups;
-    for (const auto& r : runs) {
-      const std::string v = r.config.count(opt.group_by) ? r.config.at(opt.group_by) : "";
-      auto it =
-          std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == v; });
-      if (it == groups.end()) {
-        groups.push_back({v, {&r}});
-      } else {
-        it->second.push_back(&r);
-      }
-    }
-    for (const auto& [v, members] : groups) {
-      rep.groups.push_back(
-          group_stats(opt.group_by + "=" + v, members, expected, rep.varying, opt));
-    }
-  }
-
+  rep.groups = all_groups(runs, expected, rep.varying, opt);
   for (const auto& knob : rep.varying) {
-    Attribution a;
-    a.knob = knob;
-    double div_sum = 0, top1_sum = 0;
-    int top1_pairs = 0;
-    for (size_t i = 0; i < runs.size(); ++i) {
-      for (size_t j = i + 1; j < runs.size(); ++j) {
-        if (runs[i].config.at(knob) == runs[j].config.at(knob)) continue;
-        if (without(runs[i].config, knob) != without(runs[j].config, knob)) continue;
-        const std::vector<const StatsRun*> pair = {&runs[i], &runs[j]};
-        const auto div = div_indices(pair, static_cast<int>(prompts));
-        div_sum += div_percent(pair, static_cast<int>(prompts));
-        const double s = avg_std_top1(pair, div, nullptr);
-        if (!std::isnan(s)) {
-          top1_sum += s;
-          ++top1_pairs;
-        }
-        ++a.pairs;
-      }
-    }
-    a.div_percent = a.pairs == 0 ? kNaN : div_sum / a.pairs;
-    a.avg_std_top1_prob = top1_pairs == 0 ? kNaN : top1_sum / top1_pairs;
-    rep.attribution.push_back(a);
+    rep.attribution.push_back(knob_attribution(runs, knob, static_cast<int>(prompts)));
   }
-
-  rep.pairwise_differ.assign(runs.size(), std::vector<double>(runs.size(), 0.0));
-  for (size_t i = 0; i < runs.size(); ++i) {
-    for (size_t j = i + 1; j < runs.size(); ++j) {
-      const std::vector<const StatsRun*> pair = {&runs[i], &runs[j]};
-      rep.pairwise_differ[i][j] = rep.pairwise_differ[j][i] =
-          div_percent(pair, static_cast<int>(prompts));
-    }
-  }
+  rep.pairwise_differ = pairwise_differ(runs, static_cast<int>(prompts));
   return rep;
 }
 
