@@ -47,6 +47,99 @@ std::string fmt_num(double x) {
   return fmt::format("{:.3g}", x);
 }
 
+// Whether one condition holds (the gate fails), and the evidence, for the verdict line.
+struct Outcome {
+  bool holds = false;
+  std::string why;
+};
+
+// flip: the first sequence, in flip order, whose generated tokens differ.
+Outcome flip_outcome(const Report& r) {
+  const SequenceReport* first = nullptr;
+  for (const auto* s : by_first_flip(r)) {
+    if (s->first_flip) {
+      first = s;
+      break;
+    }
+  }
+  Outcome o;
+  o.holds = first != nullptr;
+  o.why = o.holds
+              ? fmt::format("seq {} flips at step {} (token {} vs {}); {} of {} sequences diverged",
+                            first->index, first->first_flip->step, first->first_flip->token_a,
+                            first->first_flip->token_b, r.summary.diverged, r.summary.sequences)
+              : fmt::format("no flip in {} sequence{}", r.summary.sequences,
+                            r.summary.sequences == 1 ? "" : "s");
+  return o;
+}
+
+// A measured condition: it holds when `worst` exceeds the threshold; `evidence` says where.
+Outcome above_threshold(double worst, const GateCondition& c, const std::string& evidence) {
+  const bool holds = worst > c.threshold;
+  return {holds, fmt::format("{} ({} {})", evidence, holds ? ">" : "<=", fmt_num(c.threshold))};
+}
+
+// drift=x: the largest relative L2 of any site of any sequence, against x.
+Outcome drift_outcome(const Report& r, const GateCondition& c) {
+  double worst = -1;
+  const SequenceReport* ws = nullptr;
+  const SiteDrift* wd = nullptr;
+  for (const auto& s : r.sequences) {
+    for (const auto& d : s.drift) {
+      if (d.rel_l2_max > worst) {
+        worst = d.rel_l2_max;
+        ws = &s;
+        wd = &d;
+      }
+    }
+  }
+  if (!wd) {
+    throw Error("--fail-on drift: the traces have no hidden site in common",
+                "record hidden states in both runs (driftscope run --probes default|all)");
+  }
+  return above_threshold(worst, c,
+                         fmt::format("max relative L2 {} at {} position {}, seq {}", fmt_num(worst),
+                                     wd->site, wd->rel_l2_max_position, ws->index));
+}
+
+// kl=x: the largest KL(A||B) of any sequence with logits, against x.
+Outcome kl_outcome(const Report& r, const GateCondition& c) {
+  double worst = -1;
+  const SequenceReport* ws = nullptr;
+  bool exact = true;
+  for (const auto& s : r.sequences) {
+    if (!s.has_logits) continue;
+    exact &= s.logits.kl_exact;
+    if (!ws || s.logits.kl_max > worst) {
+      worst = s.logits.kl_max;
+      ws = &s;
+    }
+  }
+  if (!ws) {
+    throw Error("--fail-on kl: the traces hold no logits to compare",
+                "record logits in both runs (driftscope run --trace-topk N, or --full-logits)");
+  }
+  return above_threshold(
+      worst, c,
+      fmt::format("max KL(A||B) {}{} at position {}, seq {}", fmt_num(worst),
+                  exact ? "" : " (top-K approximation)", ws->logits.kl_max_position, ws->index));
+}
+
+// The outcome of one condition on a report (universal failures aside).
+Outcome evaluate(const Report& r, const GateCondition& c) {
+  if (c.kind == GateCondition::Kind::flip) return flip_outcome(r);
+  if (c.kind == GateCondition::Kind::drift) return drift_outcome(r, c);
+  return kl_outcome(r, c);
+}
+
+// " [A incomplete]" when a trace is incomplete, else nothing.
+std::string incomplete_tail(const Report& r) {
+  if (r.a.complete && r.b.complete) return {};
+  return fmt::format(" [{} incomplete]", !r.a.complete && !r.b.complete ? "A and B"
+                                         : !r.a.complete                ? "A"
+                                                                        : "B");
+}
+
 }  // namespace
 
 GateCondition parse_gate(const std::string& spec) {
@@ -74,85 +167,18 @@ GateResult evaluate_gates(const Report& r, const std::vector<GateCondition>& con
   std::vector<std::string> parts;
   const std::string universal = universal_failure(r);
   for (const auto& c : conditions) {
-    std::string why;
-    bool holds = false;
-    if (!universal.empty()) {
-      holds = true;
-      why = universal;
-    } else if (c.kind == GateCondition::Kind::flip) {
-      const SequenceReport* first = nullptr;
-      for (const auto* s : by_first_flip(r)) {
-        if (s->first_flip) {
-          first = s;
-          break;
-        }
-      }
-      holds = first != nullptr;
-      why = holds ? fmt::format(
-                        "seq {} flips at step {} (token {} vs {}); {} of {} sequences diverged",
-                        first->index, first->first_flip->step, first->first_flip->token_a,
-                        first->first_flip->token_b, r.summary.diverged, r.summary.sequences)
-                  : fmt::format("no flip in {} sequence{}", r.summary.sequences,
-                                r.summary.sequences == 1 ? "" : "s");
-    } else if (c.kind == GateCondition::Kind::drift) {
-      double worst = -1;
-      const SequenceReport* ws = nullptr;
-      const SiteDrift* wd = nullptr;
-      for (const auto& s : r.sequences) {
-        for (const auto& d : s.drift) {
-          if (d.rel_l2_max > worst) {
-            worst = d.rel_l2_max;
-            ws = &s;
-            wd = &d;
-          }
-        }
-      }
-      if (!wd) {
-        throw Error("--fail-on drift: the traces have no hidden site in common",
-                    "record hidden states in both runs (driftscope run --probes default|all)");
-      }
-      holds = worst > c.threshold;
-      why = fmt::format("max relative L2 {} at {} position {}, seq {} ({} {})", fmt_num(worst),
-                        wd->site, wd->rel_l2_max_position, ws->index,
-                        holds ? ">" : "<=", fmt_num(c.threshold));
-    } else {
-      double worst = -1;
-      const SequenceReport* ws = nullptr;
-      bool exact = true;
-      for (const auto& s : r.sequences) {
-        if (!s.has_logits) continue;
-        exact &= s.logits.kl_exact;
-        if (!ws || s.logits.kl_max > worst) {
-          worst = s.logits.kl_max;
-          ws = &s;
-        }
-      }
-      if (!ws) {
-        throw Error("--fail-on kl: the traces hold no logits to compare",
-                    "record logits in both runs (driftscope run --trace-topk N, or --full-logits)");
-      }
-      holds = worst > c.threshold;
-      why = fmt::format("max KL(A||B) {}{} at position {}, seq {} ({} {})", fmt_num(worst),
-                        exact ? "" : " (top-K approximation)", ws->logits.kl_max_position,
-                        ws->index, holds ? ">" : "<=", fmt_num(c.threshold));
-    }
-    res.failed |= holds;
+    const Outcome o = universal.empty() ? evaluate(r, c) : Outcome{true, universal};
+    res.failed |= o.holds;
     if (universal.empty())
-      parts.push_back(fmt::format("{}{}: {}", c.spec, holds ? "" : " ok", why));
+      parts.push_back(fmt::format("{}{}: {}", c.spec, o.holds ? "" : " ok", o.why));
   }
   if (!universal.empty()) {  // one reason fails every condition: say it once
     std::vector<std::string> specs;
     for (const auto& c : conditions) specs.push_back(c.spec);
     parts.push_back(fmt::format("{} (fails {})", universal, fmt::join(specs, ", ")));
   }
-  std::string tail;
-  if (!r.a.complete || !r.b.complete) {
-    tail = fmt::format(" [{} incomplete]", !r.a.complete && !r.b.complete ? "A and B"
-                                           : !r.a.complete                ? "A"
-                                                                          : "B");
-  }
-  res.verdict =
-      fmt::format("gate {}: {}{}", res.failed ? "FAIL" : "PASS", fmt::join(parts, "; "), tail);
+  res.verdict = fmt::format("gate {}: {}{}", res.failed ? "FAIL" : "PASS", fmt::join(parts, "; "),
+                            incomplete_tail(r));
   return res;
 }
 
