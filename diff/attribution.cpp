@@ -44,6 +44,127 @@ std::string percent(double share) {
   return fmt::format("{:.0f}%", p);
 }
 
+// The verdict's blocks: attention and MLP per layer when split, else whole layers; and the
+// final norm. Shares of their summed local error; ranked by local error.
+void rank_blocks(AttributionReport& r, bool split) {
+  double sum = 0;
+  for (size_t i = 0; i < r.blocks.size(); ++i) {
+    const BlockError& b = r.blocks[i];
+    const bool counted = b.kind == "final_norm" ||
+                         (split ? b.kind != "layer" && b.kind != "logits" : b.kind == "layer");
+    if (!counted) continue;
+    r.ranking.push_back(static_cast<int>(i));
+    if (std::isfinite(b.local)) sum += b.local;
+  }
+  for (int i : r.ranking) {
+    BlockError& b = r.blocks[i];
+    b.share = sum > 0 && std::isfinite(b.local) ? b.local / sum : 0;
+  }
+  std::stable_sort(r.ranking.begin(), r.ranking.end(), [&](int x, int y) {
+    const double a = r.blocks[x].local, b = r.blocks[y].local;
+    if (std::isnan(a) != std::isnan(b)) return std::isnan(a);  // NaN first: it always fails
+    return a > b;
+  });
+}
+
+// The verdict when there is no share of local error to tell (nothing compared, NaN, no local
+// error), else empty.
+std::string verdict_without_shares(const AttributionReport& r) {
+  bool any_nan = false, any_local = false, any_total = false;
+  for (int i : r.ranking) {
+    const BlockError& b = r.blocks[i];
+    any_nan |= b.nan;
+    any_local |= b.local > 0;
+    any_total |= b.total > 0;
+  }
+  if (r.ranking.empty()) return "nothing to attribute: no position was compared";
+  if (any_nan) {
+    for (int i : r.ranking) {
+      if (std::isnan(r.blocks[i].local)) {
+        return fmt::format("{} produces NaN/Inf on A's inputs (the first in the ranking)",
+                           r.blocks[i].name);
+      }
+    }
+    return "NaN/Inf in B's own run, but no block produces one on A's inputs: it is inherited";
+  }
+  if (!any_local) {
+    return any_total ? "no layer adds error: on A's inputs B reproduces every layer of A bit for "
+                       "bit (the drift measured is all inherited)"
+                     : "no drift: B reproduces every layer of A bit for bit";
+  }
+  return {};
+}
+
+// Who adds the local error, by kind of block: "layers 0–2 add 90% of the local error,
+// final_norm adds 10%", then the kinds that add none.
+std::string shares_line(const AttributionReport& r) {
+  struct Group {
+    const char* kind;
+    const char* one;   // "attention of layer", "MLP of layer"
+    const char* many;  // "attention layers"
+    const char* none;  // "attention adds none"
+  };
+  const Group groups[] = {
+      {"attention", "attention of layer", "attention layers", "attention adds none"},
+      {"mlp", "MLP of layer", "MLP layers", "MLPs add none"},
+      {"layer", "layer", "layers", "layers add none"},
+      {"final_norm", "final_norm", "final_norm", ""},
+  };
+  std::vector<std::string> parts, nones;
+  bool first = true;
+  for (const Group& g : groups) {
+    std::vector<int> layers;
+    double share = 0;
+    bool present = false;
+    for (int i : r.ranking) {
+      const BlockError& b = r.blocks[i];
+      if (b.kind != g.kind) continue;
+      present = true;
+      if (b.local > 0) {
+        layers.push_back(b.layer);
+        share += b.share;
+      }
+    }
+    if (!present) continue;
+    if (layers.empty()) {
+      if (*g.none) nones.push_back(g.none);
+      continue;
+    }
+    std::sort(layers.begin(), layers.end());
+    std::string who;
+    if (std::string(g.kind) == "final_norm") {
+      who = "final_norm";
+    } else {
+      who = layers.size() == 1 ? fmt::format("{} {}", g.one, layers[0])
+                               : fmt::format("{} {}", g.many, layer_ranges(layers));
+    }
+    const bool one = layers.size() == 1;
+    parts.push_back(fmt::format("{} add{} {}{}", who, one ? "s" : "", percent(share),
+                                first ? " of the local error" : ""));
+    first = false;
+  }
+  std::string line;
+  for (size_t i = 0; i < parts.size(); ++i) line += (i ? ", " : "") + parts[i];
+  for (const auto& n : nones) line += "; " + n;
+  return line;
+}
+
+// The blocks above the noise floor (origins of drift), the first six named, in parentheses.
+std::string origins_note(const AttributionReport& r) {
+  std::vector<std::string> origins;
+  for (int i : r.ranking) {
+    if (r.blocks[i].origin) origins.push_back(r.blocks[i].name);
+  }
+  if (origins.empty()) {
+    return fmt::format(" (none above the {} noise floor {:.2g})", r.storage, r.noise_floor);
+  }
+  std::string o;
+  for (size_t i = 0; i < origins.size() && i < 6; ++i) o += (i ? ", " : "") + origins[i];
+  if (origins.size() > 6) o += fmt::format(" and {} more", origins.size() - 6);
+  return fmt::format(" (origin{} above the {} noise floor: {})", origins.size() > 1 ? "s" : "",
+                     r.storage, o);
+}
+
 }  // namespace
 
 AttributionBuilder::AttributionBuilder(const trace::TraceReader& a, int n_layers, bool split,
@@ -127,158 +248,60 @@ AttributionReport AttributionBuilder::finish(const std::string& a_dtype, const s
     r.positions += n;
     r.sequence_ids.push_back(seq);
   }
-
-  auto pooled = [&](const std::string& site, TapOrigin o, bool kl, double& max) {
-    auto it = acc_.find({site, o});
-    max = it == acc_.end() || it->second.rows == 0 ? kNaN : it->second.max_rel;
-    return it == acc_.end() ? kNaN : value(it->second, kl);
-  };
-  auto of_seq = [&](const std::string& site, TapOrigin o, bool kl, int seq) {
-    auto it = seq_acc_.find({site, o, seq});
-    return it == seq_acc_.end() ? kNaN : value(it->second, kl);
-  };
-  auto block = [&](std::string name, std::string kind, int layer, const std::string& site,
-                   TapOrigin local_from, bool kl = false) {
-    BlockError e;
-    e.name = std::move(name);
-    e.kind = std::move(kind);
-    e.layer = layer;
-    e.site = site;
-    double ignored = 0;
-    e.local = pooled(site, local_from, kl, e.local_max);
-    e.total = pooled(site, TapOrigin::run, kl, ignored);
-    for (int seq : r.sequence_ids) {
-      e.local_by_seq.push_back(of_seq(site, local_from, kl, seq));
-      e.total_by_seq.push_back(of_seq(site, TapOrigin::run, kl, seq));
-    }
-    e.inherited = e.total - e.local;
-    auto it = acc_.find({site, TapOrigin::run});
-    e.positions = it == acc_.end() ? 0 : it->second.rows;
-    e.nan = std::isnan(e.local) || std::isnan(e.total);
-    e.origin = !kl && (std::isnan(e.local) || e.local > r.noise_floor);
-    r.blocks.push_back(e);
-  };
   for (int l = 0; l < n_layers_; ++l) {
     const std::string out = trace::layer_site(l, "out");
     if (split_) {
-      block(fmt::format("L{} attention", l), "attention", l, trace::layer_site(l, "resid_mid"),
-            TapOrigin::layer_shadow);
-      block(fmt::format("L{} mlp", l), "mlp", l, out, TapOrigin::mlp_shadow);
+      add_block(r, fmt::format("L{} attention", l), "attention", l,
+                trace::layer_site(l, "resid_mid"), TapOrigin::layer_shadow);
+      add_block(r, fmt::format("L{} mlp", l), "mlp", l, out, TapOrigin::mlp_shadow);
     }
-    block(fmt::format("L{}", l), "layer", l, out, TapOrigin::layer_shadow);
+    add_block(r, fmt::format("L{}", l), "layer", l, out, TapOrigin::layer_shadow);
   }
-  block("final_norm", "final_norm", -1, "final_norm", TapOrigin::head_shadow);
-  block("logits", "logits", -1, "logits", TapOrigin::head_shadow, /*kl=*/true);
-
-  // The verdict's blocks: attention and MLP per layer when split, else whole layers; and the
-  // final norm. Shares of their summed local error; ranked by local error.
-  double sum = 0;
-  for (size_t i = 0; i < r.blocks.size(); ++i) {
-    const BlockError& b = r.blocks[i];
-    const bool counted = b.kind == "final_norm" ||
-                         (split_ ? b.kind != "layer" && b.kind != "logits" : b.kind == "layer");
-    if (!counted) continue;
-    r.ranking.push_back(static_cast<int>(i));
-    if (std::isfinite(b.local)) sum += b.local;
-  }
-  for (int i : r.ranking) {
-    BlockError& b = r.blocks[i];
-    b.share = sum > 0 && std::isfinite(b.local) ? b.local / sum : 0;
-  }
-  std::stable_sort(r.ranking.begin(), r.ranking.end(), [&](int x, int y) {
-    const double a = r.blocks[x].local, b = r.blocks[y].local;
-    if (std::isnan(a) != std::isnan(b)) return std::isnan(a);  // NaN first: it always fails
-    return a > b;
-  });
+  add_block(r, "final_norm", "final_norm", -1, "final_norm", TapOrigin::head_shadow);
+  add_block(r, "logits", "logits", -1, "logits", TapOrigin::head_shadow, /*kl=*/true);
+  rank_blocks(r, split_);
   r.verdict = attribution_verdict(r);
   return r;
 }
 
+double AttributionBuilder::pooled(const std::string& site, TapOrigin o, bool kl,
+                                  double& max) const {
+  auto it = acc_.find({site, o});
+  max = it == acc_.end() || it->second.rows == 0 ? kNaN : it->second.max_rel;
+  return it == acc_.end() ? kNaN : value(it->second, kl);
+}
+
+double AttributionBuilder::of_seq(const std::string& site, TapOrigin o, bool kl, int seq) const {
+  auto it = seq_acc_.find({site, o, seq});
+  return it == seq_acc_.end() ? kNaN : value(it->second, kl);
+}
+
+void AttributionBuilder::add_block(AttributionReport& r, std::string name, std::string kind,
+                                   int layer, const std::string& site, TapOrigin local_from,
+                                   bool kl) const {
+  BlockError e;
+  e.name = std::move(name);
+  e.kind = std::move(kind);
+  e.layer = layer;
+  e.site = site;
+  double ignored = 0;
+  e.local = pooled(site, local_from, kl, e.local_max);
+  e.total = pooled(site, TapOrigin::run, kl, ignored);
+  for (int seq : r.sequence_ids) {
+    e.local_by_seq.push_back(of_seq(site, local_from, kl, seq));
+    e.total_by_seq.push_back(of_seq(site, TapOrigin::run, kl, seq));
+  }
+  e.inherited = e.total - e.local;
+  auto it = acc_.find({site, TapOrigin::run});
+  e.positions = it == acc_.end() ? 0 : it->second.rows;
+  e.nan = std::isnan(e.local) || std::isnan(e.total);
+  e.origin = !kl && (std::isnan(e.local) || e.local > r.noise_floor);
+  r.blocks.push_back(e);
+}
+
 std::string attribution_verdict(const AttributionReport& r) {
-  bool any_nan = false, any_local = false, any_total = false;
-  for (int i : r.ranking) {
-    const BlockError& b = r.blocks[i];
-    any_nan |= b.nan;
-    any_local |= b.local > 0;
-    any_total |= b.total > 0;
-  }
-  if (r.ranking.empty()) return "nothing to attribute: no position was compared";
-  if (any_nan) {
-    for (int i : r.ranking) {
-      if (std::isnan(r.blocks[i].local)) {
-        return fmt::format("{} produces NaN/Inf on A's inputs (the first in the ranking)",
-                           r.blocks[i].name);
-      }
-    }
-    return "NaN/Inf in B's own run, but no block produces one on A's inputs: it is inherited";
-  }
-  if (!any_local) {
-    return any_total ? "no layer adds error: on A's inputs B reproduces every layer of A bit for "
-                       "bit (the drift measured is all inherited)"
-                     : "no drift: B reproduces every layer of A bit for bit";
-  }
-  struct Group {
-    const char* kind;
-    const char* one;   // "attention of layer", "MLP of layer"
-    const char* many;  // "attention layers"
-    const char* none;  // "attention adds none"
-  };
-  const Group groups[] = {
-      {"attention", "attention of layer", "attention layers", "attention adds none"},
-      {"mlp", "MLP of layer", "MLP layers", "MLPs add none"},
-      {"layer", "layer", "layers", "layers add none"},
-      {"final_norm", "final_norm", "final_norm", ""},
-  };
-  std::vector<std::string> parts, nones;
-  bool first = true;
-  for (const Group& g : groups) {
-    std::vector<int> layers;
-    double share = 0;
-    bool present = false;
-    for (int i : r.ranking) {
-      const BlockError& b = r.blocks[i];
-      if (b.kind != g.kind) continue;
-      present = true;
-      if (b.local > 0) {
-        layers.push_back(b.layer);
-        share += b.share;
-      }
-    }
-    if (!present) continue;
-    if (layers.empty()) {
-      if (*g.none) nones.push_back(g.none);
-      continue;
-    }
-    std::sort(layers.begin(), layers.end());
-    std::string who;
-    if (std::string(g.kind) == "final_norm") {
-      who = "final_norm";
-    } else {
-      who = layers.size() == 1 ? fmt::format("{} {}", g.one, layers[0])
-                               : fmt::format("{} {}", g.many, layer_ranges(layers));
-    }
-    const bool one = layers.size() == 1;
-    parts.push_back(fmt::format("{} add{} {}{}", who, one ? "s" : "", percent(share),
-                                first ? " of the local error" : ""));
-    first = false;
-  }
-  std::string line;
-  for (size_t i = 0; i < parts.size(); ++i) line += (i ? ", " : "") + parts[i];
-  for (const auto& n : nones) line += "; " + n;
-  std::vector<std::string> origins;
-  for (int i : r.ranking) {
-    if (r.blocks[i].origin) origins.push_back(r.blocks[i].name);
-  }
-  if (origins.empty()) {
-    line += fmt::format(" (none above the {} noise floor {:.2g})", r.storage, r.noise_floor);
-  } else {
-    std::string o;
-    for (size_t i = 0; i < origins.size() && i < 6; ++i) o += (i ? ", " : "") + origins[i];
-    if (origins.size() > 6) o += fmt::format(" and {} more", origins.size() - 6);
-    line += fmt::format(" (origin{} above the {} noise floor: {})", origins.size() > 1 ? "s" : "",
-                        r.storage, o);
-  }
-  return line;
+  if (std::string decided = verdict_without_shares(r); !decided.empty()) return decided;
+  return shares_line(r) + origins_note(r);
 }
 
 }  // namespace ds::diff

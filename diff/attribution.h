@@ -84,6 +84,12 @@ class AttributionBuilder {
   h5::Elem b_storage_;
   void merge(Acc& into, const Acc& part) const;
   static double value(const Acc& a, bool kl);
+  // Pooled value of the rows of `site` from origin o (max: their largest row value).
+  double pooled(const std::string& site, TapOrigin o, bool kl, double& max) const;
+  double of_seq(const std::string& site, TapOrigin o, bool kl, int seq) const;  // one sequence's
+  // One block of the report: its local error (from local_from) beside the total (B's own run).
+  void add_block(AttributionReport& r, std::string name, std::string kind, int layer,
+                 const std::string& site, TapOrigin local_from, bool kl = false) const;
   std::map<std::pair<std::string, TapOrigin>, Acc> acc_;
   std::map<std::tuple<std::string, TapOrigin, int>, Acc> seq_acc_;  // the same per sequence
   std::map<int, int64_t> rows_;  // compared positions per sequence (B's own final_norm rows)
