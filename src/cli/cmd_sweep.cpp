@@ -6,10 +6,11 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
+#include <system_error>
 #include <thread>
 
 #include "common/error.h"
+#include "common/output_file.h"
 #include "src/cli/commands.h"
 #include "src/cli/run_config_args.h"
 #include "src/cli/sweep_exec.h"
@@ -127,6 +128,7 @@ std::vector<std::string> check_flags(const CLI::App& cmd, const SweepArgs& a) {
                    !a.slurm_opt.time.empty())) {
     throw Error("--partition, --gpus-per-task and --time go with --slurm", "add --slurm");
   }
+  if (a.slurm) check_slurm_text(a.slurm_opt, a.output);
   return writer_flags;
 }
 
@@ -160,11 +162,12 @@ SweepState sweep_to_run(const SweepArgs& a, const std::filesystem::path& dir) {
 void write_entry_configs(const std::filesystem::path& dir, const SweepState& s) {
   std::filesystem::create_directories(dir / "configs");
   for (const auto& e : s.entries) {
-    std::ofstream out(entry_config(dir, e));
-    out << to_toml(e.config);
-    if (!out) {
-      throw Error(fmt::format("cannot write '{}'", entry_config(dir, e).string()),
-                  "check that -o names a writable folder and the disk is not full");
+    try {  // whole, and never through a link at that name
+      write_file_whole(entry_config(dir, e), to_toml(e.config));
+    } catch (const std::system_error& err) {
+      throw Error(
+          fmt::format("cannot write '{}': {}", entry_config(dir, e).string(), err.code().message()),
+          "check that -o names a writable folder and the disk is not full");
     }
   }
 }

@@ -141,6 +141,31 @@ TEST_CASE("sweep: bad grids and options are refused with a hint", "[cli][sweep]"
                               "cannot read grid file");
 }
 
+// A newline in a Slurm option or in the sweep folder would end an `#SBATCH` line of the batch
+// script and start a command the job runs; it is refused before the folder is made.
+TEST_CASE("sweep --slurm: control characters in --partition, --time or -o are refused",
+          "[cli][sweep]") {
+  ds::test::TempDir tmp;
+  const fs::path prompts = tmp.path() / "p.txt";
+  ds::test::write_prompts(prompts);
+  const fs::path pwned = tmp.path() / "PWNED";
+  const std::string head =
+      "sweep --slurm --grid 'dtype=fp32,bf16' -n 2 --prompts " + prompts.string();
+  const std::string dir = " -o " + (tmp.path() / "d").string();
+  ds::test::check_input_error(
+      run_cli(head + " --partition \"$(printf 'gpu\\ntouch " + pwned.string() + "')\"" + dir),
+      "--partition holds a control character (byte 0x0a at offset 3)");
+  ds::test::check_input_error(run_cli(head + " --time \"$(printf '1:00\\r')\"" + dir),
+                              "--time holds a control character (byte 0x0d");
+  CHECK(!fs::exists(tmp.path() / "d"));
+  const fs::path odd = tmp.path() / ("sw\ntouch " + pwned.string() + " #");
+  ds::test::check_input_error(run_cli(head + " -o \"$(printf '" + tmp.path().string() +
+                                      "/sw\\ntouch " + pwned.string() + " #')\""),
+                              "the sweep folder (-o) holds a control character");
+  CHECK(!fs::exists(odd));
+  CHECK(!fs::exists(pwned));
+}
+
 // A sweep.json edited by hand or damaged is checked as --grid is: an empty knob crashed `sweep -o`
 // and `stats` (expand_grid indexed an empty list), a bad value or field reached the runs.
 TEST_CASE("sweep: a sweep.json whose grid --grid would refuse is not a valid sweep file",
