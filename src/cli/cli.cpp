@@ -128,7 +128,7 @@ int cli_main(int argc, char** argv) {
         return report_error(m, kOutputErrorHint);  // `driftscope show t.h5 > /dev/full`
       }
       std::fflush(stdout);
-      fmt::print(stderr, "driftscope: internal error: {}\n", e.what());
+      print_note("driftscope: internal error: {}\n", e.what());
       return 3;
     }
   };

@@ -16,6 +16,7 @@
 #include "src/cli/commands.h"
 #include "src/cli/diff_report.h"
 #include "src/cli/model_args.h"
+#include "src/cli/output.h"
 #include "src/cli/report_file.h"
 #include "src/cli/run_config_args.h"
 #include "src/cli/traced_command.h"
@@ -96,8 +97,8 @@ void run_one(const char* name, const RunConfig& c, const RunConfig& other, const
   writer.path = out;
   writer.force = true;  // refused up front in run_demo unless --force
   writer.deflate_level = deflate_level;
-  fmt::print(stderr, "run {}: {} over {} prompts -> {}\n", name, differing_fields(c, other),
-             prompts.size(), out.string());
+  print_note("run {}: {} over {} prompts -> {}\n", name, differing_fields(c, other), prompts.size(),
+             out.string());
   const auto res =
       run_traced_command(fmt::format("run {}", name), c, "default", writer, lm, prompts);
   if (!res.complete) {
@@ -152,7 +153,7 @@ int run_demo(const CLI::App& cmd, DemoArgs& a) {
   const auto tb = trace::TraceReader::open(path_b);
   const diff::Report report = diff_with_recorded_tokenizer(ta, tb, {});
   write_json_report(report, path_json.string());
-  fmt::print(stderr, "report: {} (JSON: {})\n\n", a.out, path_json.string());
+  print_note("report: {} (JSON: {})\n\n", a.out, path_json.string());
   print_terminal_report(report, a.style);
   if (a.html) {
     const std::string html = (out / "report.html").string();

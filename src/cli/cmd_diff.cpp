@@ -9,6 +9,7 @@
 #include "diff/gate.h"
 #include "src/cli/commands.h"
 #include "src/cli/diff_report.h"
+#include "src/cli/output.h"
 #include "src/cli/report_file.h"
 
 namespace ds {
@@ -43,7 +44,7 @@ int run_diff(const DiffArgs& a) {
   if (gates.empty()) return 0;
   const diff::GateResult g = diff::evaluate_gates(report, gates);
   std::fflush(stdout);
-  fmt::print(stderr, "{}\n", g.verdict);
+  print_note("{}\n", g.verdict);
   return g.failed ? 1 : 0;
 }
 

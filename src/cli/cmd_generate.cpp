@@ -54,7 +54,7 @@ int run_generate(const GenerateArgs& a) {
   LoadedModel lm = load_model_and_prompt(a.model, /*need_tokenizer=*/false);
   const bool print_ids = a.ids || !lm.tokenizer;
   if (print_ids && !a.ids && !a.quiet) {
-    fmt::print(stderr, "driftscope: no tokenizer beside the model, printing token ids\n");
+    print_note("driftscope: no tokenizer beside the model, printing token ids\n");
   }
   const ModelConfig& c = lm.model.config;
   validate_for_model(rc, c);
@@ -87,7 +87,7 @@ int run_generate(const GenerateArgs& a) {
   flush_stdout();
   if (!a.quiet) {
     const int n_new = static_cast<int>(res.tokens.size()) - res.prompt_len;
-    fmt::print(stderr, "[{} {} | prompt {} tokens, generated {} | stop: {} | {:.1f} tok/s]\n",
+    print_note("[{} {} | prompt {} tokens, generated {} | stop: {} | {:.1f} tok/s]\n",
                lm.model.path.filename().string(), rc.dtype, res.prompt_len, n_new, res.stop_reason,
                secs > 0 ? n_new / secs : 0.0);
   }

@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "src/cli/commands.h"
 #include "src/cli/model_args.h"
+#include "src/cli/output.h"
 #include "src/cli/run_config_args.h"
 #include "src/cli/traced_command.h"
 #include "src/experiment/attribution_run.h"
@@ -95,19 +96,19 @@ int run_run(const RunArgs& a) {
                              &write_error_detail);
   } catch (const Error&) {
     if (a.verbose && !write_error_detail.empty()) {
-      fmt::print(stderr, "driftscope: trace write failure in detail:\n{}\n", write_error_detail);
+      print_note("driftscope: trace write failure in detail:\n{}\n", write_error_detail);
     }
     throw;
   }
   if (!a.quiet) {
     int tokens = 0;
     for (const auto& s : res.sequences) tokens += static_cast<int>(s.tokens.size()) - s.prompt_len;
-    fmt::print(stderr,
-               "driftscope: wrote {} ({} of {} sequences, {} generated tokens, {} hidden "
-               "sites){}\n",
-               a.output, res.sequences.size(), prompts.size(), tokens,
-               resolve_probes(a.probes, lm.model.config.n_layers).size(),
-               res.complete ? "" : " — interrupted: complete=0");
+    print_note(
+        "driftscope: wrote {} ({} of {} sequences, {} generated tokens, {} hidden "
+        "sites){}\n",
+        a.output, res.sequences.size(), prompts.size(), tokens,
+        resolve_probes(a.probes, lm.model.config.n_layers).size(),
+        res.complete ? "" : " — interrupted: complete=0");
   }
   return res.complete ? 0 : 130;
 }

@@ -13,6 +13,7 @@
 #include "src/cli/commands.h"
 #include "src/cli/diff_report.h"
 #include "src/cli/model_args.h"
+#include "src/cli/output.h"
 #include "src/cli/recorded_tokenizer.h"
 #include "src/cli/report_file.h"
 #include "src/experiment/sweep.h"
@@ -157,7 +158,7 @@ int run_stats(const StatsArgs& a) {
   if (a.require_all && !missing.empty()) {
     std::string names;
     for (const auto& m : missing) names += fmt::format("{}{}", names.empty() ? "" : ", ", m);
-    fmt::print(stderr, "driftscope: {} configuration(s) missing: {}\n", missing.size(), names);
+    print_note("driftscope: {} configuration(s) missing: {}\n", missing.size(), names);
     return 1;
   }
   return 0;

@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "common/output_file.h"
 #include "src/cli/commands.h"
+#include "src/cli/output.h"
 #include "src/cli/run_config_args.h"
 #include "src/cli/sweep_exec.h"
 #include "src/experiment/sweep.h"
@@ -181,7 +182,7 @@ void wait_while_active(const std::string& job, int poll_s) {
 void settle_earlier_jobs(const SweepArgs& a, const SweepState& s) {
   for (const auto& job : s.slurm_jobs) {
     if (a.wait) {
-      if (!a.quiet) fmt::print(stderr, "sweep: waiting for Slurm job {}\n", job);
+      if (!a.quiet) print_note("sweep: waiting for Slurm job {}\n", job);
       wait_while_active(job, a.poll_s);
     } else if (a.slurm && slurm_job_active(job)) {
       throw Error(fmt::format("Slurm job {} of this sweep is still queued or running", job),
@@ -195,13 +196,12 @@ int finish(const std::filesystem::path& dir, const SweepState& s, const std::vec
            bool quiet) {
   write_sweep_state(dir, s);
   if (!todo.empty()) {
-    fmt::print(stderr, "driftscope: {} of {} configurations missing: {}\n", todo.size(),
-               s.entries.size(), names_of(s, todo));
+    print_note("driftscope: {} of {} configurations missing: {}\n", todo.size(), s.entries.size(),
+               names_of(s, todo));
     return 1;
   }
   if (!quiet) {
-    fmt::print(stderr, "sweep: all {} configurations complete in {}\n", s.entries.size(),
-               dir.string());
+    print_note("sweep: all {} configurations complete in {}\n", s.entries.size(), dir.string());
   }
   return 0;
 }
@@ -226,8 +226,8 @@ int run_sweep(const CLI::App& cmd, const SweepArgs& a) {
       for (size_t i : todo) s.entries[i].status = "submitted";
       write_sweep_state(dir, s);
       if (!a.quiet) {
-        fmt::print(stderr, "sweep: submitted Slurm job array {} ({} configurations; {} kept)\n",
-                   job, todo.size(), kept);
+        print_note("sweep: submitted Slurm job array {} ({} configurations; {} kept)\n", job,
+                   todo.size(), kept);
       }
       if (a.wait) {
         wait_while_active(job, a.poll_s);
@@ -237,7 +237,7 @@ int run_sweep(const CLI::App& cmd, const SweepArgs& a) {
       }
     }
   } else if (!a.wait && !todo.empty()) {
-    if (!a.quiet && kept > 0) fmt::print(stderr, "sweep: kept {} complete trace(s)\n", kept);
+    if (!a.quiet && kept > 0) print_note("sweep: kept {} complete trace(s)\n", kept);
     run_local(dir, s, todo, a.jobs, a.quiet, writer_flags);
     todo = refresh(dir, s, false);
   }

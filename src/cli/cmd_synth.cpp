@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "src/cli/commands.h"
+#include "src/cli/output.h"
 #include "src/cli/progress.h"
 #include "src/cli/run_config_args.h"
 #include "src/model/memory.h"
@@ -50,13 +51,13 @@ int run_synth(const SynthArgs& a) {
   progress.done();
   ModelConfig c = shape.config;
   if (a.opt.layers > 0) c.n_layers = a.opt.layers;
-  fmt::print(stderr, "driftscope: wrote {} ({}, {} parameters, {}, seed {})\n", a.out, shape.name,
+  print_note("driftscope: wrote {} ({}, {} parameters, {}, seed {})\n", a.out, shape.name,
              parameter_count(c), a.opt.dtype, a.opt.seed);
-  fmt::print(stderr,
-             "memory: a CPU run needs {} (float32 weights as loaded, and again in the "
-             "runtime) plus {} of KV cache per token\n",
-             format_bytes(2 * weight_bytes_f32(c)), format_bytes(kv_bytes_per_token(c, 4)));
-  fmt::print(stderr, "no tokenizer: generate --model {} --prompt-ids 1 prints token ids\n", a.out);
+  print_note(
+      "memory: a CPU run needs {} (float32 weights as loaded, and again in the "
+      "runtime) plus {} of KV cache per token\n",
+      format_bytes(2 * weight_bytes_f32(c)), format_bytes(kv_bytes_per_token(c, 4)));
+  print_note("no tokenizer: generate --model {} --prompt-ids 1 prints token ids\n", a.out);
   return 0;
 }
 

@@ -2,9 +2,13 @@
 // the command quietly; any other write error (a full disk) is reported.
 #pragma once
 
+#include <fmt/format.h>
+
+#include <cstdio>
 #include <exception>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace ds {
 
@@ -34,5 +38,15 @@ inline constexpr const char* kOutputErrorHint = "check where stdout goes (a full
 // True for an exception that reports a write into a closed pipe: OutputClosed, or the
 // std::system_error with EPIPE that fmt::print throws.
 bool is_output_closed(const std::exception& e);
+
+// Notes, progress and warnings on stderr: a stderr that cannot be written (a full disk,
+// /dev/full, a closed pipe) loses the text, never the command's exit code.
+template <typename... T>
+void print_note(fmt::format_string<T...> format, T&&... args) noexcept {
+  try {
+    fmt::print(stderr, format, std::forward<T>(args)...);
+  } catch (...) {
+  }
+}
 
 }  // namespace ds

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "src/cli/output.h"
 #include "src/model/memory.h"
 
 namespace ds {
@@ -40,7 +41,7 @@ void Progress::update(int seq, int n_seqs, int generated, int max_new) {
   ++tokens_;
   if (!due()) return;
   const double secs = std::chrono::duration<double>(last_ - start_).count();
-  fmt::print(stderr, "\r{} [seq {}/{}] {} {}/{} tokens  {:.0f} tok/s ", label_, seq + 1, n_seqs,
+  print_note("\r{} [seq {}/{}] {} {}/{} tokens  {:.0f} tok/s ", label_, seq + 1, n_seqs,
              bar(max_new > 0 ? static_cast<double>(generated) / max_new : 1.0), generated, max_new,
              secs > 0 ? tokens_ / secs : 0.0);
 }
@@ -48,19 +49,19 @@ void Progress::update(int seq, int n_seqs, int generated, int max_new) {
 void Progress::update_bytes(uint64_t done, uint64_t total) {
   if (!due()) return;
   const double secs = std::chrono::duration<double>(last_ - start_).count();
-  fmt::print(stderr, "\r{} {} {} / {}  {}/s ", label_,
+  print_note("\r{} {} {} / {}  {}/s ", label_,
              bar(total > 0 ? static_cast<double>(done) / total : 1.0), format_bytes(done),
              format_bytes(total), format_bytes(secs > 0 ? static_cast<uint64_t>(done / secs) : 0));
 }
 
 void Progress::update_items(int done, int total, const char* what) {
   if (!due()) return;
-  fmt::print(stderr, "\r{} {} {}/{} {} ", label_,
-             bar(total > 0 ? static_cast<double>(done) / total : 1.0), done, total, what);
+  print_note("\r{} {} {}/{} {} ", label_, bar(total > 0 ? static_cast<double>(done) / total : 1.0),
+             done, total, what);
 }
 
 void Progress::done() {
-  if (drawn_) fmt::print(stderr, "\r\033[K");
+  if (drawn_) print_note("\r\033[K");
   drawn_ = false;
 }
 

@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "common/output_file.h"
 #include "kernels/cpu/cpu_exec.h"
+#include "src/cli/output.h"
 
 namespace ds {
 namespace {
@@ -108,7 +109,7 @@ void run_local(const std::filesystem::path& dir, SweepState& s, const std::vecto
     ++finished;
     write_sweep_state(dir, s);  // progress survives an interruption
     if (!quiet) {
-      fmt::print(stderr, "sweep: [{}/{}] {} {} ({:.1f} s){}\n", finished, todo.size(), e.name,
+      print_note("sweep: [{}/{}] {} {} ({:.1f} s){}\n", finished, todo.size(), e.name,
                  ok ? "done" : "FAILED", secs,
                  ok ? "" : fmt::format(" — see {}", (dir / "logs" / (e.name + ".log")).string()));
     }
