@@ -99,16 +99,16 @@ void check_trace_target(const fs::path& path, bool force) {
   if (at == TargetState::absent) return;
   const std::string name = path.string();
   if (!force) {
-    throw Error(fmt::format("trace '{}' already exists", name),
-                "pass --force to overwrite it, or choose another -o path");
+    throw TraceTargetError(fmt::format("trace '{}' already exists", name),
+                           "pass --force to overwrite it, or choose another -o path");
   }
   if (at == TargetState::held) {
-    throw Error(fmt::format("trace '{}' is being written by another run", name),
-                "wait for that run to end, or choose another -o path");
+    throw TraceTargetError(fmt::format("trace '{}' is being written by another run", name),
+                           "wait for that run to end, or choose another -o path");
   }
   if (at == TargetState::other) {
-    throw Error(fmt::format("trace '{}' is not a regular file", name),
-                "--force replaces regular files only; choose another -o path");
+    throw TraceTargetError(fmt::format("trace '{}' is not a regular file", name),
+                           "--force replaces regular files only; choose another -o path");
   }
 }
 
@@ -119,8 +119,9 @@ void SwmrFile::commit() {
     creating_->commit(path_, replace_);
   } catch (const std::system_error& e) {
     if (e.code().value() == EEXIST) {
-      throw Error(fmt::format("trace '{}' already exists", name),  // appeared since the check
-                  "pass --force to overwrite it, or choose another -o path");
+      throw TraceTargetError(
+          fmt::format("trace '{}' already exists", name),  // appeared since the check
+          "pass --force to overwrite it, or choose another -o path");
     }
     throw Error(fmt::format("cannot create trace '{}': {}", name, e.code().message()),
                 "check that the folder is writable and the disk not full");

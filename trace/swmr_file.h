@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "common/error.h"
 #include "common/output_file.h"
 #include "trace/h5.h"
 
@@ -55,7 +56,13 @@ class SwmrFile {
   int reserve_fd_ = -1;
 };
 
-// Refuses (ds::Error) a trace path that cannot be written: without `force` anything there
+// Why a trace cannot go to its path (exists, held by another run, not a regular file): reported
+// as it is, not as a failed write.
+struct TraceTargetError : Error {
+  using Error::Error;
+};
+
+// Refuses (TraceTargetError) a trace path that cannot be written: without `force` anything there
 // ("already exists"); with it, anything but a regular file, or a trace another run is writing
 // (its writer's lock is held). Checked before a run starts and again when the file is committed.
 void check_trace_target(const std::filesystem::path& path, bool force);

@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 namespace ds::trace {
 
 struct WriterFile {
-  explicit WriterFile(const fs::path& path) : swmr(path) {}
+  WriterFile(const fs::path& path, bool replace) : swmr(path, replace) {}
   SwmrFile swmr;
   KernelTableWriter kernels;  // /kernels, created with its first rows
   std::chrono::steady_clock::time_point last_flush = std::chrono::steady_clock::now();
@@ -80,17 +80,14 @@ TraceWriter::TraceWriter(WriterOptions options, RunInfo info) : opt_(std::move(o
     throw Error(fmt::format("deflate level {} is outside 0..9", opt_.deflate_level),
                 "--compression takes none, deflate or deflate1 ... deflate9");
   }
-  if (fs::exists(opt_.path) && !opt_.force) {
-    throw Error(fmt::format("trace '{}' already exists", opt_.path.string()),
-                "pass --force to overwrite it, or choose another -o path");
-  }
+  check_trace_target(opt_.path, opt_.force);  // and again when the file is committed
   if (opt_.path.has_parent_path() && !fs::exists(opt_.path.parent_path())) {
     throw Error(fmt::format("folder '{}' does not exist", opt_.path.parent_path().string()));
   }
   if (const char* f = std::getenv("DRIFTSCOPE_TRACE_FAIL_AFTER_STEPS"))
     fail_after_steps_ = std::atoi(f);
   h5::keep_errors_in_this_thread();
-  file_ = std::make_unique<WriterFile>(opt_.path);
+  file_ = std::make_unique<WriterFile>(opt_.path, opt_.force);
   file_->kernels.set_deflate_level(opt_.deflate_level);
   try {
     const hid_t root = file_->swmr.id();
@@ -109,6 +106,9 @@ TraceWriter::TraceWriter(WriterOptions options, RunInfo info) : opt_(std::move(o
     }
     create_ahead(root, 0);
     file_->swmr.start_swmr();
+  } catch (const TraceTargetError&) {  // something else took the path meanwhile
+    file_.reset();
+    throw;
   } catch (const Error& e) {
     file_.reset();
     throw Error(fmt::format("cannot write trace '{}': {}", opt_.path.string(), e.what()),
