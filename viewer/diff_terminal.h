@@ -5,7 +5,6 @@
 #pragma once
 
 #include <string>
-#include <vector>
 
 #include "diff/report.h"
 
@@ -23,15 +22,5 @@ std::string render_terminal(const diff::Report& r, const TerminalOptions& opt = 
 
 // The characters of the heat map, one per decade of relative L2 (exposed for the legend test).
 char heat_char(double rel_l2, double noise_floor);
-
-// A demangled kernel name shortened to at most `width` columns (exposed for its test): the
-// parameter list and a leading "void " go first, then template arguments nested two deep become
-// "…", and what is still too long keeps its head and tail around a "…". A name that fits is
-// returned as is.
-std::string short_kernel_name(const std::string& name, size_t width);
-
-// Names shortened together: as short_kernel_name, except that names which would shorten alike
-// show a window of their full name from just before where they differ, "…" on either side.
-std::vector<std::string> short_kernel_names(const std::vector<std::string>& names, size_t width);
 
 }  // namespace ds::viewer

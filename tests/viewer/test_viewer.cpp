@@ -9,6 +9,7 @@
 #include "tests/support/paths.h"
 #include "viewer/diff_json.h"
 #include "viewer/diff_terminal.h"
+#include "viewer/kernel_names.h"
 
 namespace {
 
