@@ -6,22 +6,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "viewer/text_layout.h"
+
 namespace ds::viewer {
-namespace {
-
-std::string num(double v) {
-  if (std::isnan(v)) return "NaN";
-  if (v == 0) return "0";
-  return fmt::format("{:.2e}", v);
-}
-
-std::string bar(int cells, int width, const char* fill) {
-  std::string s;
-  for (int i = 0; i < cells; ++i) s += fill;
-  return s + std::string(static_cast<size_t>(width - cells), ' ');
-}
-
-}  // namespace
 
 int log_bar_cells(double v, double lo, double hi, int cells) {
   if (!(v > 0) || !(hi > lo) || !(lo > 0)) return 0;
@@ -58,7 +45,7 @@ std::string render_attribution_terminal(const diff::AttributionReport& r, int wi
     const diff::BlockError& b = r.blocks[i];
     if (shown++ == 10) break;
     out += fmt::format("  {:<14} {:<13} {:>9} {:>9} {:>10} {:>5.0f}%  {}\n", b.name, b.site,
-                       num(b.local), num(b.total), num(b.inherited), 100 * b.share,
+                       sci(b.local), sci(b.total), sci(b.inherited), 100 * b.share,
                        b.origin ? "yes" : "");
   }
 
@@ -69,12 +56,12 @@ std::string render_attribution_terminal(const diff::AttributionReport& r, int wi
   for (const auto& b : r.blocks) {
     if (b.kind == "logits") {
       out += fmt::format("  {:<14} local KL {}  total KL {} (nats, mean over A's top-K)\n", b.name,
-                         num(b.local), num(b.total));
+                         sci(b.local), sci(b.total));
       continue;
     }
-    out += fmt::format("  {:<14} {:>9} {} │{} {:>9}\n", b.name, num(b.local),
+    out += fmt::format("  {:<14} {:>9} {} │{} {:>9}\n", b.name, sci(b.local),
                        bar(log_bar_cells(b.local, lo, hi, cells), cells, "▇"),
-                       bar(log_bar_cells(b.total, lo, hi, cells), cells, "░"), num(b.total));
+                       bar(log_bar_cells(b.total, lo, hi, cells), cells, "░"), sci(b.total));
   }
   return out;
 }

@@ -255,18 +255,6 @@ std::string kernels(const diff::KernelReport& k) {
 
 namespace html {
 
-std::string sci(double x) {
-  if (std::isnan(x)) return "NaN";
-  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
-  if (x == 0) return "0";
-  return fmt::format("{:.2e}", x);
-}
-
-std::string fix(double x, int digits) {
-  if (std::isnan(x)) return "NaN";
-  return fmt::format("{:.{}f}", x, digits);
-}
-
 std::string page_open(const std::string& title) {
   return fmt::format(
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

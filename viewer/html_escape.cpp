@@ -2,7 +2,8 @@
 #include "viewer/html_escape.h"
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
+
+#include "viewer/text_layout.h"
 
 namespace ds::viewer {
 namespace {
@@ -117,9 +118,7 @@ std::string html_escape(std::string_view s) {
 }
 
 std::string html_quote(std::string_view s) {
-  const std::string q =
-      nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  return html_escape(q);
+  return html_escape(quote(std::string(s)));
 }
 
 }  // namespace ds::viewer

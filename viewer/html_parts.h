@@ -6,12 +6,13 @@
 
 #include "diff/report.h"
 #include "viewer/diff_html.h"
+#include "viewer/text_layout.h"
 
 namespace ds::viewer::html {
 
-// Numbers as the report shows them: "1.23e-04" / "0.1235"; NaN and infinities spelled out.
-std::string sci(double x);
-std::string fix(double x, int digits = 4);
+// Numbers as the terminal report shows them (viewer/text_layout.h).
+using viewer::fix;
+using viewer::sci;
 
 // The page shell shared by every HTML page: the doctype, the Content-Security-Policy (the constant
 // stylesheet and script allowed by hash, nothing else), the stylesheet and the title (escaped);
