@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "viewer/diff_terminal_parts.h"
+#include "viewer/position_bins.h"
 
 namespace ds::viewer {
 namespace {
@@ -23,17 +25,6 @@ constexpr int kHeatColors[] = {24, 31, 37, 71, 178, 208, 202, 196};
 std::string token_cell(int32_t id, const std::string& text) {
   return text.empty() ? fmt::format("{}", id) : fmt::format("{} {}", id, quote(text));
 }
-
-// Positions binned into at most `width` columns.
-struct Columns {
-  int64_t per = 1;  // positions per column
-  int n = 0;        // columns
-  Columns(int64_t positions, int width) {
-    if (positions <= 0) return;
-    per = std::max<int64_t>(1, (positions + width - 1) / std::max(1, width));
-    n = static_cast<int>((positions + per - 1) / per);
-  }
-};
 
 void prompt_section(TerminalText& o, const SequenceReport& s) {
   if (s.prompt_equal) {
@@ -131,15 +122,28 @@ char margin_char(double m, bool risk) {
   return '@';
 }
 
-void heat_section(TerminalText& o, const SequenceReport& s, int width) {
-  if (s.compared == 0 || (s.layers.empty() && !s.has_logits)) return;
+// Width of the bar of each layer's median drift.
+constexpr int kMedianBarWidth = 10;
+
+// The heat map's geometry: the label column, and the positions binned into the columns left
+// beside it and the median, bar and growth columns.
+struct HeatLayout {
+  size_t label_w;
+  Binning bins;
+};
+
+HeatLayout heat_layout(const SequenceReport& s, int width) {
   size_t label_w = 7;  // "margin "
   for (const auto& l : s.layers) label_w = std::max(label_w, display_columns(l.site) + 1);
   label_w = std::min<size_t>(label_w, 14);
-  const int bar_w = 10;
-  const int right_w = 1 + 9 + 1 + bar_w + 8;  // "│" median bar growth
+  const int right_w = 1 + 9 + 1 + kMedianBarWidth + 8;  // "│" median bar growth
   const int heat_w = std::max(10, width - static_cast<int>(label_w) - right_w - 2);
-  const Columns c(s.compared, heat_w);
+  return {label_w, Binning(s.compared, heat_w)};
+}
+
+// The heat map's title line, then its axis: a tick label every 10 columns.
+void heat_title_and_axis(TerminalText& o, const SequenceReport& s, const HeatLayout& h) {
+  const Binning& c = h.bins;
   if (s.layers.empty()) {
     o.line(fmt::format("positions 0..{}{}", s.compared - 1,
                        c.per > 1 ? fmt::format(" ({} per column)", c.per) : ""));
@@ -149,21 +153,29 @@ void heat_section(TerminalText& o, const SequenceReport& s, int width) {
                     "growth",
                     s.compared - 1, c.per > 1 ? fmt::format(" ({} per column, max)", c.per) : ""));
   }
-  // Axis: a tick label every 10 columns.
   std::string axis(static_cast<size_t>(c.n), ' ');
   for (int col = 0; col < c.n; col += 10) {
     const std::string lab = fmt::format("{}", col * c.per);
     for (size_t k = 0; k < lab.size() && col + static_cast<int>(k) < c.n; ++k)
       axis[col + k] = lab[k];
   }
-  o.line(std::string(label_w, ' ') + " " + axis);
+  o.line(std::string(h.label_w, ' ') + " " + axis);
+}
+
+// The noise floor of the heat map: the highest of the layer sites' floors.
+double heat_noise_floor(const SequenceReport& s) {
   double floor = 0;
   for (const auto& d : s.drift) {
     for (const auto& l : s.layers) {
       if (l.site == d.site) floor = std::max(floor, d.noise_floor);
     }
   }
-  // Bars: log10 of the median, from the decade below the smallest to the decade above the largest.
+  return floor;
+}
+
+// The scale of the median bars, in log10: from the decade below the smallest median to the
+// decade above the largest.
+std::pair<double, double> median_bar_decades(const SequenceReport& s) {
   double lo = INFINITY, hi = -INFINITY;
   for (const auto& l : s.layers) {
     if (l.rel_l2_median > 0 && std::isfinite(l.rel_l2_median)) {
@@ -172,57 +184,80 @@ void heat_section(TerminalText& o, const SequenceReport& s, int width) {
     }
   }
   if (hi <= lo) hi = lo + 1;
-  for (const auto& l : s.layers) {
-    std::string cells;
-    for (int col = 0; col < c.n; ++col) {
-      double v = 0;
-      for (int64_t p = col * c.per; p < std::min<int64_t>((col + 1) * c.per, s.compared); ++p) {
-        const double x = l.rel_l2[static_cast<size_t>(p)];
-        if (std::isnan(x) || std::isnan(v)) {
-          v = NAN;
-        } else {
-          v = std::max(v, x);
-        }
+  return {lo, hi};
+}
+
+// One layer's heat cells: the maximum of each column's positions (NaN wins), one character per
+// decade in its colour.
+std::string heat_cells(const TerminalText& o, const diff::LayerDrift& l, const Binning& c,
+                       double floor) {
+  std::string cells;
+  for (int col = 0; col < c.n; ++col) {
+    double v = 0;
+    for (int64_t p = c.begin(col); p < c.end(col); ++p) {
+      const double x = l.rel_l2[static_cast<size_t>(p)];
+      if (std::isnan(x) || std::isnan(v)) {
+        v = NAN;
+      } else {
+        v = std::max(v, x);
       }
-      const char ch = heat_char(v, floor);
-      int colour = -1;
-      if (ch != ' ' && ch != '.' && ch != '!') {
-        colour = kHeatColors[std::strchr(kHeatRamp, ch) - kHeatRamp];
-      }
-      cells += colour >= 0 ? o.fg256(ch, colour) : ch == '!' ? o.red("!") : std::string(1, ch);
     }
-    int bar = 0;
-    if (l.rel_l2_median > 0 && std::isfinite(l.rel_l2_median)) {
-      bar = std::clamp(
-          static_cast<int>(std::lround((std::log10(l.rel_l2_median) - lo) / (hi - lo) * bar_w)), 1,
-          bar_w);
+    const char ch = heat_char(v, floor);
+    int colour = -1;
+    if (ch != ' ' && ch != '.' && ch != '!') {
+      colour = kHeatColors[std::strchr(kHeatRamp, ch) - kHeatRamp];
     }
-    const std::string growth = l.growth ? fmt::format("x{:.3g}", *l.growth) : "";
-    o.line(fmt::format("{} {} {:>9} {}{}", pad(clip(l.site, label_w - 1), label_w), cells,
-                       sci(l.rel_l2_median), pad(std::string(static_cast<size_t>(bar), '#'), bar_w),
-                       growth.empty() ? "" : " " + growth));
+    cells += colour >= 0 ? o.fg256(ch, colour) : ch == '!' ? o.red("!") : std::string(1, ch);
   }
-  if (s.first_flip && s.first_flip->row < s.compared) {
-    std::string mark(static_cast<size_t>(c.n), ' ');
-    mark[static_cast<size_t>(s.first_flip->row / c.per)] = '^';
-    o.line(pad("flip", label_w) + " " + o.red(mark) +
-           fmt::format(" row {} chose position {}", s.first_flip->row, s.first_flip->position));
+  return cells;
+}
+
+// One layer's row: its label, heat cells, median with its bar, and growth.
+void layer_row(TerminalText& o, const diff::LayerDrift& l, const HeatLayout& h, double floor,
+               std::pair<double, double> decades) {
+  const auto [lo, hi] = decades;
+  int cells = 0;
+  if (l.rel_l2_median > 0 && std::isfinite(l.rel_l2_median)) {
+    cells = std::clamp(static_cast<int>(std::lround((std::log10(l.rel_l2_median) - lo) / (hi - lo) *
+                                                    kMedianBarWidth)),
+                       1, kMedianBarWidth);
   }
-  if (s.has_logits && !s.positions.empty()) {
-    std::string m;
-    for (int col = 0; col < c.n; ++col) {
-      double v = INFINITY;
-      bool risk = false;
-      for (int64_t p = col * c.per; p < std::min<int64_t>((col + 1) * c.per, s.compared); ++p) {
-        const auto& row = s.positions[static_cast<size_t>(p)];
-        risk |= row.at_risk;
-        v = std::isnan(row.margin_logit_a) ? NAN : std::min(v, row.margin_logit_a);
-      }
-      const char ch = margin_char(v, risk);
-      m += ch == '!' ? o.red("!") : std::string(1, ch);
+  const std::string growth = l.growth ? fmt::format("x{:.3g}", *l.growth) : "";
+  o.line(fmt::format("{} {} {:>9} {}{}", pad(clip(l.site, h.label_w - 1), h.label_w),
+                     heat_cells(o, l, h.bins, floor), sci(l.rel_l2_median),
+                     bar(cells, kMedianBarWidth, "#"), growth.empty() ? "" : " " + growth));
+}
+
+// The row marking the column of the first flip's row.
+void flip_row(TerminalText& o, const SequenceReport& s, const HeatLayout& h) {
+  if (!s.first_flip || s.first_flip->row >= s.compared) return;
+  std::string mark(static_cast<size_t>(h.bins.n), ' ');
+  mark[static_cast<size_t>(s.first_flip->row / h.bins.per)] = '^';
+  o.line(pad("flip", h.label_w) + " " + o.red(mark) +
+         fmt::format(" row {} chose position {}", s.first_flip->row, s.first_flip->position));
+}
+
+// The row of A's smallest top-1 margin per column, '!' where a row is at risk.
+void margin_row(TerminalText& o, const SequenceReport& s, const HeatLayout& h) {
+  if (!s.has_logits || s.positions.empty()) return;
+  const Binning& c = h.bins;
+  std::string m;
+  for (int col = 0; col < c.n; ++col) {
+    double v = INFINITY;
+    bool risk = false;
+    for (int64_t p = c.begin(col); p < c.end(col); ++p) {
+      const auto& row = s.positions[static_cast<size_t>(p)];
+      risk |= row.at_risk;
+      v = std::isnan(row.margin_logit_a) ? NAN : std::min(v, row.margin_logit_a);
     }
-    o.line(pad("margin", label_w) + " " + m);
+    const char ch = margin_char(v, risk);
+    m += ch == '!' ? o.red("!") : std::string(1, ch);
   }
+  o.line(pad("margin", h.label_w) + " " + m);
+}
+
+// The legends of the heat and margin characters.
+void heat_legend(TerminalText& o, const SequenceReport& s, double floor) {
   if (!s.layers.empty())
     o.line(
         o.dim(fmt::format("          heat   ' '=0 .=floor({}) :=1e-7 -=1e-6 ==1e-5 +=1e-4 *=1e-3 "
@@ -233,6 +268,19 @@ void heat_section(TerminalText& o, const SequenceReport& s, int width) {
         o.dim("          margin (A top-1 minus top-2 logit) ' '>=10 .>=1 ->=0.1 =>=0.01 #>=1e-3 "
               "@ less !=at risk"));
   }
+}
+
+// The layers × positions heat map with the median bars, the flip and margin rows, and legends.
+void heat_section(TerminalText& o, const SequenceReport& s, int width) {
+  if (s.compared == 0 || (s.layers.empty() && !s.has_logits)) return;
+  const HeatLayout h = heat_layout(s, width);
+  heat_title_and_axis(o, s, h);
+  const double floor = heat_noise_floor(s);
+  const auto decades = median_bar_decades(s);
+  for (const auto& l : s.layers) layer_row(o, l, h, floor, decades);
+  flip_row(o, s, h);
+  margin_row(o, s, h);
+  heat_legend(o, s, floor);
 }
 
 void onset_section(TerminalText& o, const SequenceReport& s) {

@@ -72,12 +72,6 @@ std::string flip_mark(const Binning& b, int64_t row, double top, double bottom) 
 
 }  // namespace
 
-Binning::Binning(int64_t p, int max_cols) : positions(p) {
-  if (p <= 0) return;
-  per = std::max<int64_t>(1, (p + max_cols - 1) / std::max(1, max_cols));
-  n = static_cast<int>((p + per - 1) / per);
-}
-
 std::string svg_heat_map(const std::vector<diff::LayerDrift>& layers, double floor,
                          const Binning& b, std::optional<int64_t> flip_row) {
   if (layers.empty() || b.n == 0) return {};

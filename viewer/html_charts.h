@@ -9,18 +9,9 @@
 #include <vector>
 
 #include "diff/report.h"
+#include "viewer/position_bins.h"
 
 namespace ds::viewer {
-
-// Positions binned into at most `max_cols` columns of `per` positions each.
-struct Binning {
-  int64_t positions = 0;
-  int64_t per = 1;
-  int n = 0;
-  Binning(int64_t positions, int max_cols);
-  int64_t begin(int col) const { return col * per; }
-  int64_t end(int col) const { return std::min<int64_t>((col + 1) * per, positions); }
-};
 
 // Number of colour classes of the heat map (CSS classes h0..h<kHeatClasses-1>).
 inline constexpr int kHeatClasses = 12;
