@@ -33,95 +33,87 @@ J top5_tokens(const std::vector<diff::TokenProb>& t) {
   return a;
 }
 
-J sequence(const diff::SequenceReport& s) {
-  J q;
-  q["index"] = s.index;
-  q["verdict"] = diff::verdict_text(s);
-  q["prompt_equal"] = s.prompt_equal;
-  if (s.prompt_diff) {
-    const auto& p = *s.prompt_diff;
-    q["prompt_diff"] = {{"first_index", p.first_index},
-                        {"prompt_a", p.prompt_a},
-                        {"prompt_b", p.prompt_b},
-                        {"text_a", p.text_a},
-                        {"text_b", p.text_b}};
-  } else {
-    q["prompt_diff"] = nullptr;
+J prompt_diff(const diff::SequenceReport& s) {
+  if (!s.prompt_diff) return nullptr;
+  const auto& p = *s.prompt_diff;
+  return {{"first_index", p.first_index},
+          {"prompt_a", p.prompt_a},
+          {"prompt_b", p.prompt_b},
+          {"text_a", p.text_a},
+          {"text_b", p.text_b}};
+}
+
+J first_flip(const diff::SequenceReport& s) {
+  if (!s.first_flip) return nullptr;
+  const auto& f = *s.first_flip;
+  return {{"step", f.step},
+          {"position", f.position},
+          {"row", f.row},
+          {"token_a", f.token_a},
+          {"token_b", f.token_b},
+          {"text_a", f.text_a},
+          {"text_b", f.text_b},
+          {"top5_a", top5(f.top5_a)},
+          {"top5_b", top5(f.top5_b)},
+          {"margin_a", num(f.margin_a)},
+          {"margin_b", num(f.margin_b)},
+          {"margin_logit_a", num(f.margin_logit_a)},
+          {"margin_logit_b", num(f.margin_logit_b)},
+          {"top5_a_tokens", top5_tokens(f.top5_a)},
+          {"top5_b_tokens", top5_tokens(f.top5_b)},
+          {"context", f.context},
+          {"continuation_a", f.continuation_a},
+          {"continuation_b", f.continuation_b}};
+}
+
+J logits(const diff::LogitsStats& L) {
+  return {{"positions", L.positions},
+          {"logprob_rmse", num(L.logprob_rmse)},
+          {"logprob_bounded", L.logprob_bounded},
+          {"top5_jaccard_mean", num(L.top5_jaccard_mean)},
+          {"top5_jaccard_min", num(L.top5_jaccard_min)},
+          {"top5_size", L.top5_size},
+          {"kl_mean", num(L.kl_mean)},
+          {"kl_max", num(L.kl_max)},
+          {"kl_max_position", L.kl_max_position},
+          {"kl_exact", L.kl_exact},
+          {"topk", {L.topk_a, L.topk_b}},
+          {"top1_mismatch", L.top1_mismatch},
+          {"choice_rows", L.choice_rows},
+          {"at_risk", L.at_risk},
+          {"margin_logit_min", num(L.margin_logit_min)},
+          {"margin_logit_min_position", L.margin_logit_min_position},
+          {"identical", L.identical}};
+}
+
+// The per-position logit metrics, one array per metric.
+J positions(const diff::SequenceReport& s) {
+  J kl = J::array(), jac = J::array(), ma = J::array(), mb = J::array(), pa = J::array(),
+    pb = J::array(), dr = J::array(), risk = J::array();
+  for (const auto& p : s.positions) {
+    kl.push_back(num(p.kl));
+    jac.push_back(num(p.jaccard));
+    ma.push_back(num(p.margin_logit_a));
+    mb.push_back(num(p.margin_logit_b));
+    pa.push_back(num(p.margin_prob_a));
+    pb.push_back(num(p.margin_prob_b));
+    dr.push_back(num(p.logit_drift));
+    risk.push_back(p.at_risk);
   }
-  q["prompt_len"] = {s.prompt_len_a, s.prompt_len_b};
-  q["gen_len"] = {s.gen_len_a, s.gen_len_b};
-  q["rows"] = {s.rows_a, s.rows_b};
-  q["stop_reason"] = {s.stop_reason_a, s.stop_reason_b};
-  q["compared"] = s.compared;
-  if (s.first_flip) {
-    const auto& f = *s.first_flip;
-    q["first_flip"] = {{"step", f.step},
-                       {"position", f.position},
-                       {"row", f.row},
-                       {"token_a", f.token_a},
-                       {"token_b", f.token_b},
-                       {"text_a", f.text_a},
-                       {"text_b", f.text_b},
-                       {"top5_a", top5(f.top5_a)},
-                       {"top5_b", top5(f.top5_b)},
-                       {"margin_a", num(f.margin_a)},
-                       {"margin_b", num(f.margin_b)},
-                       {"margin_logit_a", num(f.margin_logit_a)},
-                       {"margin_logit_b", num(f.margin_logit_b)},
-                       {"top5_a_tokens", top5_tokens(f.top5_a)},
-                       {"top5_b_tokens", top5_tokens(f.top5_b)},
-                       {"context", f.context},
-                       {"continuation_a", f.continuation_a},
-                       {"continuation_b", f.continuation_b}};
-  } else {
-    q["first_flip"] = nullptr;
-  }
-  if (s.has_logits) {
-    const auto& L = s.logits;
-    q["logits"] = {{"positions", L.positions},
-                   {"logprob_rmse", num(L.logprob_rmse)},
-                   {"logprob_bounded", L.logprob_bounded},
-                   {"top5_jaccard_mean", num(L.top5_jaccard_mean)},
-                   {"top5_jaccard_min", num(L.top5_jaccard_min)},
-                   {"top5_size", L.top5_size},
-                   {"kl_mean", num(L.kl_mean)},
-                   {"kl_max", num(L.kl_max)},
-                   {"kl_max_position", L.kl_max_position},
-                   {"kl_exact", L.kl_exact},
-                   {"topk", {L.topk_a, L.topk_b}},
-                   {"top1_mismatch", L.top1_mismatch},
-                   {"choice_rows", L.choice_rows},
-                   {"at_risk", L.at_risk},
-                   {"margin_logit_min", num(L.margin_logit_min)},
-                   {"margin_logit_min_position", L.margin_logit_min_position},
-                   {"identical", L.identical}};
-    J kl = J::array(), jac = J::array(), ma = J::array(), mb = J::array(), pa = J::array(),
-      pb = J::array(), dr = J::array(), risk = J::array();
-    for (const auto& p : s.positions) {
-      kl.push_back(num(p.kl));
-      jac.push_back(num(p.jaccard));
-      ma.push_back(num(p.margin_logit_a));
-      mb.push_back(num(p.margin_logit_b));
-      pa.push_back(num(p.margin_prob_a));
-      pb.push_back(num(p.margin_prob_b));
-      dr.push_back(num(p.logit_drift));
-      risk.push_back(p.at_risk);
-    }
-    q["positions"] = {{"kl", kl},
-                      {"jaccard", jac},
-                      {"margin_logit_a", ma},
-                      {"margin_logit_b", mb},
-                      {"margin_prob_a", pa},
-                      {"margin_prob_b", pb},
-                      {"logit_drift", dr},
-                      {"at_risk", risk}};
-  } else {
-    q["logits"] = nullptr;
-    q["positions"] = nullptr;
-  }
-  J drift = J::array();
+  return {{"kl", kl},
+          {"jaccard", jac},
+          {"margin_logit_a", ma},
+          {"margin_logit_b", mb},
+          {"margin_prob_a", pa},
+          {"margin_prob_b", pb},
+          {"logit_drift", dr},
+          {"at_risk", risk}};
+}
+
+J drift(const diff::SequenceReport& s) {
+  J sites = J::array();
   for (const auto& d : s.drift) {
-    drift.push_back({{"site", d.site},
+    sites.push_back({{"site", d.site},
                      {"layer", d.layer},
                      {"dtype", d.dtype},
                      {"noise_floor", num(d.noise_floor)},
@@ -135,28 +127,51 @@ J sequence(const diff::SequenceReport& s) {
                      {"nan_positions", d.nan_positions},
                      {"above_floor", d.above_floor}});
   }
-  q["drift"] = drift;
-  q["sites_only_a"] = s.sites_only_a;
-  q["sites_only_b"] = s.sites_only_b;
-  if (s.onset) {
-    q["onset"] = {{"site", s.onset->site},
-                  {"position", s.onset->position},
-                  {"rel_l2", num(s.onset->rel_l2)},
-                  {"noise_floor", num(s.onset->noise_floor)}};
-  } else {
-    q["onset"] = nullptr;
-  }
-  J layers = J::array();
+  return sites;
+}
+
+J onset(const diff::SequenceReport& s) {
+  if (!s.onset) return nullptr;
+  return {{"site", s.onset->site},
+          {"position", s.onset->position},
+          {"rel_l2", num(s.onset->rel_l2)},
+          {"noise_floor", num(s.onset->noise_floor)}};
+}
+
+J layers(const diff::SequenceReport& s) {
+  J rows = J::array();
   for (const auto& l : s.layers) {
     J rel = J::array();
     for (float x : l.rel_l2) rel.push_back(num(x));
-    layers.push_back({{"layer", l.layer},
-                      {"site", l.site},
-                      {"rel_l2_median", num(l.rel_l2_median)},
-                      {"growth", l.growth ? num(*l.growth) : J(nullptr)},
-                      {"rel_l2", rel}});
+    rows.push_back({{"layer", l.layer},
+                    {"site", l.site},
+                    {"rel_l2_median", num(l.rel_l2_median)},
+                    {"growth", l.growth ? num(*l.growth) : J(nullptr)},
+                    {"rel_l2", rel}});
   }
-  q["layers"] = layers;
+  return rows;
+}
+
+// One sequence, its fields in the report's order; the sub-objects are built above.
+J sequence(const diff::SequenceReport& s) {
+  J q;
+  q["index"] = s.index;
+  q["verdict"] = diff::verdict_text(s);
+  q["prompt_equal"] = s.prompt_equal;
+  q["prompt_diff"] = prompt_diff(s);
+  q["prompt_len"] = {s.prompt_len_a, s.prompt_len_b};
+  q["gen_len"] = {s.gen_len_a, s.gen_len_b};
+  q["rows"] = {s.rows_a, s.rows_b};
+  q["stop_reason"] = {s.stop_reason_a, s.stop_reason_b};
+  q["compared"] = s.compared;
+  q["first_flip"] = first_flip(s);
+  q["logits"] = s.has_logits ? logits(s.logits) : J(nullptr);
+  q["positions"] = s.has_logits ? positions(s) : J(nullptr);
+  q["drift"] = drift(s);
+  q["sites_only_a"] = s.sites_only_a;
+  q["sites_only_b"] = s.sites_only_b;
+  q["onset"] = onset(s);
+  q["layers"] = layers(s);
   q["hidden_identical"] = s.hidden_identical;
   q["notes"] = s.notes;
   return q;
