@@ -70,14 +70,17 @@ std::string flip_mark(const Binning& b, int64_t row, double top, double bottom) 
       num(col_x(b, col + 0.5)), num(top - 3));
 }
 
-}  // namespace
-
-std::string svg_heat_map(const std::vector<diff::LayerDrift>& layers, double floor,
-                         const Binning& b, std::optional<int64_t> flip_row) {
-  if (layers.empty() || b.n == 0) return {};
-  // Column maxima (NaN wins), and the colour range in whole decades.
-  std::vector<std::vector<double>> v(layers.size(), std::vector<double>(b.n, 0.0));
+// The heat map's values: each layer's column maxima (NaN wins), and the colour range in whole
+// decades around the finite values above the noise floor.
+struct HeatValues {
+  std::vector<std::vector<double>> v;  // [layer][column]
   double lo = INFINITY, hi = -INFINITY;
+};
+
+HeatValues heat_values(const std::vector<diff::LayerDrift>& layers, double floor,
+                       const Binning& b) {
+  HeatValues h;
+  h.v.assign(layers.size(), std::vector<double>(b.n, 0.0));
   for (size_t r = 0; r < layers.size(); ++r) {
     for (int c = 0; c < b.n; ++c) {
       double m = 0;
@@ -87,23 +90,89 @@ std::string svg_heat_map(const std::vector<diff::LayerDrift>& layers, double flo
                              : 0.0;
         m = std::isnan(x) || std::isnan(m) ? NAN : std::max(m, x);
       }
-      v[r][c] = m;
+      h.v[r][c] = m;
       if (m > floor && std::isfinite(m)) {
-        lo = std::min(lo, std::floor(std::log10(m)));
-        hi = std::max(hi, std::ceil(std::log10(m)));
+        h.lo = std::min(h.lo, std::floor(std::log10(m)));
+        h.hi = std::max(h.hi, std::ceil(std::log10(m)));
       }
     }
   }
-  if (!(lo <= hi)) lo = -7, hi = 0;
-  if (hi <= lo) hi = lo + 1;
-  auto cls = [&](double x) -> std::string {
-    if (std::isnan(x)) return "hn";
-    if (x == 0) return "hz";
-    if (x <= floor) return "hf";
-    const double t = std::isinf(x) ? 1 : (std::log10(x) - lo) / (hi - lo);
-    const int k = std::clamp(static_cast<int>(t * kHeatClasses), 0, kHeatClasses - 1);
-    return fmt::format("h{}", k);
-  };
+  if (!(h.lo <= h.hi)) h.lo = -7, h.hi = 0;
+  if (h.hi <= h.lo) h.hi = h.lo + 1;
+  return h;
+}
+
+// The CSS class of a heat cell: NaN, zero and at-or-below-floor have their own, the rest one of
+// kHeatClasses by log10 between lo and hi.
+std::string heat_class(double x, double floor, const HeatValues& h) {
+  if (std::isnan(x)) return "hn";
+  if (x == 0) return "hz";
+  if (x <= floor) return "hf";
+  const double t = std::isinf(x) ? 1 : (std::log10(x) - h.lo) / (h.hi - h.lo);
+  const int k = std::clamp(static_cast<int>(t * kHeatClasses), 0, kHeatClasses - 1);
+  return fmt::format("h{}", k);
+}
+
+// One layer's row at y: its values for the hover details, its label, and one rectangle per run
+// of equal colour (far fewer elements than cells).
+std::string heat_row(const diff::LayerDrift& layer, const std::vector<double>& v, double floor,
+                     const HeatValues& h, double y, double cw) {
+  const int n = static_cast<int>(v.size());
+  std::string data;
+  for (int c = 0; c < n; ++c) {
+    if (c) data += ' ';
+    data += value(v[c]);
+  }
+  std::string s =
+      fmt::format(R"(<g class="row" data-site="{}" data-v="{}">)", html_escape(layer.site), data);
+  s += fmt::format(R"(<text class="label" x="{}" y="{}" text-anchor="end">{}</text>)", kLeft - 4,
+                   num(y + kRowH - 3), html_escape(layer.site));
+  for (int c = 0; c < n;) {
+    const std::string k = heat_class(v[c], floor, h);
+    int e = c + 1;
+    while (e < n && heat_class(v[e], floor, h) == k) ++e;
+    s += fmt::format(R"(<rect class="{}" x="{}" y="{}" width="{}" height="{}"/>)", k,
+                     num(kLeft + c * cw), num(y), num((e - c) * cw), kRowH);
+    c = e;
+  }
+  return s + "</g>";
+}
+
+// The legend at legend_y: the classes left to right with their decades, then the special
+// colours.
+std::string heat_legend(const HeatValues& h, double floor, double legend_y) {
+  const double lw = 18;
+  std::string s =
+      fmt::format(R"(<g class="legend"><text class="tick" x="{}" y="{}" text-anchor="end">)"
+                  R"(rel. L2</text>)",
+                  kLeft - 4, num(legend_y + 10));
+  for (int k = 0; k < kHeatClasses; ++k) {
+    s += fmt::format(R"(<rect class="h{}" x="{}" y="{}" width="{}" height="12"/>)", k,
+                     num(kLeft + k * lw), num(legend_y), lw);
+  }
+  for (double d = h.lo; d <= h.hi; d += 1) {
+    s += fmt::format(R"(<text class="tick" x="{}" y="{}" text-anchor="middle">1e{}</text>)",
+                     num(kLeft + (d - h.lo) / (h.hi - h.lo) * lw * kHeatClasses),
+                     num(legend_y + 24), static_cast<int>(d));
+  }
+  double x = kLeft + lw * kHeatClasses + 24;
+  for (auto [c, label] : {std::pair<const char*, std::string>{"hz", "0"},
+                          {"hf", "≤ noise floor " + value(floor)},
+                          {"hn", "NaN/Inf"}}) {
+    s += fmt::format(R"(<rect class="{}" x="{}" y="{}" width="12" height="12"/>)"
+                     R"(<text class="tick" x="{}" y="{}">{}</text>)",
+                     c, num(x), num(legend_y), num(x + 16), num(legend_y + 10), html_escape(label));
+    x += 40 + 6.5 * static_cast<double>(label.size());
+  }
+  return s + "</g>";
+}
+
+}  // namespace
+
+std::string svg_heat_map(const std::vector<diff::LayerDrift>& layers, double floor,
+                         const Binning& b, std::optional<int64_t> flip_row) {
+  if (layers.empty() || b.n == 0) return {};
+  const HeatValues h = heat_values(layers, floor, b);
   const double top = 18, cw = kPlotW / b.n;
   const double bottom = top + kRowH * static_cast<double>(layers.size());
   const double legend_y = bottom + 36;
@@ -116,53 +185,12 @@ std::string svg_heat_map(const std::vector<diff::LayerDrift>& layers, double flo
   s += fmt::format("<title>log10 relative L2 of each layer's output per position{}</title>",
                    b.per > 1 ? fmt::format(" ({} positions per column, maximum)", b.per) : "");
   for (size_t r = 0; r < layers.size(); ++r) {
-    const double y = top + kRowH * static_cast<double>(r);
-    std::string data;
-    for (int c = 0; c < b.n; ++c) {
-      if (c) data += ' ';
-      data += value(v[r][c]);
-    }
-    s += fmt::format(R"(<g class="row" data-site="{}" data-v="{}">)", html_escape(layers[r].site),
-                     data);
-    s += fmt::format(R"(<text class="label" x="{}" y="{}" text-anchor="end">{}</text>)", kLeft - 4,
-                     num(y + kRowH - 3), html_escape(layers[r].site));
-    // One rectangle per run of equal colour: far fewer elements than cells.
-    for (int c = 0; c < b.n;) {
-      const std::string k = cls(v[r][c]);
-      int e = c + 1;
-      while (e < b.n && cls(v[r][e]) == k) ++e;
-      s += fmt::format(R"(<rect class="{}" x="{}" y="{}" width="{}" height="{}"/>)", k,
-                       num(kLeft + c * cw), num(y), num((e - c) * cw), kRowH);
-      c = e;
-    }
-    s += "</g>";
+    s += heat_row(layers[r], h.v[r], floor, h, top + kRowH * static_cast<double>(r), cw);
   }
   if (flip_row) s += flip_mark(b, *flip_row, top, bottom);
   s += x_axis(b, bottom + 2);
-  // Legend: the classes left to right with their decades, then the special colours.
-  const double lw = 18;
-  s += fmt::format(R"(<g class="legend"><text class="tick" x="{}" y="{}" text-anchor="end">)"
-                   R"(rel. L2</text>)",
-                   kLeft - 4, num(legend_y + 10));
-  for (int k = 0; k < kHeatClasses; ++k) {
-    s += fmt::format(R"(<rect class="h{}" x="{}" y="{}" width="{}" height="12"/>)", k,
-                     num(kLeft + k * lw), num(legend_y), lw);
-  }
-  for (double d = lo; d <= hi; d += 1) {
-    s += fmt::format(R"(<text class="tick" x="{}" y="{}" text-anchor="middle">1e{}</text>)",
-                     num(kLeft + (d - lo) / (hi - lo) * lw * kHeatClasses), num(legend_y + 24),
-                     static_cast<int>(d));
-  }
-  double x = kLeft + lw * kHeatClasses + 24;
-  for (auto [c, label] : {std::pair<const char*, std::string>{"hz", "0"},
-                          {"hf", "≤ noise floor " + value(floor)},
-                          {"hn", "NaN/Inf"}}) {
-    s += fmt::format(R"(<rect class="{}" x="{}" y="{}" width="12" height="12"/>)"
-                     R"(<text class="tick" x="{}" y="{}">{}</text>)",
-                     c, num(x), num(legend_y), num(x + 16), num(legend_y + 10), html_escape(label));
-    x += 40 + 6.5 * static_cast<double>(label.size());
-  }
-  s += "</g></svg>";
+  s += heat_legend(h, floor, legend_y);
+  s += "</svg>";
   return s;
 }
 
