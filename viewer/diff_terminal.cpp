@@ -135,6 +135,71 @@ bool same_launch(const diff::KernelLaunch& x, const diff::KernelLaunch& y) {
   return x.grid == y.grid && x.block == y.block && x.launches == y.launches;
 }
 
+// The launch configurations of a kernel both sides launched that only one side used, then how
+// many were the same on both.
+void changed_configs(TerminalText& o, const diff::KernelChange& c) {
+  size_t same = 0;
+  for (const auto& x : c.a.configs) {
+    for (const auto& y : c.b.configs) same += same_launch(x, y);
+  }
+  for (const auto* side : {&c.a, &c.b}) {
+    const auto& other = side == &c.a ? c.b : c.a;
+    for (const auto& x : side->configs) {
+      bool shared = false;
+      for (const auto& y : other.configs) shared |= same_launch(x, y);
+      if (!shared) {
+        o.line(fmt::format("                  {} {}", side == &c.a ? "A" : "B", launch_config(x)));
+      }
+    }
+  }
+  if (same > 0) {
+    o.line(fmt::format("                  (and {} configuration{} the same on both)", same,
+                       same == 1 ? "" : "s"));
+  }
+}
+
+// One site's kernels: its line, then the kernels one side only launched and those whose launch
+// configurations differ. Returns whether a kernel name was shortened.
+bool site_kernels(TerminalText& o, const diff::SiteKernels& s, int width) {
+  bool shortened = false;
+  o.line(fmt::format(
+      "{}  drift {} · A {}, {} · B {}, {}", o.bold(s.site.empty() ? "(outside any op)" : s.site),
+      s.rel_l2_median ? sci(*s.rel_l2_median) : "- (not tapped in both)", launches(s.launches_a),
+      duration(s.duration_ns_a), launches(s.launches_b), duration(s.duration_ns_b)));
+  // One name column for the site, so that names shortened alike can be told apart.
+  std::vector<const diff::KernelUse*> uses;
+  for (const auto& u : s.only_a) uses.push_back(&u);
+  for (const auto& u : s.only_b) uses.push_back(&u);
+  for (const auto& c : s.changed) uses.push_back(&c.a);
+  size_t op_w = 2, count_w = 0;
+  for (const auto* u : uses) {
+    op_w = std::max(op_w, display_columns(u->op));
+    count_w = std::max(count_w, display_columns(fmt::format(" ×{}", u->launches)));
+  }
+  op_w = std::min<size_t>(op_w, 16);
+  const size_t room = static_cast<size_t>(
+      std::max(16, width - 20 - static_cast<int>(op_w) - 2 - static_cast<int>(count_w)));
+  std::vector<std::string> full;
+  for (const auto* u : uses) full.push_back(u->name);
+  const auto brief = short_kernel_names(full, room);
+  std::map<std::string, std::string> short_name;
+  for (size_t i = 0; i < full.size(); ++i) {
+    short_name[full[i]] = brief[i];
+    shortened |= brief[i] != full[i];
+  }
+  auto row = [&](const char* label, const diff::KernelUse& u, const std::string& suffix) {
+    o.line(fmt::format("          {}  {}  {}{}", pad(label, 6), pad(clip(u.op, op_w), op_w),
+                       short_name[u.name], suffix));
+  };
+  for (const auto& u : s.only_a) row("only A", u, fmt::format(" ×{}", u.launches));
+  for (const auto& u : s.only_b) row("only B", u, fmt::format(" ×{}", u.launches));
+  for (const auto& c : s.changed) {
+    row("launch", c.a, "");
+    changed_configs(o, c);
+  }
+  return shortened;
+}
+
 // Per site: the kernels one side only launched (with launch counts), and kernels of both sides
 // whose launch configurations differ (only the configurations that differ are shown).
 void kernels_section(TerminalText& o, const diff::KernelReport& k, int width) {
@@ -159,61 +224,7 @@ void kernels_section(TerminalText& o, const diff::KernelReport& k, int width) {
                        k.passes_a, k.passes_b, k.passes_compared));
   }
   bool shortened = false;
-  for (const auto& s : k.sites) {
-    o.line(fmt::format(
-        "{}  drift {} · A {}, {} · B {}, {}", o.bold(s.site.empty() ? "(outside any op)" : s.site),
-        s.rel_l2_median ? sci(*s.rel_l2_median) : "- (not tapped in both)", launches(s.launches_a),
-        duration(s.duration_ns_a), launches(s.launches_b), duration(s.duration_ns_b)));
-    // One name column for the site, so that names shortened alike can be told apart.
-    std::vector<const diff::KernelUse*> uses;
-    for (const auto& u : s.only_a) uses.push_back(&u);
-    for (const auto& u : s.only_b) uses.push_back(&u);
-    for (const auto& c : s.changed) uses.push_back(&c.a);
-    size_t op_w = 2, count_w = 0;
-    for (const auto* u : uses) {
-      op_w = std::max(op_w, display_columns(u->op));
-      count_w = std::max(count_w, display_columns(fmt::format(" ×{}", u->launches)));
-    }
-    op_w = std::min<size_t>(op_w, 16);
-    const size_t room = static_cast<size_t>(
-        std::max(16, width - 20 - static_cast<int>(op_w) - 2 - static_cast<int>(count_w)));
-    std::vector<std::string> full;
-    for (const auto* u : uses) full.push_back(u->name);
-    const auto brief = short_kernel_names(full, room);
-    std::map<std::string, std::string> short_name;
-    for (size_t i = 0; i < full.size(); ++i) {
-      short_name[full[i]] = brief[i];
-      shortened |= brief[i] != full[i];
-    }
-    auto row = [&](const char* label, const diff::KernelUse& u, const std::string& suffix) {
-      o.line(fmt::format("          {}  {}  {}{}", pad(label, 6), pad(clip(u.op, op_w), op_w),
-                         short_name[u.name], suffix));
-    };
-    for (const auto& u : s.only_a) row("only A", u, fmt::format(" ×{}", u.launches));
-    for (const auto& u : s.only_b) row("only B", u, fmt::format(" ×{}", u.launches));
-    for (const auto& c : s.changed) {
-      row("launch", c.a, "");
-      size_t same = 0;
-      for (const auto& x : c.a.configs) {
-        for (const auto& y : c.b.configs) same += same_launch(x, y);
-      }
-      for (const auto* side : {&c.a, &c.b}) {
-        const auto& other = side == &c.a ? c.b : c.a;
-        for (const auto& x : side->configs) {
-          bool shared = false;
-          for (const auto& y : other.configs) shared |= same_launch(x, y);
-          if (!shared) {
-            o.line(
-                fmt::format("                  {} {}", side == &c.a ? "A" : "B", launch_config(x)));
-          }
-        }
-      }
-      if (same > 0) {
-        o.line(fmt::format("                  (and {} configuration{} the same on both)", same,
-                           same == 1 ? "" : "s"));
-      }
-    }
-  }
+  for (const auto& s : k.sites) shortened |= site_kernels(o, s, width);
   if (shortened)
     o.line(o.dim("          names shortened: the JSON report (--json) has them in full"));
 }
