@@ -46,21 +46,32 @@ bool records_kernels(const std::string& kernels, const std::string& device) {
   return true;
 }
 
+namespace {
+
+// Checks every prompt (token ids, context) before the trace exists; returns the KV-cache positions
+// the longest sequence needs, capped at the context (--max-new 2147483647 must not wrap).
+int checked_capacity(const std::vector<Prompt>& prompts, const ModelConfig& c, int max_new) {
+  int longest = 0;
+  for (const auto& p : prompts) {
+    check_token_ids(p.ids, c.vocab_size);
+    check_prompt_fits(p.ids, c.max_seq_len);
+    if (p.forced) check_token_ids(*p.forced, c.vocab_size);
+    const int extra = p.forced ? static_cast<int>(p.forced->size()) : max_new;
+    longest =
+        std::max(longest, needed_capacity(static_cast<int>(p.ids.size()), extra, c.max_seq_len));
+  }
+  return longest;
+}
+
+}  // namespace
+
 TracedRunResult run_traced(const Model& model, const std::vector<Prompt>& prompts,
                            const TracedRunOptions& opt) {
   validate(opt.config);
   validate_for_model(opt.config, model.config);
   trace::check_trace_target(opt.writer.path, opt.writer.force);  // again when it is written
   const ModelConfig& c = model.config;
-  int longest = 0;
-  for (const auto& p : prompts) {  // every check that can refuse the run, before its trace exists
-    check_token_ids(p.ids, c.vocab_size);
-    check_prompt_fits(p.ids, c.max_seq_len);
-    if (p.forced) check_token_ids(*p.forced, c.vocab_size);
-    const int extra = p.forced ? static_cast<int>(p.forced->size()) : opt.config.max_new;
-    longest = std::max(longest,  // capped at the context (--max-new 2147483647 must not wrap)
-                       needed_capacity(static_cast<int>(p.ids.size()), extra, c.max_seq_len));
-  }
+  const int longest = checked_capacity(prompts, c, opt.config.max_new);
   std::unique_ptr<trace::KernelRecorder> kernels;
   if (records_kernels(opt.kernels, opt.config.device)) {
     kernels = cuda_module().make_kernel_recorder();
