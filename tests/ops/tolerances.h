@@ -1,8 +1,9 @@
-// Thresholds of the [cuda] op tests, one table, a reason beside each (llm.c test_gpt2.cu habit).
+// Thresholds of a CUDA op against the CPU op, one table, a reason beside each (llm.c
+// test_gpt2.cu habit); the op table (tests/ops/op_cases.h) gives each case one of them.
 // The metric is the normalized MSE of ggml's test-backend-ops: mse(gpu, cpu) / mse(cpu, 0).
 #pragma once
 
-#include "kernels/cuda/ops_cuda.h"
+#include "common/float_formats.h"
 
 namespace ds::test {
 
