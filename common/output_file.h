@@ -50,7 +50,11 @@ class TempFile {
   explicit TempFile(const std::filesystem::path& target) {
     const std::filesystem::path folder =
         target.parent_path().empty() ? std::filesystem::path(".") : target.parent_path();
-    std::string name = (folder / ("." + target.filename().string() + ".XXXXXX" + kSuffix)).string();
+    std::string leaf = ".";  // appended piece by piece: GCC 12 warns falsely on "." + string
+    leaf += target.filename().string();
+    leaf += ".XXXXXX";
+    leaf += kSuffix;
+    std::string name = (folder / leaf).string();
     fd_ = ::mkostemps(name.data(), static_cast<int>(std::string_view(kSuffix).size()), O_CLOEXEC);
     if (fd_ < 0) throw std::system_error(errno, std::generic_category());
     path_ = name;

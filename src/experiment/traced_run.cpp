@@ -10,6 +10,7 @@
 #include "src/runtime/cuda_loader.h"
 #include "src/runtime/runtime.h"
 #include "trace/kernel_recorder.h"
+#include "trace/swmr_file.h"
 
 namespace ds {
 
