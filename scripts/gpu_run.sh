@@ -2,15 +2,16 @@
 # Runs on a lent GPU machine, from the repository root, with .gpu/bundle.tar.xz carried
 # (scripts/gpu_bundle.sh): unpacks the CUDA build, makes the paths compiled into it valid
 # (/work/main = this checkout), runs the [cuda] tests, then the GPU benchmarks when asked.
-#   bash scripts/gpu_run.sh [tests|bench|all] [extra Catch2 args for the tests]
+#   bash scripts/gpu_run.sh [tests|ops|bench|all] [extra Catch2 args for the tests]
+# ops: bench_ops over the op table (tests/ops): each case validated (CUDA vs CPU), then timed.
 # bench: synthesises a Qwen2-7B-shape checkpoint, runs the decode and prefill benchmarks and the
 # comparison with transformers (scripts/hf_compare.py).
-# Everything it prints is also written to $OUT (when set) as gpu_run.log.
+# Everything it prints is also written to $OUT (when set) as gpu_run_<mode>.log.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-tests}
 shift || true
-log=${OUT:-/tmp}/gpu_run.log
+log=${OUT:-/tmp}/gpu_run_${what}.log
 exec > >(tee "$log") 2>&1
 root=$(pwd)
 if [ "$root" != /work/main ]; then
@@ -25,6 +26,10 @@ rc=0
 if [ "$what" = tests ] || [ "$what" = all ]; then
   /work/main/build-cuda/tests/driftscope_cuda_tests --durations yes "$@" || rc=$?
   echo "cuda tests exit code: $rc"
+fi
+if [ "$what" = ops ] || [ "$what" = all ]; then
+  /work/main/build-cuda/bench/bench_ops --min-ms 5 || rc=$?
+  echo "bench_ops exit code: $rc"
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
   model=/tmp/ds-qwen2-7b
