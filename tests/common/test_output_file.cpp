@@ -54,7 +54,7 @@ TEST_CASE("TempFile: unique hidden names beside the target, removed unless commi
   CHECK(entries(tmp.path()) == 0);  // neither was committed: both removed
 }
 
-TEST_CASE("TempFile: commit moves the whole file; without replace an existing target is kept",
+TEST_CASE("TempFile: commit moves the whole file, and without replace keeps an existing target",
           "[common][output_file]") {
   ds::test::TempDir tmp;
   const fs::path target = tmp.path() / "r.json";

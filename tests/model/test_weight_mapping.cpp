@@ -41,7 +41,7 @@ TEST_CASE("llama2.c fp32 weights are mapped, wq and wk copied to permute their r
   CHECK(std::memcmp(m.weights.layers[0].wv.data(), bytes.data() + wv0, 4 * KV * D) == 0);
 }
 
-TEST_CASE("safetensors F32 weights are mapped; BF16 ones converted to owned float32",
+TEST_CASE("safetensors F32 weights are mapped, BF16 ones converted to owned float32",
           "[model][mapping]") {
   ds::test::TempDir dir;
   ds::test::SyntheticSpec spec;
