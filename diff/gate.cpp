@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 
 #include "common/error.h"
@@ -14,7 +15,7 @@ namespace {
 const char* kGateHint =
     "--fail-on takes flip, drift=<relative L2> or kl=<nats>, e.g. --fail-on drift=1e-3";
 
-// The first reason, common to every condition, to fail: prompts differ, NaN, nothing compared.
+// The first reason, common to every condition, to fail: prompts differ, nothing compared, NaN.
 std::string universal_failure(const Report& r) {
   if (!r.skipped.empty()) {  // what could not be read cannot be vouched for
     const auto& k = r.skipped.front();
@@ -22,12 +23,18 @@ std::string universal_failure(const Report& r) {
         "seq {}: {} skipped (damaged trace{})", k.seq, k.what,
         r.skipped.size() > 1 ? fmt::format(", {} parts skipped", r.skipped.size()) : std::string());
   }
-  if (r.sequences.empty()) return "no sequence was compared";
+  if (r.sequences.empty()) return "nothing compared: no sequence";
   for (const auto& s : r.sequences) {
     if (!s.prompt_equal) {
       return fmt::format("seq {} prompts differ at position {}", s.index,
                          s.prompt_diff ? s.prompt_diff->first_index : 0);
     }
+  }
+  int64_t compared = 0;
+  for (const auto& s : r.sequences) compared += s.compared;
+  if (compared == 0) {  // a condition over no position would pass without having looked
+    return fmt::format("nothing compared: 0 positions in {} sequence{}", r.sequences.size(),
+                       r.sequences.size() == 1 ? "" : "s");
   }
   for (const auto& s : r.sequences) {
     for (const auto& d : s.drift) {

@@ -31,7 +31,8 @@ struct GateResult {
 //   drift=x  the relative L2 of any common site at any compared position exceeds x;
 //   kl=x     KL(A‖B) at any compared position exceeds x.
 // Whatever the condition, a part of a trace skipped as unreadable (Report::skipped), a sequence
-// whose prompts differ, a NaN/Inf in compared data, or no compared sequence at all fail it. Throws
+// whose prompts differ, no compared position at all ("nothing compared": no sequence, or only
+// sequences of 0 compared positions), or a NaN/Inf in compared data fail it. Throws
 // ds::Error when a condition cannot be evaluated (kl without logits in both traces, drift without a
 // common hidden site).
 GateResult evaluate_gates(const Report& r, const std::vector<GateCondition>& conditions);

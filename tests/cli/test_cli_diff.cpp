@@ -261,6 +261,34 @@ TEST_CASE("diff: NaN in a trace always fails the gate", "[cli][diff]") {
   CHECK(has(k.err, "no logits"));
 }
 
+TEST_CASE("diff: a gate over no compared position fails as nothing compared", "[cli][diff]") {
+  // sequences of a prompt and no row at all, as `run -n 0` wrote them
+  ds::test::TempDir dir;
+  ds::test::TraceSpec t;
+  ds::test::SeqSpec s;
+  s.prompt = {1, 5};
+  t.seqs = {s};
+  auto bf16 = t;
+  bf16.config_json = R"({"device":"cpu","dtype":"bf16"})";
+  const auto a = dir.path() / "a.h5", b = dir.path() / "b.h5";
+  ds::test::write_trace(a, t);
+  ds::test::write_trace(b, bf16);
+  const std::string ab = " " + a.string() + " " + b.string();
+  for (const std::string gate : {"flip", "drift=0", "kl=0"}) {
+    auto g = run_cli("diff -q --fail-on " + gate + ab);
+    INFO(gate << ": " << g.err);
+    CHECK(g.exit_code == 1);
+    CHECK(has(g.err, "gate FAIL: nothing compared: 0 positions in 1 sequence (fails " + gate));
+    CHECK_FALSE(has(g.err, "PASS"));
+  }
+  const auto r = run_cli("diff --color never" + ab);
+  CHECK(has(r.out, "seq 0 · nothing to compare"));
+  CHECK(has(r.out, "0 positions compared"));
+  const auto doc = json::parse(run_cli("diff --json -" + ab).out);
+  CHECK(doc["sequences"][0]["compared"] == 0);
+  CHECK(doc["sequences"][0]["verdict"] == "nothing to compare");
+}
+
 TEST_CASE("diff: usage and input errors exit 2 with a hint", "[cli][diff]") {
   ds::test::TempDir dir;
   const auto t = dir.path() / "t.h5";

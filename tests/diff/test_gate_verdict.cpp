@@ -1,7 +1,9 @@
 // The gate's one-line verdict on hand-made reports: FAIL (or PASS) appears once, a reason that
-// fails every condition (NaN) is named once, and each condition says whether it holds.
+// fails every condition (NaN, nothing compared) is named once, and each condition says whether it
+// holds.
 #include <catch2/catch.hpp>
 #include <string>
+#include <vector>
 
 #include "diff/gate.h"
 
@@ -70,4 +72,25 @@ TEST_CASE("gate verdict: a NaN fails every condition and is named once", "[diff]
   CHECK(count(g.verdict, "FAIL") == 1);
   CHECK(count(g.verdict, "NaN/Inf") == 1);
   CHECK(count(g.verdict, "(fails flip, drift=1e-3)") == 1);
+}
+
+TEST_CASE("gate verdict: a condition over no compared position fails as nothing compared",
+          "[diff][gate]") {
+  using ds::diff::parse_gate;
+  auto r = one_sequence(false, 0, 0);
+  r.sequences[0].compared = 0;
+  r.sequences[0].drift[0].rel_l2_max_position = -1;
+  const std::vector<ds::diff::GateCondition> all = {parse_gate("flip"), parse_gate("drift=0")};
+  const auto g = ds::diff::evaluate_gates(r, all);
+  INFO(g.verdict);
+  CHECK(g.failed);
+  CHECK(count(g.verdict, "PASS") == 0);
+  CHECK(g.verdict ==
+        "gate FAIL: nothing compared: 0 positions in 1 sequence (fails flip, drift=0)");
+  r.sequences.clear();
+  r.summary.sequences = 0;
+  const auto none = ds::diff::evaluate_gates(r, all);
+  INFO(none.verdict);
+  CHECK(none.failed);
+  CHECK(none.verdict.starts_with("gate FAIL: nothing compared: no sequence"));
 }
