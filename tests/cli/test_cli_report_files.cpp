@@ -11,22 +11,13 @@
 namespace fs = std::filesystem;
 using ds::test::check_input_error;
 using ds::test::run_cli;
-
-namespace {
-
-std::string trace_of(const ds::test::TempDir& dir, const std::string& name,
-                     const std::string& flags) {
-  const std::string path = (dir.path() / name).string();
-  REQUIRE(run_cli("run --prompt-ids 1,400 -n 3 -q " + flags + " -o " + path).exit_code == 0);
-  return path;
-}
-
-}  // namespace
+using ds::test::run_trace;
 
 TEST_CASE("a report is never written over an input trace or a non-regular file",
           "[cli][bad-input]") {
   ds::test::TempDir dir;
-  const std::string a = trace_of(dir, "a.h5", ""), b = trace_of(dir, "b.h5", "--dtype bf16");
+  const std::string a = run_trace(dir.path(), "a.h5"),
+                    b = run_trace(dir.path(), "b.h5", "--dtype bf16");
   const auto a_bytes = fs::file_size(a);
   const std::string ab = " " + a + " " + b;
   check_input_error(run_cli("diff" + ab + " --json " + a), "is the input '" + a + "'");
@@ -53,7 +44,7 @@ TEST_CASE("a report is never written over an input trace or a non-regular file",
 
 TEST_CASE("a report that cannot be written leaves no file behind", "[cli][bad-input]") {
   ds::test::TempDir dir;
-  const std::string a = trace_of(dir, "a.h5", "");
+  const std::string a = run_trace(dir.path(), "a.h5");
   const fs::path missing = dir.path() / "no" / "r.json";
   check_input_error(run_cli("diff " + a + " " + a + " --json " + missing.string()),
                     "cannot write the JSON report to '" + missing.string() + "'");

@@ -38,4 +38,11 @@ void check_input_error(const CliResult& r, const std::string& needle) {
   CHECK(r.err.find("\nhint: ") != std::string::npos);
 }
 
+std::string run_trace(const std::filesystem::path& dir, const std::string& name,
+                      const std::string& flags) {
+  const std::string path = (dir / name).string();
+  REQUIRE(run_cli("run --prompt-ids 1,400 -n 3 -q " + flags + " -o " + path).exit_code == 0);
+  return path;
+}
+
 }  // namespace ds::test
