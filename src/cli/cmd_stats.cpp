@@ -1,11 +1,14 @@
 // `driftscope stats`: N-way statistics over the traces of a sweep directory or a list of traces,
 // per group of configurations, as a terminal table, JSON and an HTML page (docs/metrics.md).
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "common/error.h"
 #include "diff/answers.h"
@@ -57,6 +60,22 @@ std::vector<std::filesystem::path> collect(const std::vector<std::string>& input
     }
   }
   return traces;
+}
+
+// One file named twice (another spelling of its path, a hard link, a trace that a sweep folder
+// also gives) would count as two runs and skew every statistic: refused, by device and inode.
+void refuse_repeated(const std::vector<std::filesystem::path>& paths) {
+  std::map<std::pair<dev_t, ino_t>, const std::filesystem::path*> seen;
+  for (const auto& p : paths) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) != 0) continue;  // the reader says what is wrong with it
+    const auto [at, added] = seen.emplace(std::pair{st.st_dev, st.st_ino}, &p);
+    if (!added) {
+      throw Error(fmt::format("'{}' is given twice (the same file as '{}')", p.string(),
+                              at->second->string()),
+                  "name each trace once (a sweep folder already gives all of its traces)");
+    }
+  }
 }
 
 // Opens every trace, refusing an incomplete one, and checks that they can be compared.
@@ -134,6 +153,7 @@ int run_stats(const StatsArgs& a) {
 
   std::vector<std::string> missing;
   const auto paths = collect(a.inputs, missing);
+  refuse_repeated(paths);
   check_report_output(a.json, paths, "--json");
   check_report_output(a.html, paths, "--html");
   if (paths.empty()) {
