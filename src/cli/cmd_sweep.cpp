@@ -214,10 +214,13 @@ int run_sweep(const CLI::App& cmd, const SweepArgs& a) {
     for (const auto& e : s.entries) fmt::print("# {}\n{}\n", e.name, to_toml(e.config));
     return 0;
   }
+  std::filesystem::create_directories(dir);
+  const SweepLock lock(dir);  // one sweep at a time in DIR, from here to the end
   write_entry_configs(dir, s);
   settle_earlier_jobs(a, s);
   std::vector<size_t> todo = refresh(dir, s, /*submitted=*/false);
   const size_t kept = s.entries.size() - todo.size();
+  write_sweep_state(dir, s);  // before the first run: a killed sweep can be resumed
 
   if (a.slurm) {
     if (!todo.empty()) {
@@ -238,8 +241,13 @@ int run_sweep(const CLI::App& cmd, const SweepArgs& a) {
     }
   } else if (!a.wait && !todo.empty()) {
     if (!a.quiet && kept > 0) print_note("sweep: kept {} complete trace(s)\n", kept);
-    run_local(dir, s, todo, a.jobs, a.quiet, writer_flags);
+    const bool interrupted = run_local(dir, s, todo, a.jobs, a.quiet, writer_flags);
     todo = refresh(dir, s, false);
+    if (interrupted) {
+      write_sweep_state(dir, s);
+      print_note("sweep: interrupted; resume with driftscope sweep -o {}\n", dir.string());
+      return 130;
+    }
   }
   return finish(dir, s, todo, a.quiet);
 }

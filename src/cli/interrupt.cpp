@@ -1,15 +1,17 @@
-// SIGINT / SIGTERM -> a flag polled between generation steps.
+// SIGINT / SIGTERM / SIGHUP -> a flag polled between generation steps (or by a sweep's wait).
 #include "src/cli/interrupt.h"
 
 #include <unistd.h>
 
 #include <atomic>
 #include <csignal>
+#include <cstring>
 
 namespace ds {
 namespace {
 
 std::atomic<int> g_signals{0};
+const char* g_doing = "finishing the trace";
 
 // Async-signal-safe: only write(), signal() and raise().
 void say(const char* msg, size_t n) {
@@ -24,20 +26,22 @@ void on_signal(int sig) {
     std::raise(sig);  // blocked while this handler runs: delivered, default action, on return
     return;
   }
-  const char msg[] = "\ndriftscope: interrupted, finishing the trace (again to abort)\n";
-  say(msg, sizeof(msg) - 1);
+  const char head[] = "\ndriftscope: interrupted, ";
+  const char tail[] = " (again to abort)\n";
+  say(head, sizeof(head) - 1);
+  say(g_doing, std::strlen(g_doing));  // async-signal-safe in glibc
+  say(tail, sizeof(tail) - 1);
 }
 
 }  // namespace
 
-void install_interrupt_handlers() {
+void install_interrupt_handlers(const char* doing) {
+  g_doing = doing;
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);  // one handler at a time: a SIGTERM cannot cut into a SIGINT's
-  sigaddset(&sa.sa_mask, SIGINT);
-  sigaddset(&sa.sa_mask, SIGTERM);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&sa.sa_mask, sig);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
 }
 
 bool interrupt_requested() {

@@ -1,10 +1,12 @@
-// Ctrl-C / SIGTERM handling for long commands: the first signal asks the work to stop at the
-// next step boundary (so traces stay consistent); a second one exits at once.
+// Ctrl-C / SIGTERM / SIGHUP handling for long commands: the first signal asks the work to stop at
+// the next step boundary (so traces stay consistent); a second one exits at once.
 #pragma once
 
 namespace ds {
 
-void install_interrupt_handlers();
+// `doing` ends the line printed at the first signal ("interrupted, <doing> (again to abort)");
+// it must outlive the process (a string literal).
+void install_interrupt_handlers(const char* doing = "finishing the trace");
 bool interrupt_requested();
 
 }  // namespace ds

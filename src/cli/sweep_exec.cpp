@@ -3,17 +3,24 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <map>
+#include <thread>
 
 #include "common/error.h"
 #include "common/output_file.h"
 #include "kernels/cpu/cpu_exec.h"
+#include "src/cli/interrupt.h"
 #include "src/cli/output.h"
 
 namespace ds {
@@ -43,9 +50,16 @@ std::string capture(const std::string& cmd, int& status) {
 }
 
 pid_t spawn(const std::vector<std::string>& argv, const std::filesystem::path& log) {
+  const pid_t parent = ::getpid();
   const pid_t pid = fork();
   if (pid < 0) throw Error("fork failed: cannot start a configuration's run");
   if (pid == 0) {
+    // Its own process group: a Ctrl-C at the terminal reaches the sweep alone, which forwards it
+    // once (a second SIGINT would abort the run). A sweep that dies (even of SIGKILL) ends its
+    // runs with SIGTERM, which each answers by finishing its trace.
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) _exit(130);  // the sweep died before prctl took effect
     // a fresh file: whatever was at the log's name (an old log, a planted link) is unlinked,
     // never written through
     ::unlink(log.c_str());
@@ -66,6 +80,32 @@ pid_t spawn(const std::vector<std::string>& argv, const std::filesystem::path& l
 
 }  // namespace
 
+SweepLock::SweepLock(const std::filesystem::path& dir) {
+  const std::filesystem::path path = dir / ".sweep.lock";
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    throw Error(fmt::format("cannot open '{}': {}", path.string(), std::strerror(errno)),
+                "check that -o names a writable folder");
+  }
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    char pid[32] = {};
+    [[maybe_unused]] const ssize_t n = ::pread(fd_, pid, sizeof(pid) - 1, 0);
+    ::close(fd_);
+    fd_ = -1;
+    throw Error(fmt::format("a sweep is running in '{}' (pid {})", dir.string(),
+                            std::string(pid).substr(0, std::string(pid).find('\n'))),
+                "wait for it to end, or give this sweep another -o folder");
+  }
+  const std::string me = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, me.data(), me.size(), 0) < 0) {
+    // the lock holds without the pid; only the message of a second sweep is poorer
+  }
+}
+
+SweepLock::~SweepLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
 std::vector<std::string> run_argv(const std::filesystem::path& dir, const SweepState& s,
                                   const SweepEntry& e,
                                   const std::vector<std::string>& writer_flags) {
@@ -78,13 +118,20 @@ std::vector<std::string> run_argv(const std::filesystem::path& dir, const SweepS
   return argv;
 }
 
-void run_local(const std::filesystem::path& dir, SweepState& s, const std::vector<size_t>& todo,
+bool run_local(const std::filesystem::path& dir, SweepState& s, const std::vector<size_t>& todo,
                int jobs, bool quiet, const std::vector<std::string>& writer_flags) {
   std::filesystem::create_directories(dir / "logs");
+  install_interrupt_handlers("stopping the runs, each finishing its trace");
   std::map<pid_t, std::pair<size_t, std::chrono::steady_clock::time_point>> running;
   size_t next = 0, finished = 0;
+  bool forwarded = false;
   while (next < todo.size() || !running.empty()) {
-    while (next < todo.size() && static_cast<int>(running.size()) < jobs) {
+    if (interrupt_requested() && !forwarded) {  // once: the runs end as `run` does on Ctrl-C
+      for (const auto& [pid, entry] : running) ::kill(pid, SIGTERM);
+      forwarded = true;
+    }
+    while (!interrupt_requested() && next < todo.size() &&
+           static_cast<int>(running.size()) < jobs) {
       const SweepEntry& e = s.entries[todo[next]];
       // the CPU threads (--threads, else every core) shared among the runs going at once
       std::vector<std::string> argv = run_argv(dir, s, e, writer_flags);
@@ -94,8 +141,14 @@ void run_local(const std::filesystem::path& dir, SweepState& s, const std::vecto
       running[pid] = {todo[next], std::chrono::steady_clock::now()};
       ++next;
     }
+    if (running.empty()) break;  // interrupted before the rest started
     int status = 0;
-    const pid_t pid = waitpid(-1, &status, 0);
+    // polled, so that a signal between the check above and the wait is seen within 100 ms
+    const pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid == 0 || (pid < 0 && errno == EINTR)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      continue;
+    }
     if (pid < 0) break;
     auto it = running.find(pid);
     if (it == running.end()) continue;
@@ -110,10 +163,14 @@ void run_local(const std::filesystem::path& dir, SweepState& s, const std::vecto
     write_sweep_state(dir, s);  // progress survives an interruption
     if (!quiet) {
       print_note("sweep: [{}/{}] {} {} ({:.1f} s){}\n", finished, todo.size(), e.name,
-                 ok ? "done" : "FAILED", secs,
+                 ok          ? "done"
+                 : forwarded ? "interrupted"
+                             : "FAILED",
+                 secs,
                  ok ? "" : fmt::format(" — see {}", (dir / "logs" / (e.name + ".log")).string()));
     }
   }
+  return interrupt_requested();
 }
 
 void check_slurm_text(const SlurmOptions& opt, const std::filesystem::path& dir) {

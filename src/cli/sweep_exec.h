@@ -11,6 +11,20 @@
 
 namespace ds {
 
+// One sweep at a time per folder: an advisory lock on DIR/.sweep.lock (holding the pid), taken
+// before anything of the sweep is written and held until the process ends. Throws ds::Error
+// "a sweep is running in DIR (pid N)" when another process holds it.
+class SweepLock {
+ public:
+  explicit SweepLock(const std::filesystem::path& dir);
+  ~SweepLock();
+  SweepLock(const SweepLock&) = delete;
+  SweepLock& operator=(const SweepLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 // The `driftscope run` command line of one configuration (argv, the executable first), with
 // `writer_flags` (options of the trace writer, such as --compression NAME) at the end.
 std::vector<std::string> run_argv(const std::filesystem::path& dir, const SweepState& s,
@@ -18,10 +32,11 @@ std::vector<std::string> run_argv(const std::filesystem::path& dir, const SweepS
                                   const std::vector<std::string>& writer_flags = {});
 
 // Runs the entries at `todo` (indices into s.entries), `jobs` at a time (each with --threads the
-// CPU threads / jobs), each with its stdout and
-// stderr in DIR/logs/<name>.log; sets each one's status to done or missing. Prints one line per
-// finished configuration on stderr unless `quiet`.
-void run_local(const std::filesystem::path& dir, SweepState& s, const std::vector<size_t>& todo,
+// CPU threads / jobs), each with its stdout and stderr in DIR/logs/<name>.log; sets each one's
+// status to done or missing. Prints one line per finished configuration on stderr unless `quiet`.
+// On SIGINT, SIGTERM or SIGHUP it starts nothing more, forwards SIGTERM once to the runs going
+// (each finishes its trace as interrupted) and waits for them; returns true when interrupted.
+bool run_local(const std::filesystem::path& dir, SweepState& s, const std::vector<size_t>& todo,
                int jobs, bool quiet, const std::vector<std::string>& writer_flags = {});
 
 struct SlurmOptions {
