@@ -76,7 +76,7 @@ CommandRun register_synth(CLI::App& app) {
   cmd->add_option("--dtype", args->opt.dtype, "tensor dtype: bf16, f16, f32")
       ->capture_default_str();
   cmd->add_option("--seed", args->opt.seed, "seed of the random weights")
-      ->check(non_negative_seed())
+      ->check(seed_in_range())
       ->capture_default_str();
   cmd->add_option("--layers", args->opt.layers, "keep only the first N layers (0 = all)")
       ->capture_default_str();

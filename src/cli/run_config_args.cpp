@@ -12,14 +12,15 @@
 
 namespace ds {
 
-CLI::Validator non_negative_seed() {
+CLI::Validator seed_in_range() {
   return CLI::Validator(
       [](std::string& v) {
-        return v.starts_with('-') ? fmt::format(
-                                        "{} is negative; a seed is a whole number from 0 "
-                                        "to 18446744073709551615",
-                                        v)
-                                  : std::string();
+        try {
+          parse_seed(v);
+          return std::string();
+        } catch (const Error& e) {
+          return std::string(e.what());
+        }
       },
       "", "SEED");
 }
@@ -93,7 +94,7 @@ void add_run_config_options(CLI::App& cmd, RunConfigArgs& a) {
       ->group(g);
   cmd.add_option("--seed", c.seed,
                  "seed of the sampling noise, drawn per (prompt, step) so runs share it")
-      ->check(non_negative_seed())
+      ->check(seed_in_range())
       ->capture_default_str()
       ->group(g);
   cmd.add_option("--kernel", c.kernel,

@@ -35,8 +35,9 @@ void apply_threads(const RunConfigArgs& args);
 // hidden_dtype, and --config files do not take it.
 void add_compression_option(CLI::App& cmd, std::string& compression);
 
-// Refuses a negative --seed, which CLI11 would store in a uint64_t as 2^64 - 1.
-CLI::Validator non_negative_seed();
+// Refuses a --seed outside 0..2^64-1 (parse_seed), which CLI11 would store in a uint64_t as
+// 2^64 - 1: a negative one wrapped, a larger one clamped.
+CLI::Validator seed_in_range();
 
 // Applies --config FILE (TOML; keys are the field names, with '_' or '-') to the options of
 // `cmd` that were not given on the command line: flags win over the file. Throws ds::Error

@@ -3,9 +3,11 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <climits>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <string_view>
 #include <type_traits>
 
 #include "common/error.h"
@@ -82,6 +84,22 @@ std::optional<int32_t> stop_token_id(const RunConfig& c, std::optional<int32_t> 
     bad("stop_token", c.stop_token, "auto (the model format's rule), none, or a token id");
   }
   return static_cast<int32_t>(id);
+}
+
+uint64_t parse_seed(const std::string& text) {
+  const std::string_view digits = std::string_view(text).substr(text.starts_with('-') ? 1 : 0);
+  uint64_t seed = 0;
+  const auto [stop, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), seed);
+  if (digits.empty() || stop != digits.data() + digits.size()) {
+    throw Error(fmt::format("invalid seed '{}': not a number", text),
+                "a seed is a whole number from 0 to 18446744073709551615");
+  }
+  if (ec == std::errc::result_out_of_range || text.starts_with('-')) {
+    throw Error(fmt::format("seed {} is outside 0..18446744073709551615", text),
+                "a seed is a whole number; a negative one is not wrapped, a larger one not "
+                "clamped");
+  }
+  return seed;
 }
 
 void validate(const RunConfig& c) {
@@ -193,14 +211,14 @@ void set_field(RunConfig& c, const std::string& field, const std::string& value)
     using T = std::decay_t<decltype(v)>;
     if constexpr (std::is_same_v<T, std::string>) {
       v = value;
+    } else if constexpr (std::is_same_v<T, uint64_t>) {
+      v = parse_seed(value);  // the one unsigned field, with its own messages
     } else {
       size_t used = 0;
       T parsed{};
       try {
         if constexpr (std::is_same_v<T, double>) {
           parsed = std::stod(value, &used);
-        } else if constexpr (std::is_same_v<T, uint64_t>) {
-          parsed = value.empty() || value[0] == '-' ? T{} : std::stoull(value, &used);
         } else {
           parsed = static_cast<T>(std::stoi(value, &used));
         }

@@ -43,6 +43,10 @@ struct RunConfig {
 // format's convention, resolved by the caller), "none" gives none, "N" gives N.
 std::optional<int32_t> stop_token_id(const RunConfig& c, std::optional<int32_t> format_default);
 
+// The seed written as `text`, all digits: throws ds::Error for a negative number or one beyond
+// 2^64 - 1 (never wrapped or clamped to 2^64 - 1, as strtoull would) and for anything else.
+uint64_t parse_seed(const std::string& text);
+
 // Checks every field up front; throws ds::Error naming the field and the allowed values.
 void validate(const RunConfig& c);
 // Checks the fields that depend on the model (tp must divide heads, kv heads and MLP width).
