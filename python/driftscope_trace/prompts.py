@@ -1,5 +1,6 @@
 """Prompt files in driftscope's format (docs/cli.md "Prompt files", src/experiment/prompts.cpp): one
-prompt per line, or JSONL lines {"text": "..."} / {"ids": [1, 2, 3]}; blank lines skipped."""
+prompt per line, or JSONL lines {"text": "..."} / {"ids": [1, 2, 3]}, never both; blank lines
+skipped; a leading UTF-8 byte order mark skipped."""
 import json
 
 
@@ -10,7 +11,7 @@ class PromptError(ValueError):
 def read_prompts_file(path, encode):
     """[(text or None, ids)]; encode(text) -> ids, or None when no tokenizer is available."""
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8-sig") as f:  # -sig: skips a leading byte order mark
             lines = f.read().split("\n")
     except OSError as e:
         raise PromptError("cannot read prompts file '%s' (%s): --prompts takes a text file with one "
@@ -28,6 +29,8 @@ def read_prompts_file(path, encode):
             except json.JSONDecodeError as e:
                 raise PromptError("%s: not valid JSON (%s); each JSONL line is {\"text\": \"...\"} or "
                                   "{\"ids\": [1, 2, 3]}" % (where, e))
+            if isinstance(j, dict) and "ids" in j and "text" in j:
+                raise PromptError("%s: give \"text\" or \"ids\", not both" % where)
             if isinstance(j.get("ids"), list):
                 if not all(isinstance(v, int) and not isinstance(v, bool) for v in j["ids"]):
                     raise PromptError("%s: \"ids\" must hold integers" % where)

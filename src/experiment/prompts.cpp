@@ -16,7 +16,10 @@ namespace ds {
 std::vector<Prompt> read_prompts_file(const std::filesystem::path& path, const Tokenizer* tok,
                                       bool special_in_text) {
   const char* hint = "--prompts takes a text file with one prompt per line, or JSONL";
-  std::istringstream in(read_text_file(path, kMaxPromptsFileBytes, "prompts file", hint));
+  std::string text = read_text_file(path, kMaxPromptsFileBytes, "prompts file", hint);
+  // A UTF-8 byte order mark (Windows Notepad saves one) marks the encoding; it is no prompt text.
+  if (text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);
+  std::istringstream in(std::move(text));
   std::vector<Prompt> out;
   std::string line;
   int line_no = 0;
@@ -40,6 +43,12 @@ std::vector<Prompt> read_prompts_file(const std::filesystem::path& path, const T
       } catch (const nlohmann::json::exception& e) {
         throw Error(fmt::format("{}:{}: not valid JSON ({})", path.string(), line_no, e.what()),
                     "each JSONL line is {\"text\": \"...\"} or {\"ids\": [1, 2, 3]}");
+      }
+      if (j.contains("ids") && j.contains("text")) {
+        throw Error(
+            fmt::format("{}:{}: give \"text\" or \"ids\", not both", path.string(), line_no),
+            "keep the one the run should consume: {\"text\": \"...\"} is encoded by "
+            "the tokenizer, {\"ids\": [1, 2, 3]} is used as given");
       }
       if (j.contains("ids") && j["ids"].is_array()) {
         for (const auto& v : j["ids"]) {

@@ -20,11 +20,12 @@ struct Prompt {
   std::optional<std::vector<int32_t>> forced = std::nullopt;
 };
 
-// Reads FILE: a line starting with '{' is a JSON object {"text": "..."} or {"ids": [..]};
-// any other non-empty line is text ("\n" inside text must be written in JSONL). Text is
-// encoded with `tok` (add_special per its config); ids are used as given. Throws ds::Error
-// naming the line for malformed input or when text needs a tokenizer that is absent.
-// With special_in_text false, special-token markup in text is encoded as plain text.
+// Reads FILE (a leading UTF-8 byte order mark skipped): a line starting with '{' is a JSON
+// object {"text": "..."} or {"ids": [..]}, never both; any other non-empty line is text ("\n"
+// inside text must be written in JSONL). Text is encoded with `tok` (add_special per its config);
+// ids are used as given. Throws ds::Error naming the line for malformed input or when text needs a
+// tokenizer that is absent. With special_in_text false, special-token markup in text is encoded as
+// plain text.
 std::vector<Prompt> read_prompts_file(const std::filesystem::path& path, const Tokenizer* tok,
                                       bool special_in_text = true);
 

@@ -31,3 +31,40 @@ TEST_CASE("seeds beyond 2^64 - 1 are refused from the flag and the config file",
   CHECK(r.exit_code == 0);
   CHECK(has(r.out, "seed=18446744073709551615"));
 }
+
+TEST_CASE("a JSONL prompt with both text and ids is refused before the trace exists",
+          "[cli][bad-input]") {
+  ds::test::TempDir dir;
+  const fs::path prompts = dir.path() / "p.jsonl", trace = dir.path() / "t.h5";
+  std::ofstream(prompts) << R"({"text": "In the beginning"})"
+                         << "\n"
+                         << R"({"text": "Once upon a time", "ids": [1, 403]})"
+                         << "\n";
+  check_input_error(run_cli("run -q -n 2 --prompts " + prompts.string() + " -o " + trace.string()),
+                    prompts.string() + R"(:2: give "text" or "ids", not both)");
+  CHECK_FALSE(fs::exists(trace));
+}
+
+TEST_CASE("a UTF-8 byte order mark before the first prompt is skipped", "[cli]") {
+  ds::test::TempDir dir;
+  const std::string bom = "\xEF\xBB\xBF";
+  std::ofstream(dir.path() / "plain.txt") << "In the beginning\n";
+  std::ofstream(dir.path() / "bom.txt") << bom << "In the beginning\n";
+  std::ofstream(dir.path() / "bom.jsonl") << bom << R"({"text": "In the beginning"})"
+                                          << "\n";
+  std::string shown[3];
+  int i = 0;
+  for (const char* name : {"plain.txt", "bom.txt", "bom.jsonl"}) {
+    const fs::path trace = dir.path() / (std::string(name) + ".h5");
+    REQUIRE(
+        run_cli("run -q -n 1 --prompts " + (dir.path() / name).string() + " -o " + trace.string())
+            .exit_code == 0);
+    const auto r = run_cli("show --json " + trace.string());
+    REQUIRE(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    shown[i++] = j["sequences"][0]["tokens"].dump();
+    CHECK_FALSE(has(run_cli("show " + trace.string()).out, bom));
+  }
+  CHECK(shown[1] == shown[0]);
+  CHECK(shown[2] == shown[0]);
+}
