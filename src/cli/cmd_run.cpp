@@ -28,6 +28,7 @@ struct RunArgs {
   std::string hidden_dtype = "f32";
   std::string compression = trace::compression_name(trace::WriterOptions{}.deflate_level);
   int topk = 20;
+  bool topk_given = false;              // --trace-topk on the command line (else the default, 20)
   std::optional<std::string> old_topk;  // --topk, the name before --trace-topk: refused with a hint
   bool full_logits = false;
   std::string kernels = "auto";
@@ -85,6 +86,11 @@ int run_run(const RunArgs& a) {
   trace::WriterOptions writer;
   writer.path = a.output;
   writer.hidden_dtype = hidden_dtype;
+  const int vocab = lm.model.config.vocab_size;
+  if (a.topk_given && a.topk > vocab) {  // the default 20 is cut to the vocabulary instead
+    throw Error(fmt::format("--trace-topk {} is more than the model's {} tokens", a.topk, vocab),
+                fmt::format("--trace-topk takes 1..{}; --full-logits keeps every logit", vocab));
+  }
   writer.topk = a.topk;
   writer.full_logits = a.full_logits;
   writer.deflate_level = deflate_level;
@@ -137,8 +143,8 @@ CommandRun register_run(CLI::App& app) {
   cmd->add_option("--hidden-dtype", args->hidden_dtype, "storage of hidden states: f32, f16, bf16")
       ->capture_default_str();
   cmd->add_option("--trace-topk", args->topk,
-                  "logits kept per position in the trace (sorted, with log-sum-exp); sampling's "
-                  "is --top-k")
+                  "logits kept per position in the trace (sorted, with log-sum-exp), at most the "
+                  "model's vocabulary; sampling's is --top-k")
       ->capture_default_str();
   cmd->add_option("--topk", args->old_topk)->group("");  // hidden: the old name, refused
   cmd->add_flag("--full-logits", args->full_logits, "also store every logits row in full");
@@ -154,6 +160,7 @@ CommandRun register_run(CLI::App& app) {
                 "on a trace write failure, also print the failed HDF5 call and HDF5's error stack");
   return [args, cmd] {
     apply_config_file(*cmd, args->run);
+    args->topk_given = cmd->count("--trace-topk") > 0;
     return run_run(*args);
   };
 }

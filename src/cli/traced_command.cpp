@@ -1,6 +1,8 @@
 // Traced runs from the command line.
 #include "src/cli/traced_command.h"
 
+#include <algorithm>
+
 #include "src/cli/cli.h"
 #include "src/cli/interrupt.h"
 #include "src/cli/progress.h"
@@ -18,9 +20,12 @@ TracedRunResult run_traced_command(const std::string& label, const RunConfig& co
   opt.config = config;
   opt.sites = resolve_probes(probes, lm.model.config.n_layers);
   opt.writer = writer;
+  // A top-K beyond the vocabulary (the default 20 on a small model) is recorded as what the trace
+  // holds; `run` refuses an explicit --trace-topk above it before this.
+  opt.writer.topk = std::min(writer.topk, lm.model.config.vocab_size);
   opt.info.tool_version = DRIFTSCOPE_VERSION;
   opt.kernels = kernels;
-  opt.info.config_json = traced_config_json(config, probes, writer, force_tokens, kernels);
+  opt.info.config_json = traced_config_json(config, probes, opt.writer, force_tokens, kernels);
   opt.info.model_json = model_identity_json(lm.model, lm.tokenizer.get(), lm.tokenizer_path);
   opt.info.env_json = environment_json(config.device);
   opt.info.command_line = invocation();

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "tests/support/run_cli.h"
+#include "tests/support/synthetic_checkpoint.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/text.h"
 
@@ -67,4 +68,33 @@ TEST_CASE("a UTF-8 byte order mark before the first prompt is skipped", "[cli]")
   }
   CHECK(shown[1] == shown[0]);
   CHECK(shown[2] == shown[0]);
+}
+
+TEST_CASE("a --trace-topk above the vocabulary is refused before the trace exists",
+          "[cli][bad-input]") {
+  ds::test::TempDir dir;
+  const fs::path trace = dir.path() / "tk.h5";
+  // the bundled kjv-llama has 1024 tokens
+  check_input_error(
+      run_cli("run -q --prompt-ids 1,400 -n 2 --trace-topk 1000000000 -o " + trace.string()),
+      "--trace-topk 1000000000 is more than the model's 1024 tokens");
+  CHECK_FALSE(fs::exists(trace));
+  REQUIRE(
+      run_cli("run -q --prompt-ids 1,400 -n 2 --trace-topk 1024 -o " + trace.string()).exit_code ==
+      0);
+  CHECK(has(run_cli("show " + trace.string()).out, "\"topk\":1024"));
+}
+
+TEST_CASE("the default trace top-K is cut to a smaller vocabulary and recorded as held", "[cli]") {
+  ds::test::TempDir dir;
+  ds::test::SyntheticSpec spec;
+  spec.vocab = 13;
+  ds::test::write_synthetic_checkpoint(dir.path() / "m", spec);
+  const fs::path trace = dir.path() / "t.h5";
+  REQUIRE(run_cli("run -q -m " + (dir.path() / "m").string() + " --prompt-ids 1,2 -n 2 -o " +
+                  trace.string())
+              .exit_code == 0);
+  const auto out = run_cli("show " + trace.string()).out;
+  CHECK(has(out, "\"topk\":13"));
+  CHECK(has(out, "top-13 ids/logits"));
 }
