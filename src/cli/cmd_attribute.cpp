@@ -172,7 +172,9 @@ CommandRun register_attribute(CLI::App& app) {
   cmd->add_option("--json", args->json, "write the report as JSON to FILE, or - for stdout");
   cmd->add_option("--html", args->html,
                   "write the report as one self-contained HTML page to FILE (docs/html-report.md)");
-  cmd->add_option("--width", args->width, "report width in columns")->capture_default_str();
+  add_width_option(*cmd, args->width,
+                   fmt::format("report width in columns, {}..{}", kMinReportWidth, kMaxReportWidth))
+      ->capture_default_str();
   cmd->add_flag("-q,--quiet", args->quiet, "no terminal report");
   return [args, cmd] {
     apply_config_file(*cmd, args->run);

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -24,15 +26,17 @@
 namespace ds {
 namespace {
 
+// --width when given (already checked); else the terminal's width or COLUMNS, clamped into
+// kMinReportWidth..kMaxReportWidth (COLUMNS=1000000000 must not make gigabytes of rulers).
 int terminal_width(int requested) {
   if (requested > 0) return requested;
   winsize ws{};
   if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) {
-    return ws.ws_col;
+    return std::clamp<int>(ws.ws_col, kMinReportWidth, kMaxReportWidth);
   }
   if (const char* c = std::getenv("COLUMNS")) {
-    const int n = std::atoi(c);
-    if (n > 0) return n;
+    const long long n = std::atoll(c);
+    if (n > 0) return static_cast<int>(std::clamp<long long>(n, kMinReportWidth, kMaxReportWidth));
   }
   return 100;
 }
@@ -51,11 +55,28 @@ void add_report_style_options(CLI::App& cmd, ReportStyle& s) {
   cmd.add_option("--color", s.color, "colours: auto (terminal, NO_COLOR unset), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
-  cmd.add_option("--width", s.width, "report width in columns (default: the terminal's)");
+  add_width_option(cmd, s.width,
+                   fmt::format("report width in columns, {}..{} (default: the terminal's, or "
+                               "COLUMNS, clamped into that range)",
+                               kMinReportWidth, kMaxReportWidth));
   cmd.add_option("--pages", s.pages, "sequences shown in detail, earliest flips first")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd.add_flag("--sites", s.sites, "print the per-site drift table of each sequence shown");
+}
+
+CLI::Option* add_width_option(CLI::App& cmd, int& width, const std::string& help) {
+  const auto in_range = [](std::string& v) {
+    int n = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (end != v.data() + v.size()) return std::string();  // not a number: CLI11's own message
+    return ec == std::errc() && n >= kMinReportWidth && n <= kMaxReportWidth
+               ? std::string()
+               : fmt::format("{} is outside {}..{} columns", v, kMinReportWidth, kMaxReportWidth);
+  };
+  return cmd.add_option("--width", width, help)
+      ->check(CLI::Validator(in_range, "", "WIDTH"))
+      ->type_name("N");
 }
 
 diff::Report diff_with_recorded_tokenizer(const trace::TraceReader& a, const trace::TraceReader& b,

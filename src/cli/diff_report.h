@@ -9,7 +9,8 @@
 
 namespace CLI {
 class App;
-}
+class Option;
+}  // namespace CLI
 
 namespace ds {
 
@@ -21,6 +22,15 @@ struct ReportStyle {
 };
 
 void add_report_style_options(CLI::App& cmd, ReportStyle& style);
+
+// The widths a terminal report takes (diff, demo, attribute): --width outside them is refused; the
+// terminal's own width and COLUMNS, which the environment sets, are clamped into them.
+constexpr int kMinReportWidth = 40;
+constexpr int kMaxReportWidth = 1000;
+
+// --width N with its check (kMinReportWidth..kMaxReportWidth), for every command with a terminal
+// report.
+CLI::Option* add_width_option(CLI::App& cmd, int& width, const std::string& help);
 
 // Diffs two traces, decoding tokens with the tokenizer recorded in A when its file exists.
 diff::Report diff_with_recorded_tokenizer(const trace::TraceReader& a, const trace::TraceReader& b,

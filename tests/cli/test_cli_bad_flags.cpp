@@ -1,10 +1,13 @@
 // Flag and input values outside what driftscope can honour: each is refused up front with exit 2,
 // "driftscope: <what>" and a hint, before any output file exists, rather than clamped, wrapped
 // or silently replaced by something the user did not ask for.
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 
 #include "tests/support/run_cli.h"
 #include "tests/support/synthetic_checkpoint.h"
@@ -97,4 +100,54 @@ TEST_CASE("the default trace top-K is cut to a smaller vocabulary and recorded a
   const auto out = run_cli("show " + trace.string()).out;
   CHECK(has(out, "\"topk\":13"));
   CHECK(has(out, "top-13 ids/logits"));
+}
+
+namespace {
+
+// The columns of the longest line of `text` (UTF-8 code points: a ruler's '─' is one column).
+size_t longest_line_columns(const std::string& text) {
+  size_t longest = 0, columns = 0;
+  for (const char ch : text) {
+    if (ch == '\n') {
+      columns = 0;
+    } else if ((static_cast<unsigned char>(ch) & 0xC0) != 0x80) {
+      longest = std::max(longest, ++columns);
+    }
+  }
+  return longest;
+}
+
+}  // namespace
+
+TEST_CASE("--width outside 40..1000 is refused and COLUMNS is clamped into it",
+          "[cli][bad-input]") {
+  ds::test::TempDir dir;
+  const std::string a = (dir.path() / "a.h5").string(), b = (dir.path() / "b.h5").string();
+  REQUIRE(run_cli("run -q --prompt-ids 1,400 -n 3 -o " + a).exit_code == 0);
+  REQUIRE(run_cli("run -q --prompt-ids 1,400 -n 3 --dtype bf16 -o " + b).exit_code == 0);
+  const std::string ab = " " + a + " " + b;
+  for (const char* w : {"0", "-5", "39", "1001", "100000000"}) {
+    check_input_error(run_cli("diff --width=" + std::string(w) + ab),
+                      "--width: " + std::string(w) + " is outside 40..1000 columns");
+  }
+  check_input_error(run_cli("attribute --dtype bf16 -q --width 0 " + a), "is outside 40..1000");
+  check_input_error(run_cli("demo --width 2000 --out " + (dir.path() / "demo").string()),
+                    "is outside 40..1000");
+  CHECK_FALSE(fs::exists(dir.path() / "demo"));
+  // COLUMNS is the environment, not the user's ask: clamped into the range, never refused
+  const char* old = std::getenv("COLUMNS");
+  const std::string saved = old != nullptr ? old : "";
+  for (const auto& [columns, widest] :
+       {std::pair{"100000", size_t{1000}}, std::pair{"5", size_t{100}}}) {
+    ::setenv("COLUMNS", columns, 1);
+    const auto r = run_cli("diff --color never" + ab);
+    CHECK(r.exit_code == 0);
+    CHECK(longest_line_columns(r.out) <= widest);
+    CHECK(longest_line_columns(r.out) >= 40);
+  }
+  if (old != nullptr) {
+    ::setenv("COLUMNS", saved.c_str(), 1);
+  } else {
+    ::unsetenv("COLUMNS");
+  }
 }
