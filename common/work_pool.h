@@ -13,8 +13,12 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
+
+#include "common/error.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -32,13 +36,22 @@ class WorkPool {
     return p;
   }
 
+  // Starts workers now until there are `workers` (a job with threads T needs T - 1), so that a
+  // system that refuses them says so before any work; throws ds::Error as run() does.
+  void start(size_t workers) {
+    std::lock_guard<std::mutex> job_lock(job_mu_);
+    grow(workers);
+  }
+
   // Whether the calling thread is running a chunk of a job (a nested call must run inline).
   static bool in_job() { return in_job_flag(); }
 
   // fn(b, e) over [0, n) cut into `chunks` contiguous ranges, on the caller and up to
   // threads - 1 workers; returns when all have finished, rethrowing the first exception a chunk
-  // threw (the other chunks still run). Which thread runs a chunk must not change its result:
-  // chunks are independent. One job at a time; a call from inside a job runs inline.
+  // threw (the other chunks still run). Throws ds::Error when a worker cannot be started (the
+  // system's limit on threads: EAGAIN), before the job begins. Which thread runs a chunk must not
+  // change its result: chunks are independent. One job at a time; a call from inside a job runs
+  // inline.
   void run(size_t chunks, size_t n, size_t threads, const Fn& fn) {
     if (chunks <= 1 || threads <= 1 || in_job()) {
       fn(0, n);
@@ -128,7 +141,14 @@ class WorkPool {
   void grow(size_t want) {
     std::lock_guard<std::mutex> lk(mu_);
     while (workers_.size() < want) {
-      workers_.emplace_back([this, seen = generation_.load()] { loop(seen); });
+      try {
+        workers_.emplace_back([this, seen = generation_.load()] { loop(seen); });
+      } catch (const std::system_error& e) {
+        throw Error("cannot start thread " + std::to_string(workers_.size() + 2) + " of " +
+                        std::to_string(want + 1) + ": " + e.code().message(),
+                    "the system limits threads (ulimit -u, a container's pids.max); use fewer: "
+                    "--threads N, or DRIFTSCOPE_READ_THREADS for reading traces");
+      }
     }
   }
 

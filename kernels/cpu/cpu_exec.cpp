@@ -29,9 +29,15 @@ int cpu_threads() {
   if (n > 0) return n;
   // the CPUs this process may run on (taskset, a Slurm or container cpuset), else every core
   cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) {
+    return std::min(CPU_COUNT(&set), kMaxCpuThreads);
+  }
   const unsigned hw = std::thread::hardware_concurrency();
-  return hw > 0 ? static_cast<int>(hw) : 1;
+  return hw > 0 ? std::min(static_cast<int>(hw), kMaxCpuThreads) : 1;
+}
+
+void start_cpu_threads() {
+  WorkPool::instance().start(static_cast<size_t>(cpu_threads()) - 1);
 }
 
 void set_cpu_kernels(CpuKernels k) {

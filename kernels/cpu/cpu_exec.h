@@ -8,10 +8,17 @@
 
 namespace ds::ops {
 
+// The most threads the CPU ops use: --threads above it is refused, and "every core" stops there.
+constexpr int kMaxCpuThreads = 1024;
+
 // Threads the CPU ops use from now on (process-wide, like OMP_NUM_THREADS); n <= 0 means every
-// core (std::thread::hardware_concurrency). The pool's threads start on first use.
+// core (std::thread::hardware_concurrency), at most kMaxCpuThreads. The pool's threads start on
+// first use, or at once with start_cpu_threads.
 void set_cpu_threads(int n);
 int cpu_threads();
+
+// Starts the pool's threads for cpu_threads() now; throws ds::Error when the system refuses one.
+void start_cpu_threads();
 
 // Which implementation of the ops runs. All three give the same bits; the first two exist so that
 // tests (and anyone in doubt) can check that.

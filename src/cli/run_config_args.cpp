@@ -108,8 +108,9 @@ void add_run_config_options(CLI::App& cmd, RunConfigArgs& a) {
   cmd.add_flag("--dry-run", a.dry_run, "print the resolved configuration and exit");
   // Not a field of RunConfig: threads change the speed of the CPU backend, never its numbers.
   cmd.add_option("--threads", a.threads,
-                 "threads of the CPU backend (default: every core this process may use); any N "
-                 "gives the same bits")
+                 fmt::format("threads of the CPU backend, 1..{0} (default: every core this "
+                             "process may use, at most {0}); any N gives the same bits",
+                             ops::kMaxCpuThreads))
       ->type_name("N");
 }
 
@@ -126,11 +127,15 @@ void add_compression_option(CLI::App& cmd, std::string& compression) {
 
 void apply_threads(const RunConfigArgs& a) {
   if (!a.threads) return;
-  if (*a.threads < 1) {
-    throw Error(fmt::format("--threads {} must be >= 1", *a.threads),
-                "--threads takes N >= 1; without it the CPU backend uses every core");
+  const std::string range = fmt::format(
+      "--threads takes 1..{}; without it the CPU backend uses every core", ops::kMaxCpuThreads);
+  if (*a.threads < 1) throw Error(fmt::format("--threads {} must be >= 1", *a.threads), range);
+  if (*a.threads > ops::kMaxCpuThreads) {
+    throw Error(fmt::format("--threads {} is more than {}", *a.threads, ops::kMaxCpuThreads),
+                range);
   }
   ops::set_cpu_threads(*a.threads);
+  ops::start_cpu_threads();  // a system that refuses them says so now, before any output file
 }
 
 void apply_config_file(CLI::App& cmd, const RunConfigArgs& a) {

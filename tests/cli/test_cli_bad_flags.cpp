@@ -151,3 +151,14 @@ TEST_CASE("--width outside 40..1000 is refused and COLUMNS is clamped into it",
     ::unsetenv("COLUMNS");
   }
 }
+
+TEST_CASE("--threads above 1024 is refused before any work or output file", "[cli][bad-input]") {
+  check_input_error(run_cli("generate -p hi -n 3 --threads 100000"),
+                    "--threads 100000 is more than 1024");
+  ds::test::TempDir dir;
+  const fs::path trace = dir.path() / "t.h5";
+  check_input_error(run_cli("run -q -p hi -n 3 --threads 100000 -o " + trace.string()),
+                    "--threads 100000 is more than 1024");
+  CHECK_FALSE(fs::exists(trace));
+  CHECK(run_cli("generate -p hi -n 1 --threads 3").exit_code == 0);
+}
