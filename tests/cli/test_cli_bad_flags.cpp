@@ -119,7 +119,7 @@ size_t longest_line_columns(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("--width outside 40..1000 is refused and COLUMNS is clamped into it",
+TEST_CASE("diff: --width outside 40..1000 is refused and COLUMNS is clamped into it",
           "[cli][bad-input]") {
   ds::test::TempDir dir;
   const std::string a = (dir.path() / "a.h5").string(), b = (dir.path() / "b.h5").string();
@@ -152,7 +152,8 @@ TEST_CASE("--width outside 40..1000 is refused and COLUMNS is clamped into it",
   }
 }
 
-TEST_CASE("--threads above 1024 is refused before any work or output file", "[cli][bad-input]") {
+TEST_CASE("run: --threads above 1024 is refused before any work or output file",
+          "[cli][bad-input]") {
   check_input_error(run_cli("generate -p hi -n 3 --threads 100000"),
                     "--threads 100000 is more than 1024");
   ds::test::TempDir dir;

@@ -63,7 +63,7 @@ TEST_CASE("sweep: a second sweep of one folder is refused while the first holds 
             .exit_code == 0);
 }
 
-TEST_CASE("sweep: SIGTERM stops its runs, saves the state, exits 130, and the sweep resumes",
+TEST_CASE("sweep: SIGTERM stops its runs and saves the state (exit 130) and the sweep resumes",
           "[cli][sweep]") {
   ds::test::TempDir tmp;
   const fs::path prompts = tmp.path() / "p.txt", dir = tmp.path() / "d";
@@ -87,8 +87,8 @@ TEST_CASE("sweep: SIGTERM stops its runs, saves the state, exits 130, and the sw
   INFO(said);
   CHECK(said.find("interrupted; resume with driftscope sweep -o " + dir.string()) !=
         std::string::npos);
-  // no run outlives the sweep
-  CHECK(std::system(("pgrep -f -- '" + dir.string() + "/dtype-' >/dev/null").c_str()) != 0);
+  // no run outlives the sweep ("[/]": the pattern must not match the shell that runs pgrep)
+  CHECK(std::system(("pgrep -f -- '" + dir.string() + "[/]dtype-' >/dev/null").c_str()) != 0);
   const std::string state = slurp_file(dir / "sweep.json");
   CHECK(state.find("\"status\": \"missing\"") != std::string::npos);
   // resumed: what was missing runs, the rest is kept
