@@ -3,15 +3,20 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 
 namespace ds {
 namespace {
 
 std::atomic<int> g_signals{0};
-const char* g_doing = "finishing the trace";
+// The first signal's line, made when the handlers are installed and written with one write():
+// a second signal may run its handler on another thread at the same moment.
+char g_first_line[256] = "\ndriftscope: interrupted (again to abort)\n";
+size_t g_first_len = std::strlen(g_first_line);
 
 // Async-signal-safe: only write(), signal() and raise().
 void say(const char* msg, size_t n) {
@@ -26,17 +31,15 @@ void on_signal(int sig) {
     std::raise(sig);  // blocked while this handler runs: delivered, default action, on return
     return;
   }
-  const char head[] = "\ndriftscope: interrupted, ";
-  const char tail[] = " (again to abort)\n";
-  say(head, sizeof(head) - 1);
-  say(g_doing, std::strlen(g_doing));  // async-signal-safe in glibc
-  say(tail, sizeof(tail) - 1);
+  say(g_first_line, g_first_len);
 }
 
 }  // namespace
 
 void install_interrupt_handlers(const char* doing) {
-  g_doing = doing;
+  const int n = std::snprintf(g_first_line, sizeof(g_first_line),
+                              "\ndriftscope: interrupted, %s (again to abort)\n", doing);
+  g_first_len = std::min(static_cast<size_t>(std::max(n, 0)), sizeof(g_first_line) - 1);
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);  // one handler at a time: a SIGTERM cannot cut into a SIGINT's

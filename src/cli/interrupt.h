@@ -4,8 +4,8 @@
 
 namespace ds {
 
-// `doing` ends the line printed at the first signal ("interrupted, <doing> (again to abort)");
-// it must outlive the process (a string literal).
+// `doing` completes the line printed at the first signal: "interrupted, <doing> (again to
+// abort)".
 void install_interrupt_handlers(const char* doing = "finishing the trace");
 bool interrupt_requested();
 
