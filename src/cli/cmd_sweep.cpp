@@ -57,6 +57,11 @@ SweepState state_from_args(const SweepArgs& a) {
     throw Error(fmt::format("prompts file '{}' does not exist", a.prompts),
                 "--prompts takes a file of prompts, e.g. models/prompts.txt");
   }
+  if (!std::filesystem::is_regular_file(a.prompts)) {  // each run, and a resume, reads it again
+    throw Error(fmt::format("prompts file '{}' is not a regular file", a.prompts),
+                "a sweep reads its prompts once per configuration and again on resume: give a "
+                "file, not a pipe such as <(...) or /dev/stdin");
+  }
   s.prompts = absolute_or_empty(a.prompts);
   s.model = absolute_or_empty(a.model);
   s.tokenizer = absolute_or_empty(a.tokenizer);

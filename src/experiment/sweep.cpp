@@ -85,6 +85,11 @@ std::vector<GridKnob> parse_grid(const std::string& arg) {
 
 void add_samples(std::vector<GridKnob>& grid, int samples, uint64_t seed) {
   if (samples < 1) throw Error(fmt::format("--samples {} must be >= 1", samples));
+  if (static_cast<uint64_t>(samples) > kMaxSweepConfigurations) {
+    throw Error(fmt::format("--samples {} is more than the limit of {} configurations", samples,
+                            kMaxSweepConfigurations),
+                "split the samples over several sweeps (--seed S --samples K in each)");
+  }
   for (const auto& g : grid) {
     if (g.name == "seed") {
       throw Error("--samples sets the seeds itself", "drop seed from --grid, or drop --samples");
@@ -97,8 +102,15 @@ void add_samples(std::vector<GridKnob>& grid, int samples, uint64_t seed) {
 }
 
 std::vector<SweepEntry> expand_grid(const RunConfig& base, const std::vector<GridKnob>& grid) {
+  uint64_t count = 1;
   for (const auto& g : grid) {
     if (g.values.empty()) throw Error(fmt::format("grid knob '{}' has no values", g.name));
+    count *= g.values.size();  // no overflow: each factor and the product so far are bounded
+    if (count > kMaxSweepConfigurations) {
+      throw Error(fmt::format("the grid has more than the limit of {} configurations",
+                              kMaxSweepConfigurations),
+                  "split it into several sweeps, or give its knobs fewer values");
+    }
   }
   std::vector<SweepEntry> out;
   std::vector<size_t> at(grid.size(), 0);

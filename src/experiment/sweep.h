@@ -22,7 +22,12 @@ struct GridKnob {
 // ds::Error for a knob that is not a run-config field, a knob given twice, or an empty value list.
 std::vector<GridKnob> parse_grid(const std::string& spec);
 
-// Adds seed = S, S+1, ..., S+K-1 to the grid: K sampled runs of each configuration.
+// The most configurations one sweep may hold (the product of its knobs' value counts, samples
+// included): checked before anything is expanded, so a grid's size cannot exhaust memory or disk.
+inline constexpr uint64_t kMaxSweepConfigurations = 100000;
+
+// Adds seed = S, S+1, ..., S+K-1 to the grid: K sampled runs of each configuration. Throws
+// ds::Error for K < 1 or K above kMaxSweepConfigurations.
 void add_samples(std::vector<GridKnob>& grid, int samples, uint64_t seed);
 
 // One configuration of a sweep.
@@ -33,7 +38,8 @@ struct SweepEntry {
   std::string status = "pending";  // pending, done, missing (failed or cancelled), submitted
 };
 
-// Every combination of the grid's values (the first knob varies slowest), each validated.
+// Every combination of the grid's values (the first knob varies slowest), each validated. Throws
+// ds::Error for a knob without values and for more than kMaxSweepConfigurations combinations.
 std::vector<SweepEntry> expand_grid(const RunConfig& base, const std::vector<GridKnob>& grid);
 
 // The sweep's state, DIR/sweep.json.

@@ -139,6 +139,23 @@ TEST_CASE("sweep: bad grids and options are refused with a hint", "[cli][sweep]"
   CHECK(has(r.out, "# dtype-fp32_gemm_policy-heuristic_tp-2_batch-32\n"));
   ds::test::check_input_error(run_cli("sweep --grid @" + (tmp.path() / "no.txt").string() + tail),
                               "cannot read grid file");
+  // The grid's size is bounded before anything is expanded (1,000,000 samples wrote 4 GB of
+  // configs; a 50^4 grid ran out of memory expanding).
+  ds::test::check_input_error(
+      run_cli("sweep --dry-run --grid 'dtype=fp32' --samples 1000000" + tail),
+      "--samples 1000000 is more than the limit of 100000 configurations");
+  std::string seeds = "seed=0", lengths = "max_new=1";  // 400 x 300 = 120,000 configurations
+  for (int i = 1; i < 400; ++i) seeds += "," + std::to_string(i);
+  for (int i = 2; i <= 300; ++i) lengths += "," + std::to_string(i);
+  ds::test::check_input_error(
+      run_cli("sweep --dry-run --grid '" + seeds + " " + lengths + "'" + tail),
+      "the grid has more than the limit of 100000 configurations");
+  CHECK(!fs::exists(tmp.path() / "d"));
+  // The prompts are read by every run and by a resume: a pipe would be empty after the first.
+  ds::test::check_input_error(run_cli("sweep --grid 'dtype=fp32,bf16' --prompts /dev/stdin -o " +
+                                      (tmp.path() / "d").string()),
+                              "is not a regular file");
+  CHECK(!fs::exists(tmp.path() / "d"));
 }
 
 // A newline in a Slurm option or in the sweep folder would end an `#SBATCH` line of the batch
