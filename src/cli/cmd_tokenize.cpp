@@ -4,7 +4,6 @@
 
 #include <CLI/CLI.hpp>
 #include <climits>
-#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -17,6 +16,7 @@
 #include "src/cli/commands.h"
 #include "src/cli/model_args.h"
 #include "src/cli/output.h"
+#include "src/model/text_file.h"
 #include "src/tokenizer/load.h"
 
 namespace ds {
@@ -39,15 +39,10 @@ std::string json_string(const std::string& s) {
 }
 
 json read_json_file(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    throw Error(fmt::format("cannot open --texts file '{}'", path),
-                "give a JSON file: a list of strings (or, with --decode, of id lists)");
-  }
-  std::string bytes;
-  char buffer[1 << 16];
-  for (size_t n; (n = std::fread(buffer, 1, sizeof(buffer), f)) > 0;) bytes.append(buffer, n);
-  std::fclose(f);
+  // bounded: /dev/zero or a huge file is refused with the limit instead of filling memory
+  const std::string bytes =
+      read_text_file(path, kMaxTextsFileBytes, "--texts file",
+                     "give a JSON file: a list of strings (or, with --decode, of id lists)");
   try {
     return json::parse(bytes);
   } catch (const json::parse_error& e) {

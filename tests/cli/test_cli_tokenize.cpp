@@ -144,6 +144,11 @@ TEST_CASE("tokenize: bad input is a clear error, exit 2", "[cli][tokenize][error
     check_input_error(
         run_cli("tokenize --tokenizer " + qwen3() + " --texts " + not_strings.path.string()),
         "item 1 is not a string");
+    // read bounded, as every text file: /dev/zero filled memory until it ran out
+    check_input_error(run_cli("tokenize --tokenizer " + qwen3() + " --texts /dev/zero"),
+                      "--texts file '/dev/zero'");
+    check_input_error(run_cli("tokenize --tokenizer " + qwen3() + " --decode --texts /tmp"),
+                      "--texts file '/tmp' is a directory");
   }
   {
     // tokenizer.json files that are damaged or use what is not supported.
