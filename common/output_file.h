@@ -19,12 +19,15 @@
 #include <system_error>
 #include <utility>
 
+#include "common/error.h"
+
 namespace ds {
 
-// Whether `path` is a file whose writer holds its advisory lock (flock, taken by the trace
-// writer for its whole run; HDF5 takes the same kind): a shared lock cannot be had at once.
+// Whether `path` (a link followed) is a file whose writer holds its advisory lock (flock, taken
+// by the trace writer for its whole run; HDF5 takes the same kind): a shared lock cannot be had
+// at once. Opened without blocking, so a FIFO cannot hang it.
 inline bool held_by_writer(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return false;
   const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
   ::close(fd);
@@ -130,6 +133,16 @@ inline void write_file_whole(const std::filesystem::path& target, std::string_vi
   TempFile f(target);
   f.write(text);
   f.commit(target, replace);
+}
+
+// write_file_whole, a failure thrown as ds::Error "cannot write '<target>': <reason>" with `hint`.
+inline void write_file_or_fail(const std::filesystem::path& target, std::string_view text,
+                               const std::string& hint = {}) {
+  try {
+    write_file_whole(target, text);
+  } catch (const std::system_error& e) {
+    throw Error("cannot write '" + target.string() + "': " + e.code().message(), hint);
+  }
 }
 
 }  // namespace ds

@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "common/float_formats.h"
+#include "common/output_file.h"
 #include "trace/conformance.h"
 #include "trace/kernel_table.h"
 #include "trace/layout.h"
@@ -32,16 +33,6 @@ struct TraceReader::OpenDatasets {
 };
 
 namespace {
-
-// HDF5 holds an exclusive flock on a file open for writing (HDF5_USE_FILE_LOCKING, on by
-// default): when a shared lock cannot be had, another process is writing the trace now.
-bool locked_by_a_writer(const fs::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  const bool locked = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-  ::close(fd);
-  return locked;
-}
 
 // The locating driver's access list with one metadata read attempt. SWMR read mode retries a
 // metadata checksum failure 100 times with growing sleeps (minutes on a damaged superblock), for
@@ -89,13 +80,13 @@ TraceReader TraceReader::open(const fs::path& path) {
   // HDF5's sec2 driver, with chunks located in one step (trace/locating_driver.h)
   const h5::Id locating = reader_fapl();
   hid_t fid = H5Fopen(path.c_str(), H5F_ACC_RDONLY, locating.get());
-  if (fid < 0 && !locked_by_a_writer(path)) {
+  if (fid < 0 && !held_by_writer(path)) {
     // A run killed (or stopped by a full disk) while its file was in SWMR write mode leaves
     // the file-consistency flags set, and HDF5 then refuses a plain open; SWMR read mode is
     // the documented way to open it (docs/trace-format.md "Crash consistency").
     fid = H5Fopen(path.c_str(), H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, locating.get());
   }
-  if (fid < 0 && !locked_by_a_writer(path)) {
+  if (fid < 0 && !held_by_writer(path)) {
     // Killed inside one of the writer's short plain-mode windows: the flags say "open for
     // write". Read-only, ignoring them (what `h5clear -s` does, without writing the file).
     h5::Id fapl = reader_fapl();
@@ -105,7 +96,7 @@ TraceReader TraceReader::open(const fs::path& path) {
     }
   }
   bool cut_short = false;
-  if (fid < 0 && !locked_by_a_writer(path)) {
+  if (fid < 0 && !held_by_writer(path)) {
     // Cut short (a partial copy, a disk that filled while copying): HDF5 refuses a file shorter
     // than the end address its superblock records. Opened with that check skipped (h5clear's
     // property, H5F_ACS_SKIP_EOF_CHECK_NAME), what lies before the cut reads as usual, and a read
@@ -119,7 +110,7 @@ TraceReader TraceReader::open(const fs::path& path) {
     }
   }
   if (fid < 0) {
-    if (locked_by_a_writer(path)) {
+    if (held_by_writer(path)) {
       throw Error(fmt::format("trace '{}' is in use: a run is still writing it", path.string()),
                   "wait until that run finishes, or stop it with Ctrl-C (the trace stays "
                   "readable, complete=0)");

@@ -168,13 +168,8 @@ SweepState sweep_to_run(const SweepArgs& a, const std::filesystem::path& dir) {
 void write_entry_configs(const std::filesystem::path& dir, const SweepState& s) {
   std::filesystem::create_directories(dir / "configs");
   for (const auto& e : s.entries) {
-    try {  // whole, and never through a link at that name
-      write_file_whole(entry_config(dir, e), to_toml(e.config));
-    } catch (const std::system_error& err) {
-      throw Error(
-          fmt::format("cannot write '{}': {}", entry_config(dir, e).string(), err.code().message()),
-          "check that -o names a writable folder and the disk is not full");
-    }
+    write_file_or_fail(entry_config(dir, e), to_toml(e.config),  // never through a link
+                       "check that -o names a writable folder and the disk is not full");
   }
 }
 

@@ -217,11 +217,7 @@ std::string submit_slurm(const std::filesystem::path& dir, const SweepState& s,
   }
   script += "  *) echo \"no configuration $SLURM_ARRAY_TASK_ID\" >&2; exit 2 ;;\nesac\n";
   const auto path = abs / "sweep.sbatch";
-  try {
-    write_file_whole(path, script);
-  } catch (const std::system_error& e) {
-    throw Error(fmt::format("cannot write '{}': {}", path.string(), e.code().message()));
-  }
+  write_file_or_fail(path, script);
   int status = 0;
   std::string out =
       capture(fmt::format("sbatch --parsable {} 2>&1", sh_quote(path.string())), status);

@@ -174,11 +174,7 @@ void write_sweep_state(const std::filesystem::path& dir, const SweepState& s) {
   }
   j["configurations"] = entries;
   const auto path = sweep_json_path(dir);
-  try {  // whole or not at all: a reader never sees half a file
-    write_file_whole(path, j.dump(2) + "\n");
-  } catch (const std::system_error& e) {
-    throw Error(fmt::format("cannot write '{}': {}", path.string(), e.code().message()));
-  }
+  write_file_or_fail(path, j.dump(2) + "\n");  // whole: a reader never sees half a file
 }
 
 SweepState read_sweep_state(const std::filesystem::path& dir) {
