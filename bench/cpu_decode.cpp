@@ -81,8 +81,8 @@ double stream_bandwidth(const std::vector<const ds::WeightTensor*>& tensors, uin
   for (int rep = 0; rep < 5; ++rep) {
     const auto t0 = Clock::now();
     for (const ds::WeightTensor* t : tensors) {
-      const auto* words = reinterpret_cast<const uint64_t*>(t->data());
-      ds::ops::parallel_for(t->size() / 2, 1 << 14, [&](size_t b, size_t e) {
+      const auto* words = static_cast<const uint64_t*>(t->raw());
+      ds::ops::parallel_for(t->bytes() / 8, 1 << 14, [&](size_t b, size_t e) {
         uint64_t x = 0;
         for (size_t i = b; i < e; ++i) x += words[i];
         sink.fetch_add(x, std::memory_order_relaxed);
@@ -194,7 +194,7 @@ int main(int argc, char** argv) {
   const ds::Model m = ds::load_model(bin);
   const auto tensors = decode_tensors(m);
   uint64_t bytes = 0;
-  for (const auto* t : tensors) bytes += 4 * t->size();
+  for (const auto* t : tensors) bytes += t->bytes();
   fmt::print("checkpoint: {} ({:.1f} MB), weights read per decode token: {:.1f} MB\n", bin.string(),
              fs::file_size(bin) / 1e6, bytes / 1e6);
 

@@ -34,6 +34,27 @@ template <typename T>
 void matmul(T* y, const T* x, int ldx, const T* w, int ldw, const T* b, int M, int N, int K,
             const GemmNumerics& g);
 
+// Float weights as a checkpoint stores them: float32 values (format native), or the bit patterns
+// of bf16 / fp16 values (format bf16 / f16), which the float CPU ops widen to float as they read
+// them. Widening is exact, so every result is the same bits as from a float32 copy of the
+// weights; no copy is made (docs/numerics.md, "Weights as stored").
+struct StoredWeights {
+  const void* data = nullptr;  // null: absent (a bias)
+  Storage format = Storage::native;
+  // The values from element `offset` on.
+  StoredWeights at(size_t offset) const {
+    const size_t bytes = format == Storage::native ? 4 : 2;
+    return {static_cast<const char*>(data) + offset * bytes, format};
+  }
+};
+
+// The float ops on stored weights: as matmul, embedding and rmsnorm on float, with w, b and the
+// table read as stored.
+void matmul(float* y, const float* x, int ldx, StoredWeights w, int ldw, StoredWeights b, int M,
+            int N, int K, const GemmNumerics& g);
+void embedding(float* out, StoredWeights table, const int32_t* ids, int n, int dim);
+void rmsnorm(float* y, const float* x, StoredWeights w, int rows, int dim, double eps, Storage out);
+
 // Tensor-parallel all-reduce of the row-parallel layers (o_proj, down_proj): rank s's partial
 // result is the n values at parts + s * n; y = their sum, each addition rounded to `out`, in the
 // given order:

@@ -18,7 +18,7 @@ namespace ds::ops {
 
 namespace {
 
-#define DS_AVX2 __attribute__((target("avx2"), always_inline)) inline
+#define DS_AVX2 __attribute__((target("avx2,f16c"), always_inline)) inline
 
 // From this many rows of x on, blocks are packed once and reused by every row (prefill).
 constexpr int kPackRows = 8;
@@ -43,6 +43,18 @@ DS_AVX2 void transpose8(__m256 r[8]) {
   r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
+// Eight consecutive weights of one row as floats: float32 loaded, bf16 / fp16 widened (exact).
+DS_AVX2 __m256 load8(const float* p) {
+  return _mm256_loadu_ps(p);
+}
+DS_AVX2 __m256 load8(Bf16Ptr p) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p.p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+DS_AVX2 __m256 load8(F16Ptr p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p.p)));
+}
+
 // acc <- acc + x * col, rounded after the multiply and after the add (no FMA).
 DS_AVX2 __m256 mul_add(__m256 acc, float x, __m256 col) {
   return _mm256_add_ps(acc, _mm256_mul_ps(_mm256_set1_ps(x), col));
@@ -51,9 +63,9 @@ DS_AVX2 __m256 mul_add(__m256 acc, float x, __m256 col) {
 // total[m][b] for MR rows of x and NB blocks of 8 weight rows: per split-K part, sum over the
 // part's k in order (eight at a time from a transposed tile, the rest one at a time), then the
 // part added to the running total (the first part is the total).
-template <int MR, int NB>
-__attribute__((target("avx2"))) void tile(const float* x, int ldx, const float* w, int ldw, int K,
-                                          int splits, __m256 total[MR][NB]) {
+template <int MR, int NB, typename W>
+__attribute__((target("avx2,f16c"))) void tile(const float* x, int ldx, W w, int ldw, int K,
+                                               int splits, __m256 total[MR][NB]) {
   for (int m = 0; m < MR; ++m)
     for (int b = 0; b < NB; ++b) total[m][b] = _mm256_setzero_ps();
   for (int c = 0; c < splits; ++c) {
@@ -65,9 +77,9 @@ __attribute__((target("avx2"))) void tile(const float* x, int ldx, const float* 
     int k = k0;
     for (; k + 8 <= k1; k += 8) {
       for (int b = 0; b < NB; ++b) {
-        const float* wb = w + static_cast<size_t>(8 * b) * ldw + k;
+        const W wb = w + (static_cast<size_t>(8 * b) * ldw + k);
         __m256 r[8];
-        for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(wb + static_cast<size_t>(i) * ldw);
+        for (int i = 0; i < 8; ++i) r[i] = load8(wb + static_cast<size_t>(i) * ldw);
         transpose8(r);
         for (int m = 0; m < MR; ++m) {
           const float* xm = x + static_cast<size_t>(m) * ldx + k;
@@ -77,7 +89,7 @@ __attribute__((target("avx2"))) void tile(const float* x, int ldx, const float* 
     }
     for (; k < k1; ++k) {
       for (int b = 0; b < NB; ++b) {
-        const float* wb = w + static_cast<size_t>(8 * b) * ldw + k;
+        const W wb = w + (static_cast<size_t>(8 * b) * ldw + k);
         const __m256 col = _mm256_setr_ps(
             wb[0], wb[ldw], wb[2 * static_cast<size_t>(ldw)], wb[3 * static_cast<size_t>(ldw)],
             wb[4 * static_cast<size_t>(ldw)], wb[5 * static_cast<size_t>(ldw)],
@@ -94,8 +106,8 @@ __attribute__((target("avx2"))) void tile(const float* x, int ldx, const float* 
 
 // Bias added last, then the storage rounding, as in the scalar matmul.
 template <int MR, int NB>
-__attribute__((target("avx2"))) void store(float* y, int N, const float* bias, Storage out,
-                                           __m256 total[MR][NB]) {
+__attribute__((target("avx2,f16c"))) void store(float* y, int N, const float* bias, Storage out,
+                                                __m256 total[MR][NB]) {
   for (int m = 0; m < MR; ++m) {
     for (int b = 0; b < NB; ++b) {
       __m256 v = total[m][b];
@@ -109,10 +121,10 @@ __attribute__((target("avx2"))) void store(float* y, int N, const float* bias, S
   }
 }
 
-template <int MR, int NB>
-__attribute__((target("avx2"))) void run_tile(float* y, const float* x, int ldx, const float* w,
-                                              int ldw, const float* b, int N, int K, int splits,
-                                              Storage out, int n) {
+template <int MR, int NB, typename W>
+__attribute__((target("avx2,f16c"))) void run_tile(float* y, const float* x, int ldx, W w, int ldw,
+                                                   const float* b, int N, int K, int splits,
+                                                   Storage out, int n) {
   __m256 total[MR][NB];
   tile<MR, NB>(x, ldx, w + static_cast<size_t>(n) * ldw, ldw, K, splits, total);
   store<MR, NB>(y + n, N, b != nullptr ? b + n : nullptr, out, total);
@@ -120,11 +132,12 @@ __attribute__((target("avx2"))) void run_tile(float* y, const float* x, int ldx,
 
 // Eight weight rows transposed into `pk` (K, 8): pk[8k + i] = w[i][k], so one load gives the
 // column the lanes need at k. Packed once per block and reused by every row of x.
-__attribute__((target("avx2"))) void pack_block(float* pk, const float* w, int ldw, int K) {
+template <typename W>
+__attribute__((target("avx2,f16c"))) void pack_block(float* pk, W w, int ldw, int K) {
   int k = 0;
   for (; k + 8 <= K; k += 8) {
     __m256 r[8];
-    for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(w + static_cast<size_t>(i) * ldw + k);
+    for (int i = 0; i < 8; ++i) r[i] = load8(w + (static_cast<size_t>(i) * ldw + k));
     transpose8(r);
     for (int j = 0; j < 8; ++j) _mm256_storeu_ps(pk + 8 * static_cast<size_t>(k + j), r[j]);
   }
@@ -136,8 +149,9 @@ __attribute__((target("avx2"))) void pack_block(float* pk, const float* w, int l
 
 // As tile(), from packed blocks: per k one load per block, shared by the MR rows of x.
 template <int MR, int NB>
-__attribute__((target("avx2"))) void tile_packed(const float* x, int ldx, const float* const pk[NB],
-                                                 int K, int splits, __m256 total[MR][NB]) {
+__attribute__((target("avx2,f16c"))) void tile_packed(const float* x, int ldx,
+                                                      const float* const pk[NB], int K, int splits,
+                                                      __m256 total[MR][NB]) {
   for (int m = 0; m < MR; ++m)
     for (int b = 0; b < NB; ++b) total[m][b] = _mm256_setzero_ps();
   for (int c = 0; c < splits; ++c) {
@@ -162,9 +176,10 @@ __attribute__((target("avx2"))) void tile_packed(const float* x, int ldx, const 
 
 // Every row of x against NB packed blocks starting at output feature n.
 template <int NB>
-__attribute__((target("avx2"))) void rows_packed(float* y, const float* x, int ldx,
-                                                 const float* const pk[NB], const float* b, int M,
-                                                 int N, int K, int splits, Storage out, int n) {
+__attribute__((target("avx2,f16c"))) void rows_packed(float* y, const float* x, int ldx,
+                                                      const float* const pk[NB], const float* b,
+                                                      int M, int N, int K, int splits, Storage out,
+                                                      int n) {
   const float* bias = b != nullptr ? b + n : nullptr;
   int m = 0;
   for (; m + 4 <= M; m += 4) {
@@ -184,8 +199,9 @@ __attribute__((target("avx2"))) void rows_packed(float* y, const float* x, int l
 // Two, not four: a single row (decode) is bound by memory, and 16 weight rows streamed side by
 // side keep the hardware prefetchers ahead where 32 did not, and software prefetch made it slower
 // (measured in bench/RESULTS.md, "CPU reference: threads, AVX2 lanes and mapped weights").
-void rows_blocks(float* y, const float* x, int ldx, const float* w, int ldw, const float* b, int N,
-                 int K, int splits, Storage out, int m0, int m1, int n0, int n1) {
+template <typename W>
+void rows_blocks(float* y, const float* x, int ldx, W w, int ldw, const float* b, int N, int K,
+                 int splits, Storage out, int m0, int m1, int n0, int n1) {
   int m = m0;
   for (; m + 4 <= m1; m += 4) {
     float* ym = y + static_cast<size_t>(m) * N;
@@ -204,12 +220,13 @@ void rows_blocks(float* y, const float* x, int ldx, const float* w, int ldw, con
 }  // namespace
 
 bool gemm_lanes_available() {
-  static const bool ok = __builtin_cpu_supports("avx2");
+  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
   return ok;
 }
 
-void matmul_f32_lanes(float* y, const float* x, int ldx, const float* w, int ldw, const float* b,
-                      int M, int N, int K, int splits, Storage out, int n_begin, int n_end) {
+template <typename W>
+void matmul_f32_lanes(float* y, const float* x, int ldx, W w, int ldw, const float* b, int M, int N,
+                      int K, int splits, Storage out, int n_begin, int n_end) {
   if (M >= kPackRows) {
     // many rows of x (prefill): pack two blocks at a time once, stream every row over them
     thread_local std::vector<float> packed;
@@ -240,9 +257,17 @@ void matmul_f32_lanes(float* y, const float* x, int ldx, const float* w, int ldw
 bool gemm_lanes_available() {
   return false;
 }
-void matmul_f32_lanes(float*, const float*, int, const float*, int, const float*, int, int, int,
-                      int, Storage, int, int) {}
+template <typename W>
+void matmul_f32_lanes(float*, const float*, int, W, int, const float*, int, int, int, int, Storage,
+                      int, int) {}
 
 #endif
+
+template void matmul_f32_lanes<const float*>(float*, const float*, int, const float*, int,
+                                             const float*, int, int, int, int, Storage, int, int);
+template void matmul_f32_lanes<Bf16Ptr>(float*, const float*, int, Bf16Ptr, int, const float*, int,
+                                        int, int, int, Storage, int, int);
+template void matmul_f32_lanes<F16Ptr>(float*, const float*, int, F16Ptr, int, const float*, int,
+                                       int, int, int, Storage, int, int);
 
 }  // namespace ds::ops

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "common/float_formats.h"
+#include "kernels/cpu/weight_read.h"
 
 namespace ds::ops {
 
@@ -14,7 +15,9 @@ bool gemm_lanes_available();
 
 // Output features [n_begin, n_end) of y = x w^T (+ b) in float, K cut into `splits` parts as in
 // ops::matmul (fp32 accumulation only), the result rounded to `out`. Needs gemm_lanes_available().
-void matmul_f32_lanes(float* y, const float* x, int ldx, const float* w, int ldw, const float* b,
-                      int M, int N, int K, int splits, Storage out, int n_begin, int n_end);
+// W: const float*, or Bf16Ptr / F16Ptr (weight_read.h), 16-bit weights widened in registers.
+template <typename W>
+void matmul_f32_lanes(float* y, const float* x, int ldx, W w, int ldw, const float* b, int M, int N,
+                      int K, int splits, Storage out, int n_begin, int n_end);
 
 }  // namespace ds::ops

@@ -14,6 +14,7 @@
 #include "kernels/chunks.h"
 #include "kernels/cpu/cpu_exec.h"
 #include "kernels/cpu/gemm_lanes.h"
+#include "kernels/cpu/weight_read.h"
 #include "kernels/ops.h"
 
 namespace ds::ops {
@@ -26,9 +27,10 @@ inline T rnd(T v, Storage r) {
   return static_cast<T>(ds::round_to(f, r));
 }
 
-// sum_{k=k0..k1-1} x[k] * w[k] in order, in T or with every partial sum rounded to fp16.
-template <typename T>
-inline T dot(const T* x, const T* w, int k0, int k1, bool accum_f16) {
+// sum_{k=k0..k1-1} x[k] * w[k] in order, in T or with every partial sum rounded to fp16 (w: a
+// T pointer or a widening reader of 16-bit weights, weight_read.h).
+template <typename T, typename W>
+inline T dot(const T* x, W w, int k0, int k1, bool accum_f16) {
   T acc = 0;
   if (!accum_f16) {
     for (int k = k0; k < k1; ++k) acc += x[k] * w[k];
@@ -60,13 +62,13 @@ size_t grain_for(size_t work_per_item) {
 }
 
 // Output features [n_begin, n_end) of matmul, in the documented order (the reference loops).
-template <typename T>
-void matmul_rows(T* y, const T* x, int ldx, const T* w, int ldw, const T* b, int M, int N, int K,
+template <typename T, typename W>
+void matmul_rows(T* y, const T* x, int ldx, W w, int ldw, const T* b, int M, int N, int K,
                  const GemmNumerics& g, int splits, int n_begin, int n_end) {
   for (int m = 0; m < M; ++m) {
     const T* xm = x + static_cast<size_t>(m) * ldx;
     for (int n = n_begin; n < n_end; ++n) {
-      const T* wn = w + static_cast<size_t>(n) * ldw;
+      const W wn = w + static_cast<size_t>(n) * ldw;
       T acc = 0;
       for (int c = 0; c < splits; ++c) {
         const Chunk ch = chunk_of(K, splits, c);
@@ -79,11 +81,10 @@ void matmul_rows(T* y, const T* x, int ldx, const T* w, int ldw, const T* b, int
   }
 }
 
-}  // namespace
-
-template <typename T>
-void matmul(T* y, const T* x, int ldx, const T* w, int ldw, const T* b, int M, int N, int K,
-            const GemmNumerics& g) {
+// matmul on weights read through W (a T pointer, or a widening reader for float).
+template <typename T, typename W>
+void matmul_any(T* y, const T* x, int ldx, W w, int ldw, const T* b, int M, int N, int K,
+                const GemmNumerics& g) {
   const int splits = std::clamp(g.split_k, 1, std::max(1, K));
   const size_t row_work = static_cast<size_t>(M) * std::max(1, K);
   if constexpr (std::is_same_v<T, float>) {
@@ -105,6 +106,30 @@ void matmul(T* y, const T* x, int ldx, const T* w, int ldw, const T* b, int M, i
     matmul_rows(y, x, ldx, w, ldw, b, M, N, K, g, splits, static_cast<int>(n0),
                 static_cast<int>(n1));
   });
+}
+
+// A small stored vector (a bias, a norm's weights) widened to float for one call: null when
+// absent, the values themselves when float32, else this thread's scratch copy.
+const float* widened(StoredWeights v, size_t n) {
+  if (v.data == nullptr || v.format == Storage::native) return static_cast<const float*>(v.data);
+  thread_local std::vector<float> scratch;
+  scratch.resize(n);
+  widen(static_cast<const uint16_t*>(v.data), scratch.data(), n, v.format);
+  return scratch.data();
+}
+
+}  // namespace
+
+template <typename T>
+void matmul(T* y, const T* x, int ldx, const T* w, int ldw, const T* b, int M, int N, int K,
+            const GemmNumerics& g) {
+  matmul_any(y, x, ldx, w, ldw, b, M, N, K, g);
+}
+
+void matmul(float* y, const float* x, int ldx, StoredWeights w, int ldw, StoredWeights b, int M,
+            int N, int K, const GemmNumerics& g) {
+  const float* bias = widened(b, static_cast<size_t>(N));
+  with_weights(w, [&](auto wr) { matmul_any(y, x, ldx, wr, ldw, bias, M, N, K, g); });
 }
 
 template <typename T>
@@ -137,6 +162,25 @@ void embedding(T* out, const T* table, const int32_t* ids, int n, int dim) {
     std::memcpy(out + static_cast<size_t>(r) * dim, table + static_cast<size_t>(ids[r]) * dim,
                 sizeof(T) * dim);
   }
+}
+
+void embedding(float* out, StoredWeights table, const int32_t* ids, int n, int dim) {
+  if (table.format == Storage::native) {
+    embedding(out, static_cast<const float*>(table.data), ids, n, dim);
+    return;
+  }
+  with_weights(table, [&](auto t) {
+    for (int r = 0; r < n; ++r) {
+      const auto row = t + static_cast<size_t>(ids[r]) * dim;
+      float* o = out + static_cast<size_t>(r) * dim;
+      for (int i = 0; i < dim; ++i) o[i] = row[i];
+    }
+  });
+}
+
+void rmsnorm(float* y, const float* x, StoredWeights w, int rows, int dim, double eps,
+             Storage out) {
+  rmsnorm(y, x, widened(w, static_cast<size_t>(dim)), rows, dim, eps, out);
 }
 
 template <typename T>

@@ -54,9 +54,10 @@ int run_synth(const SynthArgs& a) {
   print_note("driftscope: wrote {} ({}, {} parameters, {}, seed {})\n", a.out, shape.name,
              parameter_count(c), a.opt.dtype, a.opt.seed);
   print_note(
-      "memory: a CPU run needs {} (float32 weights as loaded, and again in the "
-      "runtime) plus {} of KV cache per token\n",
-      format_bytes(2 * weight_bytes_f32(c)), format_bytes(kv_bytes_per_token(c, 4)));
+      "memory: a CPU run needs {} (the {} weights, used where they lie in the file) plus {} of "
+      "KV cache per token\n",
+      format_bytes(weight_bytes(c, a.opt.dtype == "f32" ? 4 : 2)), a.opt.dtype,
+      format_bytes(kv_bytes_per_token(c, 4)));
   print_note("no tokenizer: generate --model {} --prompt-ids 1 prints token ids\n", a.out);
   return 0;
 }

@@ -4,6 +4,7 @@
 
 #include <bit>
 #include <cstdint>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -18,11 +19,31 @@ namespace fs = std::filesystem;
 namespace ds {
 namespace {
 
+// A tensor's values where they lie in the mapped file, or an owned copy in the same format when
+// the file does not align them for their type (or is big-endian, where nothing is mapped).
+WeightTensor stored_where_it_lies(const SafetensorsCheckpoint& ck, const TensorInfo& t) {
+  const Storage format = t.dtype == TensorDtype::BF16  ? Storage::bf16
+                         : t.dtype == TensorDtype::F16 ? Storage::f16
+                                                       : Storage::native;
+  const size_t n = static_cast<size_t>(t.numel());
+  const size_t align = format == Storage::native ? alignof(float) : alignof(uint16_t);
+  if constexpr (std::endian::native == std::endian::little) {
+    if (reinterpret_cast<std::uintptr_t>(t.data.data()) % align == 0) {
+      return WeightTensor::view(ck.mapping_of(t), t.data.data(), format, n);
+    }
+  }
+  if (format == Storage::native) return SafetensorsCheckpoint::to_f32(t);
+  std::vector<uint16_t> bits(n);
+  if (n > 0) std::memcpy(bits.data(), t.data.data(), 2 * n);
+  return WeightTensor::owned_halves(std::move(bits), format);
+}
+
 class TensorLoader {
  public:
   explicit TensorLoader(const SafetensorsCheckpoint& ck) : ck_(ck) {}
 
-  // F32 tensors stored 4-byte aligned are mapped in place; the rest are converted to owned values.
+  // Every tensor is used as stored (F32, BF16 or F16), mapped in place; a copy in the same
+  // format only when its bytes are not aligned for their type in the file.
   WeightTensor load(const std::string& name, std::vector<int64_t> shape) {
     const TensorInfo& t = ck_.get(name);
     if (t.shape != shape) {
@@ -35,16 +56,8 @@ class TensorLoader {
     }
     dtypes_.insert(dtype_name(t.dtype));
     used_.insert(name);
-    if constexpr (std::endian::native == std::endian::little) {
-      const auto addr = reinterpret_cast<std::uintptr_t>(t.data.data());
-      if (t.dtype == TensorDtype::F32 && addr % alignof(float) == 0) {
-        return WeightTensor::view(ck_.mapping_of(t), reinterpret_cast<const float*>(t.data.data()),
-                                  static_cast<size_t>(t.numel()));
-      }
-    }
-    return SafetensorsCheckpoint::to_f32(t);
+    return stored_where_it_lies(ck_, t);
   }
-
   std::string dtype_summary() const {
     return dtypes_.size() == 1 ? *dtypes_.begin() : std::string("mixed");
   }
@@ -77,8 +90,6 @@ Model load_hf_model(const fs::path& dir) {
   m.path = dir;
   m.config = parse_hf_config(cj, config_path.string());
   const ModelConfig& c = m.config;
-
-  check_load_memory(c, dir.string());
 
   auto ck = SafetensorsCheckpoint::open(dir);
   m.weight_files = ck.files();
@@ -122,6 +133,9 @@ Model load_hf_model(const fs::path& dir) {
                 "config.json does not describe these weights (layer count, biases?)");
   }
   m.weight_dtype = tl.dtype_summary();
+  check_load_memory(c, model_weight_bytes(m),
+                    fmt::format("({}, mapped where they lie in the file)", m.weight_dtype),
+                    dir.string());
   return m;
 }
 

@@ -90,7 +90,7 @@ void view_weights(Model& m, const std::shared_ptr<const MappedFile>& mapping) {
   auto take = [&](size_t n) {
     const float* at = p;
     p += n;
-    return WeightTensor::view(mapping, at, n);
+    return WeightTensor::view(mapping, at, Storage::native, n);
   };
   // llama2.c stores each kind for all layers together: one view per layer.
   auto split = [&](size_t per_layer, auto member) {
@@ -132,9 +132,13 @@ Model load_llama2c_model(const fs::path& bin) {
   m.config = config_from_header(h, src);
   const ModelConfig& c = m.config;
   check_file_size(c, bytes.size(), src);
-  check_load_memory(c, src);
-
   // The float32 values are used in place; only wq and wk are copied, to permute their rows.
+  const uint64_t qk_copies = 4ull * static_cast<uint64_t>(c.n_layers) *
+                             static_cast<uint64_t>(c.q_dim() + c.kv_dim()) *
+                             static_cast<uint64_t>(c.dim);
+  check_load_memory(c, weight_bytes(c, 4) + qk_copies,
+                    "(float32, mapped where they lie, and wq / wk copied to permute their rows)",
+                    src);
   auto mapping = std::make_shared<const MappedFile>(std::move(file));
   mapping->populate();
   view_weights(m, mapping);

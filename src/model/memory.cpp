@@ -12,8 +12,8 @@
 
 namespace ds {
 
-uint64_t weight_bytes_f32(const ModelConfig& c) {
-  return static_cast<uint64_t>(parameter_count(c)) * 4;
+uint64_t weight_bytes(const ModelConfig& c, int value_bytes) {
+  return static_cast<uint64_t>(parameter_count(c)) * static_cast<uint64_t>(value_bytes);
 }
 
 uint64_t kv_bytes_per_token(const ModelConfig& c, int elem_bytes) {

@@ -9,8 +9,9 @@
 
 namespace ds {
 
-// Bytes of the weights as float32, as a loader holds them in memory (whatever the file's dtype).
-uint64_t weight_bytes_f32(const ModelConfig& c);
+// Bytes of the weights of `c` at `value_bytes` a value (4 for float32, 2 for bf16 / fp16): what
+// a loaded model holds, the weights being used where they lie in the file (src/model/model.h).
+uint64_t weight_bytes(const ModelConfig& c, int value_bytes);
 
 // Bytes of the KV cache per position and sequence with `elem_bytes` per value (keys and values
 // of every layer).

@@ -47,15 +47,35 @@ fs::path find_tokenizer(const Model& model) {
               "pass --tokenizer PATH, or give the prompt as --prompt-ids");
 }
 
-void check_load_memory(const ModelConfig& c, const std::string& source) {
-  const uint64_t w = weight_bytes_f32(c);
-  check_memory(fmt::format("running '{}' on the CPU ({} parameters: {} as loaded float32 weights, "
-                           "as much again in the runtime, plus {} of KV cache per token)",
-                           source, parameter_count(c), format_bytes(w),
+void check_load_memory(const ModelConfig& c, uint64_t weight_bytes, const std::string& held,
+                       const std::string& source) {
+  check_memory(fmt::format("running '{}' on the CPU ({} parameters: {} of weights {}, plus {} of "
+                           "KV cache per token)",
+                           source, parameter_count(c), format_bytes(weight_bytes), held,
                            format_bytes(kv_bytes_per_token(c, 4))),
-               2 * w,
+               weight_bytes,
                "use a machine with more memory, or a smaller model (synth --layers N writes "
                "fewer layers)");
+}
+
+std::vector<const WeightTensor*> model_tensors(const Model& model) {
+  const ModelWeights& w = model.weights;
+  std::vector<const WeightTensor*> t{&w.embed};
+  for (const LayerWeights& l : w.layers) {
+    for (const WeightTensor* p : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.bq, &l.bk, &l.bv, &l.wo,
+                                  &l.mlp_norm, &l.w_gate, &l.w_up, &l.w_down}) {
+      if (!p->empty()) t.push_back(p);  // absent biases are empty
+    }
+  }
+  t.push_back(&w.final_norm);
+  if (!w.lm_head.empty()) t.push_back(&w.lm_head);
+  return t;
+}
+
+uint64_t model_weight_bytes(const Model& model) {
+  uint64_t bytes = 0;
+  for (const WeightTensor* t : model_tensors(model)) bytes += t->bytes();
+  return bytes;
 }
 
 void check_token_ids(std::span<const int32_t> ids, int vocab_size) {

@@ -46,6 +46,13 @@ struct Model {
   }
 };
 
+// Every weight tensor the model has, once (absent biases left out; the classifier only when it
+// is not the embedding).
+std::vector<const WeightTensor*> model_tensors(const Model& model);
+
+// Bytes of every weight tensor as the model holds it (mapped or owned, in its stored format).
+uint64_t model_weight_bytes(const Model& model);
+
 // Loads a Hugging Face directory (config.json + safetensors) or a llama2.c .bin file.
 // Throws ds::Error with a hint for anything missing, malformed or inconsistent.
 Model load_model(const std::filesystem::path& path);
@@ -57,11 +64,13 @@ Model load_llama2c_model(const std::filesystem::path& bin);
 // llama2.c .bin, tokenizer.bin or the single tok*.bin beside it. Throws ds::Error when none.
 std::filesystem::path find_tokenizer(const Model& model);
 
-// Before a loader allocates weights: throws ds::Error with both numbers when a CPU run of `c`
-// cannot fit in the available memory (src/model/memory.h): the float32 weights as loaded plus the
-// runtime's float32 copy (the KV cache is checked when the runtime is made). `source` names the
-// model.
-void check_load_memory(const ModelConfig& c, const std::string& source);
+// Once a loader has mapped the weights and before anything reads them: throws ds::Error with both
+// numbers when the `weight_bytes` the model holds (the mapped file's tensors, which every forward
+// pass reads, and any copy made at load) cannot fit in the available memory
+// (src/model/memory.h). A runtime checks its own copies and KV cache when it is made. `source`
+// names the model, `held` says how the weights are held.
+void check_load_memory(const ModelConfig& c, uint64_t weight_bytes, const std::string& held,
+                       const std::string& source);
 
 // Throws ds::Error "unknown token id" for an id outside [0, vocab_size).
 void check_token_ids(std::span<const int32_t> ids, int vocab_size);

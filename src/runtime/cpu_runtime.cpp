@@ -26,14 +26,24 @@ class CpuBackend {
     std::vector<T> v;
     T* ptr(size_t offset) { return v.data() + offset; }
   };
-  // A weight used in place: the model's float32 values (mapped from the file, or the loader's
-  // own copy) when they are what this precision computes from, else this backend's rounded copy.
+  // A weight used where the model holds it (mapped from the file, or the loader's own copy),
+  // in its stored format, when that is what this precision computes from (widening bf16 / fp16
+  // to float is exact); else this backend's copy rounded to the precision's weight format, held
+  // in that 16-bit format (float) or as double (the fp64 oracle).
   struct Weight {
     std::shared_ptr<const void> owner;  // keeps the values valid
-    const T* values = nullptr;
+    const void* values = nullptr;
+    Storage format = Storage::native;  // native: T values; bf16 / f16: their bit patterns (float)
     size_t n = 0;
-    const T* ptr(size_t offset = 0) const { return values + offset; }
     bool empty() const { return n == 0; }
+    // the values from element `offset` on, as the ops take them
+    auto arg(size_t offset = 0) const {
+      if constexpr (std::is_same_v<T, float>) {
+        return ops::StoredWeights{values, format}.at(offset);
+      } else {
+        return static_cast<const T*>(values) + offset;
+      }
+    }
   };
 
   CpuBackend(const Numerics& nx, const ModelConfig& c)
@@ -43,15 +53,33 @@ class CpuBackend {
         eps_(c.rms_norm_eps),
         vocab_(c.vocab_size) {}
 
-  // Weights are stored rounded to the precision's weight format; rope tables are not rounded.
+  // true when `host` is used where it lies; else upload copies it (copy_bytes says how much).
+  static bool in_place(const WeightTensor& host, Storage weights) {
+    return std::is_same_v<T, float> && (weights == Storage::native || host.format() == weights);
+  }
+  static uint64_t copy_bytes(const WeightTensor& host, Storage weights) {
+    if (in_place(host, weights)) return 0;
+    return static_cast<uint64_t>(host.size()) * (std::is_same_v<T, float> ? 2 : sizeof(T));
+  }
+
   Weight upload(const WeightTensor& host) const {
-    if constexpr (std::is_same_v<T, float>) {
-      if (weights_ == Storage::native) return {host.owner(), host.data(), host.size()};
+    if (in_place(host, weights_)) return {host.owner(), host.raw(), host.format(), host.size()};
+    if constexpr (std::is_same_v<T, float>) {  // rounded to the 16-bit weight format
+      auto bits = std::make_shared<std::vector<uint16_t>>(host.size());
+      for (size_t i = 0; i < host.size(); ++i) {
+        (*bits)[i] =
+            weights_ == Storage::bf16 ? f32_to_bf16_bits(host[i]) : f32_to_f16_bits(host[i]);
+      }
+      return {bits, bits->data(), weights_, bits->size()};
+    } else {
+      auto out = std::make_shared<std::vector<T>>(host.size());
+      for (size_t i = 0; i < host.size(); ++i) (*out)[i] = host[i];
+      return {out, out->data(), Storage::native, out->size()};
     }
-    return narrow(host.begin(), host.end(), weights_);
   }
   Weight upload_table(const std::vector<double>& host) const {
-    return narrow(host.begin(), host.end(), Storage::native);
+    auto out = std::make_shared<std::vector<T>>(host.begin(), host.end());
+    return {out, out->data(), Storage::native, out->size()};
   }
   void resize(Buf& b, size_t n) const { b.v.resize(n); }
   void resize_zeroed(Buf& b, size_t n) const { b.v.assign(n, T(0)); }
@@ -64,17 +92,17 @@ class CpuBackend {
   static Ptr offset(Ptr p, size_t n) { return p + n; }
 
   void embedding(Ptr x, const Weight& table, int n, int dim) const {
-    ops::embedding(x, table.ptr(), cols_->tokens.data(), n, dim);
+    ops::embedding(x, table.arg(), cols_->tokens.data(), n, dim);
   }
   void rmsnorm(Ptr y, Ptr x, const Weight& w, int n, int dim) const {
-    ops::rmsnorm(y, x, w.ptr(), n, dim, eps_, act_);
+    ops::rmsnorm(y, x, w.arg(), n, dim, eps_, act_);
   }
   void gemm(Ptr y, Ptr x, const Weight& w, const Weight* b, const GemmCall& g) const {
-    ops::matmul(y, x, g.ldx, w.ptr(g.w_col), g.ldw, b != nullptr ? b->ptr() : nullptr, g.M, g.N,
-                g.K, ops::GemmNumerics{act_, nx_.accum_f16, g.split_k});
+    ops::matmul(y, x, g.ldx, w.arg(g.w_col), g.ldw, b != nullptr ? b->arg() : decltype(w.arg()){},
+                g.M, g.N, g.K, ops::GemmNumerics{act_, nx_.accum_f16, g.split_k});
   }
   void rope(Ptr x, int n, int heads, int head_dim, const Weight& cos, const Weight& sin) const {
-    ops::rope(x, n, heads, head_dim, cols_->pos.data(), cos.ptr(), sin.ptr(), act_);
+    ops::rope(x, n, heads, head_dim, cols_->pos.data(), table(cos), table(sin), act_);
   }
   void copy(Ptr dst, Ptr src, size_t n) const { std::memcpy(dst, src, sizeof(T) * n); }
   void attention(Ptr out, Ptr q, Ptr k_cache, Ptr v_cache, const AttentionCall& a) {
@@ -103,12 +131,7 @@ class CpuBackend {
   }
 
  private:
-  template <typename It>
-  static Weight narrow(It begin, It end, Storage s) {
-    auto out = std::make_shared<std::vector<T>>(begin, end);
-    ops::round_to(out->data(), out->size(), s);
-    return {out, out->data(), out->size()};
-  }
+  static const T* table(const Weight& w) { return static_cast<const T*>(w.values); }
 
   Numerics nx_;
   Storage weights_, act_;  // storage of weights; of activations and the KV cache
@@ -123,19 +146,23 @@ class CpuBackend {
 
 std::unique_ptr<Runtime> make_cpu_runtime(const Model& model, const Numerics& numerics,
                                           int capacity, int slots) {
-  const int elem = numerics.dtype == DType::fp64 ? 8 : 4;  // weights, activations and KV as T
-  const uint64_t kv = kv_bytes_per_token(model.config, elem) * static_cast<uint64_t>(capacity) *
-                      static_cast<uint64_t>(std::max(1, slots));
-  // fp32 uses the model's float32 weights in place; every other precision keeps its own copy
-  const bool in_place = numerics.dtype == DType::fp32;
-  const uint64_t weights = in_place ? 0 : weight_bytes_f32(model.config) / 4 * elem;
+  const bool fp64 = numerics.dtype == DType::fp64;
+  const uint64_t kv = kv_bytes_per_token(model.config, fp64 ? 8 : 4) *  // activations and KV as T
+                      static_cast<uint64_t>(capacity) * static_cast<uint64_t>(std::max(1, slots));
+  // the weights this precision cannot compute from where they lie are copied (counted exactly)
+  const Storage ws = weight_storage(numerics.dtype);
+  uint64_t copies = 0;
+  for (const WeightTensor* t : model_tensors(model)) {
+    copies += fp64 ? CpuBackend<double>::copy_bytes(*t, ws) : CpuBackend<float>::copy_bytes(*t, ws);
+  }
   const std::string weight_part =
-      in_place ? std::string("the model's float32 weights used in place")
-               : fmt::format("{} of weights at {} bytes a value", format_bytes(weights), elem);
+      copies == 0 ? std::string("the model's weights used where they lie")
+                  : fmt::format("{} of weights copied to {}", format_bytes(copies),
+                                fp64 ? "float64" : (ws == Storage::bf16 ? "bf16" : "fp16"));
   check_memory(
       fmt::format("the CPU runtime ({}, and a KV cache of {} positions x {} sequences: {})",
                   weight_part, capacity, slots, format_bytes(kv)),
-      weights + kv,
+      copies + kv,
       "a shorter --max-new or a smaller --batch shrinks the KV cache; or use a machine "
       "with more memory");
   if (numerics.dtype == DType::fp64) {

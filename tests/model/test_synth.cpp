@@ -31,9 +31,9 @@ TEST_CASE("a synthetic checkpoint loads, validates and runs", "[synth]") {
   CHECK(m.config.n_layers == 2);
   // Weights are bf16 values with standard deviation ~0.02; norms are exactly 1.
   double ss = 0;
-  for (float v : m.weights.layers[0].wq) ss += double(v) * v;
+  for (float v : m.weights.layers[0].wq.to_vector()) ss += double(v) * v;
   CHECK(std::abs(std::sqrt(ss / m.weights.layers[0].wq.size()) - 0.02) < 0.002);
-  for (float v : m.weights.final_norm) REQUIRE(v == 1.0f);
+  for (float v : m.weights.final_norm.to_vector()) REQUIRE(v == 1.0f);
   auto rt = ds::make_cpu_runtime(m, ds::DType::bf16, 8);
   std::vector<double> logits;
   rt->forward(std::vector<int32_t>{1, 5, 9}, 0, logits);

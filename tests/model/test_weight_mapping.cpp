@@ -1,6 +1,6 @@
-// Float32 weights are used where they lie in the checkpoint file: views into the
-// mapping, checked against the file's bytes read independently; copies only where the layout
-// changes (llama2.c wq/wk, permuted to the half-split RoPE layout) or the dtype does (BF16).
+// Weights are used where they lie in the checkpoint file, in its format (F32, BF16, F16): views
+// into the mapping, checked against the file's bytes read independently; copies only where the
+// layout changes (llama2.c wq/wk, permuted to the half-split RoPE layout).
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <fstream>
@@ -41,23 +41,35 @@ TEST_CASE("llama2.c fp32 weights are mapped, wq and wk copied to permute their r
   CHECK(std::memcmp(m.weights.layers[0].wv.data(), bytes.data() + wv0, 4 * KV * D) == 0);
 }
 
-TEST_CASE("safetensors F32 weights are mapped, BF16 ones converted to owned float32",
+TEST_CASE("safetensors F32, BF16 and F16 weights are mapped in their stored format",
           "[model][mapping]") {
   ds::test::TempDir dir;
   ds::test::SyntheticSpec spec;
   spec.tied = false;
-  const auto ref32 = ds::test::write_synthetic_checkpoint(dir.path() / "f32", spec);
-  spec.dtype = ds::test::StorageDtype::BF16;
-  const auto ref16 = ds::test::write_synthetic_checkpoint(dir.path() / "bf16", spec);
-  const ds::Model a = ds::load_model(dir.path() / "f32");
-  const ds::Model b = ds::load_model(dir.path() / "bf16");
-  CHECK(a.weights.embed.mapped());
-  CHECK(a.weights.layers[1].w_gate.mapped());
-  CHECK(a.weights.lm_head.mapped());
-  CHECK(a.weights.layers[1].w_gate == ref32.weights.layers[1].gate_proj);
-  CHECK_FALSE(b.weights.embed.mapped());
-  CHECK_FALSE(b.weights.layers[1].w_gate.mapped());
-  CHECK(b.weights.layers[1].w_gate == ref16.weights.layers[1].gate_proj);
+  for (auto dtype :
+       {ds::test::StorageDtype::F32, ds::test::StorageDtype::BF16, ds::test::StorageDtype::F16}) {
+    spec.dtype = dtype;
+    const std::string name = ds::test::storage_dtype_name(dtype);
+    INFO(name);
+    const auto ref = ds::test::write_synthetic_checkpoint(dir.path() / name, spec);
+    const ds::Model m = ds::load_model(dir.path() / name);
+    const ds::Storage expect = dtype == ds::test::StorageDtype::F32    ? ds::Storage::native
+                               : dtype == ds::test::StorageDtype::BF16 ? ds::Storage::bf16
+                                                                       : ds::Storage::f16;
+    for (const ds::WeightTensor* t : ds::model_tensors(m)) {
+      CHECK(t->mapped());
+      CHECK(t->format() == expect);
+    }
+    // widened values: those the test wrote (its own rounding, its own writer)
+    CHECK(m.weights.layers[1].w_gate == ref.weights.layers[1].gate_proj);
+    CHECK(m.weights.lm_head == ref.weights.lm_head);
+    CHECK(m.weights.layers[0].attn_norm == ref.weights.layers[0].input_layernorm);
+    // nothing held beyond the file's tensor bytes: their sum is the file minus its header
+    const auto bytes = file_bytes(dir.path() / name / "model.safetensors");
+    uint64_t header = 0;
+    std::memcpy(&header, bytes.data(), 8);
+    CHECK(ds::model_weight_bytes(m) == bytes.size() - 8 - header);
+  }
 }
 
 TEST_CASE("mapped weights outlive the model they were loaded into", "[model][mapping]") {

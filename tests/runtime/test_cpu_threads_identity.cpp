@@ -7,63 +7,17 @@
 // reference is CpuKernels::reference: the loops of ops_cpu.cpp as written, on one thread (whose
 // own bits tests/runtime/test_refactor_hashes.cpp pins to digests recorded before this work).
 #include <catch2/catch.hpp>
-#include <cstring>
-#include <map>
-#include <string>
-#include <vector>
 
 #include "kernels/cpu/cpu_exec.h"
 #include "src/model/model.h"
 #include "src/model/synth.h"
 #include "src/runtime/runtime.h"
-#include "tests/support/capture_hook.h"
+#include "tests/support/pass_outputs.h"
 #include "tests/support/paths.h"
 #include "tests/support/synthetic_checkpoint.h"
 #include "tests/support/temp_dir.h"
 
 namespace {
-
-struct Outputs {
-  std::vector<double> logits;                        // every pass, concatenated
-  std::map<std::string, std::vector<float>> hidden;  // site -> rows
-};
-
-// A prefill of 13 tokens, a chunk of 5, then 3 single-token decode steps, every site tapped.
-Outputs run_passes(const ds::Model& m, const ds::Numerics& nx) {
-  auto rt = ds::make_cpu_runtime(m, nx, 32);
-  ds::test::CaptureHook hook;
-  rt->set_tap_hook(&hook);
-  const int V = m.config.vocab_size;
-  std::vector<int32_t> prompt;
-  for (int i = 0; i < 13; ++i) prompt.push_back((i * 37 + 5) % V);
-  Outputs o;
-  std::vector<double> logits;
-  rt->forward(prompt, 0, logits);
-  o.logits = logits;
-  std::vector<int32_t> chunk;
-  for (int i = 0; i < 5; ++i) chunk.push_back((i * 29 + 3) % V);
-  rt->forward(chunk, 13, logits);
-  o.logits.insert(o.logits.end(), logits.begin(), logits.end());
-  for (int s = 0; s < 3; ++s) {
-    const int32_t tok = (s * 53 + 11) % V;
-    rt->forward(std::span<const int32_t>(&tok, 1), 18 + s, logits);
-    o.logits.insert(o.logits.end(), logits.begin(), logits.end());
-  }
-  o.hidden = std::move(hook.by_site);
-  return o;
-}
-
-bool same_bits(const Outputs& a, const Outputs& b) {
-  if (a.logits.size() != b.logits.size() || a.hidden.size() != b.hidden.size()) return false;
-  if (std::memcmp(a.logits.data(), b.logits.data(), a.logits.size() * sizeof(double)) != 0)
-    return false;
-  for (const auto& [site, v] : a.hidden) {
-    auto it = b.hidden.find(site);
-    if (it == b.hidden.end() || it->second.size() != v.size()) return false;
-    if (std::memcmp(v.data(), it->second.data(), v.size() * sizeof(float)) != 0) return false;
-  }
-  return true;
-}
 
 struct Knobs {
   const char* name;
@@ -111,7 +65,7 @@ void check_all_executions(const ds::Model& m) {
       nx.accum_f16 = k.accum_f16;
       ds::ops::set_cpu_kernels(ds::ops::CpuKernels::reference);
       ds::ops::set_cpu_threads(1);
-      const Outputs ref = run_passes(m, nx);
+      const ds::test::PassOutputs ref = ds::test::run_passes(m, nx);
       // six sites per layer, embed, final_norm and logits
       REQUIRE(ref.hidden.size() == static_cast<size_t>(6 * m.config.n_layers + 3));
       for (const Execution& e : kFast) {
@@ -120,7 +74,7 @@ void check_all_executions(const ds::Model& m) {
         INFO(ds::dtype_name(dtype) << ", " << k.name << ", "
                                    << (e.kernels == ds::ops::CpuKernels::simd ? "simd" : "scalar")
                                    << " kernels on " << e.threads << " threads");
-        CHECK(same_bits(run_passes(m, nx), ref));
+        CHECK(ds::test::same_bits(ds::test::run_passes(m, nx), ref));
       }
     }
   }

@@ -58,7 +58,23 @@ class CudaBackend {
   CudaBackend& operator=(const CudaBackend&) = delete;
 
   Weight upload(const WeightTensor& host) const {
-    return upload_as(host.data(), host.size(), w_t_);
+    if (host.format() == Storage::native) return upload_as(host.data(), host.size(), w_t_);
+    // 16-bit weights: widened (exactly) a slice at a time, then stored as the precision stores
+    // weights, as a float32 copy of them would be
+    Weight w;
+    w.t = w_t_;
+    if (host.empty()) return w;
+    const size_t n = host.size(), elem = storage_bytes(w_t_);
+    w.mem.ensure(n * elem);
+    constexpr size_t kSlice = size_t{1} << 22;
+    std::vector<float> f;
+    for (size_t i = 0; i < n; i += kSlice) {
+      const size_t m = std::min(kSlice, n - i);
+      f.resize(m);
+      widen(host.halves() + i, f.data(), m, host.format());
+      cuda::upload(static_cast<unsigned char*>(w.mem.get()) + i * elem, f.data(), m, w_t_);
+    }
+    return w;
   }
   // rope tables: fp32, as the CPU reference's float tables
   Weight upload_table(const std::vector<double>& host) const {

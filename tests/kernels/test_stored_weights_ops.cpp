@@ -1,0 +1,126 @@
+// The float CPU ops on 16-bit weights as stored (ops::StoredWeights: bf16 or fp16 bit patterns
+// widened where they are read) give the bits the same ops give on a float32 copy of those weights,
+// widened here by common/float_formats.h: for every bit pattern class (normals, fp16 subnormals,
+// zeros of both signs, infinities), every GEMM path (the reference loops, the threaded scalar
+// loops, the AVX2 lanes with their in-register and packed paths and the N mod 8 remainder),
+// split-K, a 16-bit bias and rounded outputs, and for the embedding and rmsnorm.
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "common/float_formats.h"
+#include "kernels/cpu/cpu_exec.h"
+#include "kernels/ops.h"
+
+namespace {
+
+// n random 16-bit patterns of every class (NaN excluded: a NaN weight is refused at load).
+std::vector<uint16_t> random_halves(size_t n, ds::Storage format, std::mt19937& rng) {
+  std::vector<uint16_t> v(n);
+  for (auto& h : v) {
+    do {
+      h = static_cast<uint16_t>(rng());
+      if (rng() % 16 == 0) h &= 0x83ff;  // fp16 subnormals / bf16 values near zero
+    } while (format == ds::Storage::f16 ? (h & 0x7c00) == 0x7c00 && (h & 0x3ff) != 0
+                                        : (h & 0x7f80) == 0x7f80 && (h & 0x7f) != 0);
+    // keep products finite mostly: shrink large exponents (bf16 reaches 3e38)
+    if (format == ds::Storage::bf16 && (h & 0x7f80) > 0x4300) h = (h & 0x807f) | 0x3f00;
+  }
+  return v;
+}
+
+std::vector<float> widened(const std::vector<uint16_t>& v, ds::Storage format) {
+  std::vector<float> out(v.size());
+  ds::widen(v.data(), out.data(), v.size(), format);
+  return out;
+}
+
+struct ExecGuard {
+  ~ExecGuard() {
+    ds::ops::set_cpu_kernels(ds::ops::CpuKernels::simd);
+    ds::ops::set_cpu_threads(0);
+  }
+};
+
+struct Execution {
+  ds::ops::CpuKernels kernels;
+  int threads;
+};
+constexpr Execution kExecutions[] = {{ds::ops::CpuKernels::reference, 1},
+                                     {ds::ops::CpuKernels::scalar, 3},
+                                     {ds::ops::CpuKernels::simd, 1},
+                                     {ds::ops::CpuKernels::simd, 3}};
+
+}  // namespace
+
+TEST_CASE("matmul on bf16 and fp16 weights as stored equals matmul on their float32 widening",
+          "[kernels][stored]") {
+  ExecGuard guard;
+  std::mt19937 rng(29);
+  for (ds::Storage format : {ds::Storage::bf16, ds::Storage::f16}) {
+    for (int M : {1, 5, 13}) {
+      for (int N : {3, 8, 21, 40}) {
+        for (int K : {1, 7, 19, 64}) {
+          const int ldw = K + 3;
+          const auto w16 = random_halves(static_cast<size_t>(N) * ldw, format, rng);
+          const auto b16 = random_halves(static_cast<size_t>(N), format, rng);
+          const auto w32 = widened(w16, format), b32 = widened(b16, format);
+          std::vector<float> x(static_cast<size_t>(M) * K);
+          for (float& v : x) v = std::uniform_real_distribution<float>(-2, 2)(rng);
+          for (int split : {1, 3}) {
+            for (bool bias : {false, true}) {
+              for (ds::Storage out : {ds::Storage::native, ds::Storage::bf16}) {
+                for (const Execution& e : kExecutions) {
+                  ds::ops::set_cpu_kernels(e.kernels);
+                  ds::ops::set_cpu_threads(e.threads);
+                  const ds::ops::GemmNumerics g{out, false, split};
+                  std::vector<float> y32(static_cast<size_t>(M) * N), y16(y32.size());
+                  ds::ops::matmul(y32.data(), x.data(), K, w32.data(), ldw,
+                                  bias ? b32.data() : nullptr, M, N, K, g);
+                  const ds::ops::StoredWeights bw =
+                      bias ? ds::ops::StoredWeights{b16.data(), format} : ds::ops::StoredWeights{};
+                  ds::ops::matmul(y16.data(), x.data(), K, {w16.data(), format}, ldw, bw, M, N, K,
+                                  g);
+                  INFO((format == ds::Storage::bf16 ? "bf16" : "fp16")
+                       << " M " << M << " N " << N << " K " << K << " split " << split
+                       << " bias " << bias << " kernels " << static_cast<int>(e.kernels)
+                       << " threads " << e.threads);
+                  CHECK(std::memcmp(y32.data(), y16.data(), 4 * y32.size()) == 0);
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("embedding and rmsnorm on 16-bit weights as stored equal their float32 widening",
+          "[kernels][stored]") {
+  std::mt19937 rng(31);
+  const int V = 11, D = 37, rows = 4;
+  for (ds::Storage format : {ds::Storage::bf16, ds::Storage::f16}) {
+    const auto t16 = random_halves(static_cast<size_t>(V) * D, format, rng);
+    const auto t32 = widened(t16, format);
+    const int32_t ids[rows] = {3, 0, 10, 3};
+    std::vector<float> e32(static_cast<size_t>(rows) * D), e16(e32.size());
+    ds::ops::embedding(e32.data(), t32.data(), ids, rows, D);
+    ds::ops::embedding(e16.data(), {t16.data(), format}, ids, rows, D);
+    CHECK(std::memcmp(e32.data(), e16.data(), 4 * e32.size()) == 0);
+    // the embedding rows themselves are the widened table rows
+    CHECK(std::memcmp(e16.data() + D, t32.data(), 4 * D) == 0);
+
+    std::vector<float> x(static_cast<size_t>(rows) * D);
+    for (float& v : x) v = std::uniform_real_distribution<float>(-3, 3)(rng);
+    const auto n16 = random_halves(D, format, rng);
+    const auto n32 = widened(n16, format);
+    for (ds::Storage out : {ds::Storage::native, ds::Storage::f16}) {
+      std::vector<float> r32(x.size()), r16(x.size());
+      ds::ops::rmsnorm(r32.data(), x.data(), n32.data(), rows, D, 1e-5, out);
+      ds::ops::rmsnorm(r16.data(), x.data(), {n16.data(), format}, rows, D, 1e-5, out);
+      CHECK(std::memcmp(r32.data(), r16.data(), 4 * r32.size()) == 0);
+    }
+  }
+}
