@@ -38,15 +38,28 @@ void matmul(T* y, const T* x, int ldx, const T* w, int ldw, const T* b, int M, i
 // of bf16 / fp16 values (format bf16 / f16), which the float CPU ops widen to float as they read
 // them. Widening is exact, so every result is the same bits as from a float32 copy of the
 // weights; no copy is made (docs/numerics.md, "Weights as stored").
+// A matrix is row-major (N, K) with rows ldw apart, or `packed` (pack_weights below): the layout
+// changes, never a value or the order in which the ops sum them.
 struct StoredWeights {
   const void* data = nullptr;  // null: absent (a bias)
   Storage format = Storage::native;
-  // The values from element `offset` on.
+  bool packed = false;
+  // The values from element `offset` on (in storage order).
   StoredWeights at(size_t offset) const {
     const size_t bytes = format == Storage::native ? 4 : 2;
-    return {static_cast<const char*>(data) + offset * bytes, format};
+    return {static_cast<const char*>(data) + offset * bytes, format, packed};
   }
+  // The matrix from column `c` on (a tensor-parallel rank's shard; rows keep their stride).
+  StoredWeights column(size_t c) const { return at(packed ? 8 * c : c); }
 };
+
+// The packed layout of an (N, K) matrix: blocks of 8 rows, the last padded with zero rows; block
+// b holds for each k the 8 values w[8b .. 8b+7][k] side by side, so element (n, k) lies at
+// ((n / 8) * K + k) * 8 + n % 8. The CPU's fast GEMM then loads the 8 outputs' weights at k with
+// one load, with nothing to transpose. packed_values(N, K) values; pack_weights writes them (in
+// w's format) from a row-major w (rows K apart).
+size_t packed_values(int N, int K);
+void pack_weights(void* out, StoredWeights w, int N, int K);
 
 // The float ops on stored weights: as matmul, embedding and rmsnorm on float, with w, b and the
 // table read as stored.

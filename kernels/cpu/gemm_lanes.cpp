@@ -148,10 +148,9 @@ __attribute__((target("avx2,f16c"))) void pack_block(float* pk, W w, int ldw, in
 }
 
 // As tile(), from packed blocks: per k one load per block, shared by the MR rows of x.
-template <int MR, int NB>
-__attribute__((target("avx2,f16c"))) void tile_packed(const float* x, int ldx,
-                                                      const float* const pk[NB], int K, int splits,
-                                                      __m256 total[MR][NB]) {
+template <int MR, int NB, typename W>
+__attribute__((target("avx2,f16c"))) void tile_packed(const float* x, int ldx, const W pk[NB],
+                                                      int K, int splits, __m256 total[MR][NB]) {
   for (int m = 0; m < MR; ++m)
     for (int b = 0; b < NB; ++b) total[m][b] = _mm256_setzero_ps();
   for (int c = 0; c < splits; ++c) {
@@ -162,7 +161,7 @@ __attribute__((target("avx2,f16c"))) void tile_packed(const float* x, int ldx,
       for (int b = 0; b < NB; ++b) acc[m][b] = _mm256_setzero_ps();
     for (int k = k0; k < k1; ++k) {
       __m256 col[NB];
-      for (int b = 0; b < NB; ++b) col[b] = _mm256_loadu_ps(pk[b] + 8 * static_cast<size_t>(k));
+      for (int b = 0; b < NB; ++b) col[b] = load8(pk[b] + 8 * static_cast<size_t>(k));
       for (int m = 0; m < MR; ++m) {
         const float xv = x[static_cast<size_t>(m) * ldx + k];
         for (int b = 0; b < NB; ++b) acc[m][b] = mul_add(acc[m][b], xv, col[b]);
@@ -175,21 +174,20 @@ __attribute__((target("avx2,f16c"))) void tile_packed(const float* x, int ldx,
 }
 
 // Every row of x against NB packed blocks starting at output feature n.
-template <int NB>
+template <int NB, typename W>
 __attribute__((target("avx2,f16c"))) void rows_packed(float* y, const float* x, int ldx,
-                                                      const float* const pk[NB], const float* b,
-                                                      int M, int N, int K, int splits, Storage out,
-                                                      int n) {
+                                                      const W pk[NB], const float* b, int M, int N,
+                                                      int K, int splits, Storage out, int n) {
   const float* bias = b != nullptr ? b + n : nullptr;
   int m = 0;
   for (; m + 4 <= M; m += 4) {
     __m256 total[4][NB];
-    tile_packed<4, NB>(x + static_cast<size_t>(m) * ldx, ldx, pk, K, splits, total);
+    tile_packed<4, NB, W>(x + static_cast<size_t>(m) * ldx, ldx, pk, K, splits, total);
     store<4, NB>(y + static_cast<size_t>(m) * N + n, N, bias, out, total);
   }
   for (; m < M; ++m) {
     __m256 total[1][NB];
-    tile_packed<1, NB>(x + static_cast<size_t>(m) * ldx, ldx, pk, K, splits, total);
+    tile_packed<1, NB, W>(x + static_cast<size_t>(m) * ldx, ldx, pk, K, splits, total);
     store<1, NB>(y + static_cast<size_t>(m) * N + n, N, bias, out, total);
   }
 }
@@ -217,6 +215,58 @@ void rows_blocks(float* y, const float* x, int ldx, W w, int ldw, const float* b
   }
 }
 
+// Weights packed at set-up (ops.h): every row of x against two blocks at a time, read in place
+// (each block one sequential stream; one load per k feeds eight outputs).
+template <typename W>
+void matmul_packed(float* y, const float* x, int ldx, Packed<W> w, int ldw, const float* b, int M,
+                   int N, int K, int splits, Storage out, int n_begin, int n_end) {
+  auto block = [&](int n) { return w.base + static_cast<size_t>(n / 8) * ldw * 8; };
+  int n = n_begin;
+  for (; n + 16 <= n_end; n += 16) {
+    const W pk[2] = {block(n), block(n + 8)};
+    rows_packed<2, W>(y, x, ldx, pk, b, M, N, K, splits, out, n);
+  }
+  for (; n < n_end; n += 8) {
+    const W pk[1] = {block(n)};
+    rows_packed<1, W>(y, x, ldx, pk, b, M, N, K, splits, out, n);
+  }
+}
+
+// Row-major weights: transposed in registers, or packed per call for many rows of x.
+template <typename W>
+void matmul_rowmajor(float* y, const float* x, int ldx, W w, int ldw, const float* b, int M, int N,
+                     int K, int splits, Storage out, int n_begin, int n_end) {
+  if (M >= kPackRows) {
+    // many rows of x (prefill): pack two blocks at a time once, stream every row over them
+    thread_local std::vector<float> packed;
+    packed.resize(16 * static_cast<size_t>(std::max(1, K)));
+    const float* const pk[2] = {packed.data(), packed.data() + 8 * static_cast<size_t>(K)};
+    const float* const pk1[1] = {packed.data()};
+    int n = n_begin;
+    for (; n + 16 <= n_end; n += 16) {
+      pack_block(packed.data(), w + static_cast<size_t>(n) * ldw, ldw, K);
+      pack_block(packed.data() + 8 * static_cast<size_t>(K), w + static_cast<size_t>(n + 8) * ldw,
+                 ldw, K);
+      rows_packed<2, const float*>(y, x, ldx, pk, b, M, N, K, splits, out, n);
+    }
+    for (; n < n_end; n += 8) {
+      pack_block(packed.data(), w + static_cast<size_t>(n) * ldw, ldw, K);
+      rows_packed<1, const float*>(y, x, ldx, pk1, b, M, N, K, splits, out, n);
+    }
+    return;
+  }
+  constexpr int kRowTile = 32;  // rows of x kept hot while a range of weight rows streams past
+  for (int m0 = 0; m0 < M; m0 += kRowTile) {
+    rows_blocks(y, x, ldx, w, ldw, b, N, K, splits, out, m0, std::min(M, m0 + kRowTile), n_begin,
+                n_end);
+  }
+}
+
+template <typename W>
+struct IsPacked : std::false_type {};
+template <typename W>
+struct IsPacked<Packed<W>> : std::true_type {};
+
 }  // namespace
 
 bool gemm_lanes_available() {
@@ -227,28 +277,10 @@ bool gemm_lanes_available() {
 template <typename W>
 void matmul_f32_lanes(float* y, const float* x, int ldx, W w, int ldw, const float* b, int M, int N,
                       int K, int splits, Storage out, int n_begin, int n_end) {
-  if (M >= kPackRows) {
-    // many rows of x (prefill): pack two blocks at a time once, stream every row over them
-    thread_local std::vector<float> packed;
-    packed.resize(16 * static_cast<size_t>(std::max(1, K)));
-    const float* const pk[2] = {packed.data(), packed.data() + 8 * static_cast<size_t>(K)};
-    int n = n_begin;
-    for (; n + 16 <= n_end; n += 16) {
-      pack_block(packed.data(), w + static_cast<size_t>(n) * ldw, ldw, K);
-      pack_block(packed.data() + 8 * static_cast<size_t>(K), w + static_cast<size_t>(n + 8) * ldw,
-                 ldw, K);
-      rows_packed<2>(y, x, ldx, pk, b, M, N, K, splits, out, n);
-    }
-    for (; n < n_end; n += 8) {
-      pack_block(packed.data(), w + static_cast<size_t>(n) * ldw, ldw, K);
-      rows_packed<1>(y, x, ldx, pk, b, M, N, K, splits, out, n);
-    }
-    return;
-  }
-  constexpr int kRowTile = 32;  // rows of x kept hot while a range of weight rows streams past
-  for (int m0 = 0; m0 < M; m0 += kRowTile) {
-    rows_blocks(y, x, ldx, w, ldw, b, N, K, splits, out, m0, std::min(M, m0 + kRowTile), n_begin,
-                n_end);
+  if constexpr (IsPacked<W>::value) {
+    matmul_packed(y, x, ldx, w, ldw, b, M, N, K, splits, out, n_begin, n_end);
+  } else {
+    matmul_rowmajor(y, x, ldx, w, ldw, b, M, N, K, splits, out, n_begin, n_end);
   }
 }
 
@@ -269,5 +301,13 @@ template void matmul_f32_lanes<Bf16Ptr>(float*, const float*, int, Bf16Ptr, int,
                                         int, int, int, Storage, int, int);
 template void matmul_f32_lanes<F16Ptr>(float*, const float*, int, F16Ptr, int, const float*, int,
                                        int, int, int, Storage, int, int);
+template void matmul_f32_lanes<Packed<const float*>>(float*, const float*, int,
+                                                     Packed<const float*>, int, const float*, int,
+                                                     int, int, int, Storage, int, int);
+template void matmul_f32_lanes<Packed<Bf16Ptr>>(float*, const float*, int, Packed<Bf16Ptr>, int,
+                                                const float*, int, int, int, int, Storage, int,
+                                                int);
+template void matmul_f32_lanes<Packed<F16Ptr>>(float*, const float*, int, Packed<F16Ptr>, int,
+                                               const float*, int, int, int, int, Storage, int, int);
 
 }  // namespace ds::ops

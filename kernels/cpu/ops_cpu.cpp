@@ -68,7 +68,7 @@ void matmul_rows(T* y, const T* x, int ldx, W w, int ldw, const T* b, int M, int
   for (int m = 0; m < M; ++m) {
     const T* xm = x + static_cast<size_t>(m) * ldx;
     for (int n = n_begin; n < n_end; ++n) {
-      const W wn = w + static_cast<size_t>(n) * ldw;
+      const auto wn = row(w, static_cast<size_t>(n), static_cast<size_t>(ldw));
       T acc = 0;
       for (int c = 0; c < splits; ++c) {
         const Chunk ch = chunk_of(K, splits, c);
@@ -165,17 +165,47 @@ void embedding(T* out, const T* table, const int32_t* ids, int n, int dim) {
 }
 
 void embedding(float* out, StoredWeights table, const int32_t* ids, int n, int dim) {
-  if (table.format == Storage::native) {
+  if (table.format == Storage::native && !table.packed) {
     embedding(out, static_cast<const float*>(table.data), ids, n, dim);
     return;
   }
   with_weights(table, [&](auto t) {
     for (int r = 0; r < n; ++r) {
-      const auto row = t + static_cast<size_t>(ids[r]) * dim;
+      const auto values = row(t, static_cast<size_t>(ids[r]), static_cast<size_t>(dim));
       float* o = out + static_cast<size_t>(r) * dim;
-      for (int i = 0; i < dim; ++i) o[i] = row[i];
+      for (int i = 0; i < dim; ++i) o[i] = values[i];
     }
   });
+}
+
+size_t packed_values(int N, int K) {
+  return static_cast<size_t>((N + 7) / 8) * 8 * static_cast<size_t>(std::max(0, K));
+}
+
+namespace {
+template <typename E>
+void pack_rows(E* out, const E* w, int N, int K) {
+  const size_t blocks = static_cast<size_t>((N + 7) / 8);
+  parallel_for(blocks, 1, [&](size_t b0, size_t b1) {
+    for (size_t b = b0; b < b1; ++b) {
+      E* blk = out + b * 8 * static_cast<size_t>(K);
+      for (int i = 0; i < 8; ++i) {
+        const size_t n = 8 * b + i;
+        const E* wn = w + n * static_cast<size_t>(K);
+        for (int k = 0; k < K; ++k)
+          blk[8 * static_cast<size_t>(k) + i] = n < size_t(N) ? wn[k] : E(0);
+      }
+    }
+  });
+}
+}  // namespace
+
+void pack_weights(void* out, StoredWeights w, int N, int K) {
+  if (w.format == Storage::native) {
+    pack_rows(static_cast<float*>(out), static_cast<const float*>(w.data), N, K);
+  } else {
+    pack_rows(static_cast<uint16_t*>(out), static_cast<const uint16_t*>(w.data), N, K);
+  }
 }
 
 void rmsnorm(float* y, const float* x, StoredWeights w, int rows, int dim, double eps,

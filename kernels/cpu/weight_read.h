@@ -23,16 +23,44 @@ struct Halves {
 using Bf16Ptr = Halves<Storage::bf16>;
 using F16Ptr = Halves<Storage::f16>;
 
-// f(reader) with the reader of w's format: const float*, Bf16Ptr or F16Ptr.
+// A packed matrix (ops.h: blocks of 8 rows, the 8 rows' values at each k side by side) read
+// through W; its rows are ldw values long.
+template <typename W>
+struct Packed {
+  W base;
+};
+
+// One row of a packed matrix: its values 8 apart.
+template <typename W>
+struct Strided {
+  W p;
+  float operator[](size_t k) const { return p[8 * k]; }
+};
+
+// Row n of a matrix whose rows are ldw long: generic loops read row(w, n, ldw)[k] for row-major
+// pointers and readers and for packed matrices alike.
+template <typename W>
+W row(W w, size_t n, size_t ldw) {
+  return w + n * ldw;
+}
+template <typename W>
+Strided<W> row(Packed<W> w, size_t n, size_t ldw) {
+  return {w.base + ((n / 8) * ldw * 8 + n % 8)};
+}
+
+// f(reader) with the reader of w's format and layout: const float*, Bf16Ptr or F16Ptr, row-major
+// or wrapped in Packed.
 template <typename F>
 decltype(auto) with_weights(StoredWeights w, F&& f) {
+  const auto* h = static_cast<const uint16_t*>(w.data);
+  const auto* p = static_cast<const float*>(w.data);
   switch (w.format) {
     case Storage::bf16:
-      return f(Bf16Ptr{static_cast<const uint16_t*>(w.data)});
+      return w.packed ? f(Packed<Bf16Ptr>{Bf16Ptr{h}}) : f(Bf16Ptr{h});
     case Storage::f16:
-      return f(F16Ptr{static_cast<const uint16_t*>(w.data)});
+      return w.packed ? f(Packed<F16Ptr>{F16Ptr{h}}) : f(F16Ptr{h});
     default:
-      return f(static_cast<const float*>(w.data));
+      return w.packed ? f(Packed<const float*>{p}) : f(p);
   }
 }
 

@@ -31,4 +31,9 @@ class MappedFile {
   size_t size_ = 0;
 };
 
+// Gives back the resident pages wholly inside [p, p + bytes) of a read-only file mapping
+// (madvise MADV_DONTNEED): they leave this process's memory and are read again from the page
+// cache or the file if touched later. For mapped values a copy has replaced.
+void release_pages(const void* p, size_t bytes);
+
 }  // namespace ds

@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "kernels/ops.h"
+#include "src/model/mapped_file.h"
 #include "src/model/memory.h"
 #include "src/runtime/forward.h"
 #include "src/runtime/runtime.h"
@@ -34,14 +35,15 @@ class CpuBackend {
     std::shared_ptr<const void> owner;  // keeps the values valid
     const void* values = nullptr;
     Storage format = Storage::native;  // native: T values; bf16 / f16: their bit patterns (float)
+    bool packed = false;               // a GEMM matrix in the packed layout (kernels/ops.h)
     size_t n = 0;
     bool empty() const { return n == 0; }
-    // the values from element `offset` on, as the ops take them
-    auto arg(size_t offset = 0) const {
+    // the values (from column `col` on, for a matrix), as the ops take them
+    auto arg(size_t col = 0) const {
       if constexpr (std::is_same_v<T, float>) {
-        return ops::StoredWeights{values, format}.at(offset);
+        return ops::StoredWeights{values, format, packed}.column(col);
       } else {
-        return static_cast<const T*>(values) + offset;
+        return static_cast<const T*>(values) + col;
       }
     }
   };
@@ -57,29 +59,60 @@ class CpuBackend {
   static bool in_place(const WeightTensor& host, Storage weights) {
     return std::is_same_v<T, float> && (weights == Storage::native || host.format() == weights);
   }
-  static uint64_t copy_bytes(const WeightTensor& host, Storage weights) {
-    if (in_place(host, weights)) return 0;
-    return static_cast<uint64_t>(host.size()) * (std::is_same_v<T, float> ? 2 : sizeof(T));
+  // The format a float backend computes `host` from: as stored, or rounded to `weights`.
+  static Storage used_format(const WeightTensor& host, Storage weights) {
+    return in_place(host, weights) ? host.format() : weights;
+  }
+  // Bytes this backend holds of its own for `host`: the copy of a weight it cannot use in place,
+  // or the packed copy of a float GEMM matrix (N, K), which replaces the mapped values.
+  static uint64_t copy_bytes(const WeightTensor& host, Storage weights, int N = 0, int K = 0) {
+    if constexpr (std::is_same_v<T, float>) {
+      const uint64_t elem = used_format(host, weights) == Storage::native ? 4 : 2;
+      if (N > 0) return elem * ops::packed_values(N, K);
+      return in_place(host, weights) ? 0 : elem * host.size();
+    } else {
+      return static_cast<uint64_t>(host.size()) * sizeof(T);
+    }
+  }
+
+  // A GEMM matrix: float weights packed (kernels/ops.h) in the format they are computed from;
+  // the mapped file's pages of a packed tensor are given back (they are read again only if
+  // another runtime is made from the model).
+  Weight upload_matrix(const WeightTensor& host, int N, int K) const {
+    Weight w = upload(host);
+    if constexpr (std::is_same_v<T, float>) {
+      if (w.empty()) return w;
+      const size_t values = ops::packed_values(N, K);
+      auto out =
+          std::make_shared<std::vector<uint16_t>>(values * (w.format == Storage::native ? 2 : 1));
+      ops::pack_weights(out->data(), ops::StoredWeights{w.values, w.format}, N, K);
+      if (host.mapped() && w.values == host.raw()) release_pages(host.raw(), host.bytes());
+      return {out, out->data(), w.format, true, values};
+    } else {
+      return w;
+    }
   }
 
   Weight upload(const WeightTensor& host) const {
-    if (in_place(host, weights_)) return {host.owner(), host.raw(), host.format(), host.size()};
+    if (in_place(host, weights_)) {
+      return {host.owner(), host.raw(), host.format(), false, host.size()};
+    }
     if constexpr (std::is_same_v<T, float>) {  // rounded to the 16-bit weight format
       auto bits = std::make_shared<std::vector<uint16_t>>(host.size());
       for (size_t i = 0; i < host.size(); ++i) {
         (*bits)[i] =
             weights_ == Storage::bf16 ? f32_to_bf16_bits(host[i]) : f32_to_f16_bits(host[i]);
       }
-      return {bits, bits->data(), weights_, bits->size()};
+      return {bits, bits->data(), weights_, false, bits->size()};
     } else {
       auto out = std::make_shared<std::vector<T>>(host.size());
       for (size_t i = 0; i < host.size(); ++i) (*out)[i] = host[i];
-      return {out, out->data(), Storage::native, out->size()};
+      return {out, out->data(), Storage::native, false, out->size()};
     }
   }
   Weight upload_table(const std::vector<double>& host) const {
     auto out = std::make_shared<std::vector<T>>(host.begin(), host.end());
-    return {out, out->data(), Storage::native, out->size()};
+    return {out, out->data(), Storage::native, false, out->size()};
   }
   void resize(Buf& b, size_t n) const { b.v.resize(n); }
   void resize_zeroed(Buf& b, size_t n) const { b.v.assign(n, T(0)); }
@@ -152,13 +185,15 @@ std::unique_ptr<Runtime> make_cpu_runtime(const Model& model, const Numerics& nu
   // the weights this precision cannot compute from where they lie are copied (counted exactly)
   const Storage ws = weight_storage(numerics.dtype);
   uint64_t copies = 0;
-  for (const WeightTensor* t : model_tensors(model)) {
-    copies += fp64 ? CpuBackend<double>::copy_bytes(*t, ws) : CpuBackend<float>::copy_bytes(*t, ws);
+  for (const WeightUse& u : weight_uses(model)) {
+    if (u.host->empty()) continue;
+    copies += fp64 ? CpuBackend<double>::copy_bytes(*u.host, ws)
+                   : CpuBackend<float>::copy_bytes(*u.host, ws, u.N, u.K);
   }
   const std::string weight_part =
-      copies == 0 ? std::string("the model's weights used where they lie")
-                  : fmt::format("{} of weights copied to {}", format_bytes(copies),
-                                fp64 ? "float64" : (ws == Storage::bf16 ? "bf16" : "fp16"));
+      fp64 ? fmt::format("{} of weights copied to float64", format_bytes(copies))
+           : fmt::format("{} of weights laid out for its GEMM, in the format it computes from",
+                         format_bytes(copies));
   check_memory(
       fmt::format("the CPU runtime ({}, and a KV cache of {} positions x {} sequences: {})",
                   weight_part, capacity, slots, format_bytes(kv)),

@@ -51,6 +51,7 @@ struct GemmCall {
 //   Buf                 activation storage that grows on demand; buf.ptr(element offset) -> Ptr
 //   Weight              a weight tensor as the backend stores it; empty() when absent (a bias)
 //   upload, upload_table   host weights and rope cos/sin tables into the backend's storage
+//   upload_matrix       a GEMM's (N, K) weight matrix, which a backend may lay out for its GEMM
 //   resize, resize_zeroed  a Buf to n values; ready() after set-up
 //   set_recorder, set_hook kernel records (CUDA) and the tap hook with the sites it wants
 //   begin_pass(cols)    the rows of this pass (tokens, KV-cache slots, positions)
@@ -73,6 +74,7 @@ concept ForwardBackend = requires(B& b, typename B::Buf& buf, typename B::Ptr p,
   { buf.ptr(n) } -> std::same_as<typename B::Ptr>;
   { w.empty() } -> std::convertible_to<bool>;
   { b.upload(host) } -> std::same_as<typename B::Weight>;
+  { b.upload_matrix(host, i, i) } -> std::same_as<typename B::Weight>;
   { b.upload_table(table) } -> std::same_as<typename B::Weight>;
   b.resize(buf, n);
   b.resize_zeroed(buf, n);
@@ -101,6 +103,39 @@ struct StoredLayer {
   W attn_norm, wq, wk, wv, bq, bk, bv, wo, mlp_norm, w_gate, w_up, w_down;
 };
 
+// How the forward pass uses a weight: a GEMM's (N, K) matrix, or (N = 0) a vector, a bias or a
+// lookup-only table. The one place the weights' roles are named: uploads and a backend's memory
+// estimate (cpu_runtime.cpp) both read it.
+struct WeightUse {
+  const WeightTensor* host;
+  int N = 0, K = 0;
+};
+// In order: embed, then per layer the twelve StoredLayer fields in their order, final_norm, and
+// lm_head when the model has one (a tied embedding is the classifier's matrix).
+inline std::vector<WeightUse> weight_uses(const Model& m) {
+  const ModelConfig& c = m.config;
+  const int D = c.dim, F = c.hidden_dim, Q = c.q_dim(), KV = c.kv_dim(), V = c.vocab_size;
+  const bool tied = m.weights.lm_head.empty();
+  std::vector<WeightUse> u{{&m.weights.embed, tied ? V : 0, tied ? D : 0}};
+  for (const LayerWeights& w : m.weights.layers) {
+    u.insert(u.end(), {{&w.attn_norm},
+                       {&w.wq, Q, D},
+                       {&w.wk, KV, D},
+                       {&w.wv, KV, D},
+                       {&w.bq},
+                       {&w.bk},
+                       {&w.bv},
+                       {&w.wo, D, Q},
+                       {&w.mlp_norm},
+                       {&w.w_gate, F, D},
+                       {&w.w_up, F, D},
+                       {&w.w_down, D, F}});
+  }
+  u.push_back({&m.weights.final_norm});
+  if (!tied) u.push_back({&m.weights.lm_head, V, D});
+  return u;
+}
+
 template <ForwardBackend B>
 class ForwardRuntime final : public Runtime {
  public:
@@ -112,15 +147,27 @@ class ForwardRuntime final : public Runtime {
   ForwardRuntime(const Model& m, const Numerics& nx, int capacity, int slots)
       : c_(m.config), nx_(nx), capacity_(capacity), slots_(slots), b_(nx, m.config) {
     check_runtime_setup(c_, nx, capacity, slots);
-    embed_ = b_.upload(m.weights.embed);
-    for (const auto& w : m.weights.layers) {
-      layers_.push_back({b_.upload(w.attn_norm), b_.upload(w.wq), b_.upload(w.wk), b_.upload(w.wv),
-                         b_.upload(w.bq), b_.upload(w.bk), b_.upload(w.bv), b_.upload(w.wo),
-                         b_.upload(w.mlp_norm), b_.upload(w.w_gate), b_.upload(w.w_up),
-                         b_.upload(w.w_down)});
+    const std::vector<WeightUse> uses = weight_uses(m);
+    auto upload = [&](size_t i) {
+      const WeightUse& u = uses[i];
+      return u.N > 0 ? b_.upload_matrix(*u.host, u.N, u.K) : b_.upload(*u.host);
+    };
+    size_t i = 0;
+    embed_ = upload(i++);
+    for (int l = 0; l < c_.n_layers; ++l) {
+      StoredLayer<Weight> w;
+      for (Weight StoredLayer<Weight>::*f :
+           {&StoredLayer<Weight>::attn_norm, &StoredLayer<Weight>::wq, &StoredLayer<Weight>::wk,
+            &StoredLayer<Weight>::wv, &StoredLayer<Weight>::bq, &StoredLayer<Weight>::bk,
+            &StoredLayer<Weight>::bv, &StoredLayer<Weight>::wo, &StoredLayer<Weight>::mlp_norm,
+            &StoredLayer<Weight>::w_gate, &StoredLayer<Weight>::w_up,
+            &StoredLayer<Weight>::w_down}) {
+        w.*f = upload(i++);
+      }
+      layers_.push_back(std::move(w));
     }
-    final_norm_ = b_.upload(m.weights.final_norm);
-    if (!m.weights.lm_head.empty()) lm_head_ = b_.upload(m.weights.lm_head);
+    final_norm_ = upload(i++);
+    if (i < uses.size()) lm_head_ = upload(i++);
     const RopeTable rt = rope_table(c_, capacity);
     cos_ = b_.upload_table(rt.cos);
     sin_ = b_.upload_table(rt.sin);

@@ -83,9 +83,9 @@ TEST_CASE("matmul on bf16 and fp16 weights as stored equals matmul on their floa
                   ds::ops::matmul(y16.data(), x.data(), K, {w16.data(), format}, ldw, bw, M, N, K,
                                   g);
                   INFO((format == ds::Storage::bf16 ? "bf16" : "fp16")
-                       << " M " << M << " N " << N << " K " << K << " split " << split
-                       << " bias " << bias << " kernels " << static_cast<int>(e.kernels)
-                       << " threads " << e.threads);
+                       << " M " << M << " N " << N << " K " << K << " split " << split << " bias "
+                       << bias << " kernels " << static_cast<int>(e.kernels) << " threads "
+                       << e.threads);
                   CHECK(std::memcmp(y32.data(), y16.data(), 4 * y32.size()) == 0);
                 }
               }

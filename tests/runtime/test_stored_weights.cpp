@@ -84,11 +84,10 @@ TEST_CASE("16-bit weights as stored give the bits of their float32 conversion in
         }
         for (int threads : {1, 2, 3}) {
           ds::ops::set_cpu_threads(threads);
-          INFO(ds::test::storage_dtype_name(dtype) << " checkpoint, " << ds::dtype_name(mode)
-                                                   << ", knob set " << knobs << ", " << threads
-                                                   << " threads");
-          CHECK(ds::test::same_bits(ds::test::run_passes(m16, nx),
-                                    ds::test::run_passes(m32, nx)));
+          INFO(ds::test::storage_dtype_name(dtype)
+               << " checkpoint, " << ds::dtype_name(mode) << ", knob set " << knobs << ", "
+               << threads << " threads");
+          CHECK(ds::test::same_bits(ds::test::run_passes(m16, nx), ds::test::run_passes(m32, nx)));
         }
       }
     }
@@ -117,13 +116,13 @@ TEST_CASE("traces of a 16-bit checkpoint and of its float32 conversion digest th
           const auto r = ds::test::run_cli(
               fmt::format("run -m {} --prompts {} -n 6 --probes all --full-logits {} --threads {} "
                           "-q -o {}",
-                          (side == 0 ? p.stored : p.f32).string(), prompts.string(), mode,
-                          threads, out.string()));
+                          (side == 0 ? p.stored : p.f32).string(), prompts.string(), mode, threads,
+                          out.string()));
           REQUIRE(r.exit_code == 0);
           digest[side] = ds::test::trace_digest(out);
         }
-        INFO(ds::test::storage_dtype_name(dtype) << " checkpoint, " << mode << ", " << threads
-                                                 << " threads");
+        INFO(ds::test::storage_dtype_name(dtype)
+             << " checkpoint, " << mode << ", " << threads << " threads");
         CHECK(digest[0] == digest[1]);
       }
     }

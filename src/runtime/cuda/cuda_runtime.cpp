@@ -76,6 +76,10 @@ class CudaBackend {
     }
     return w;
   }
+  // GEMM matrices keep the row-major layout the cuBLAS and tiled kernels read
+  Weight upload_matrix(const WeightTensor& host, int /*N*/, int /*K*/) const {
+    return upload(host);
+  }
   // rope tables: fp32, as the CPU reference's float tables
   Weight upload_table(const std::vector<double>& host) const {
     const std::vector<float> f(host.begin(), host.end());
