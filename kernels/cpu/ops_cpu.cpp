@@ -188,12 +188,17 @@ void pack_rows(E* out, const E* w, int N, int K) {
   const size_t blocks = static_cast<size_t>((N + 7) / 8);
   parallel_for(blocks, 1, [&](size_t b0, size_t b1) {
     for (size_t b = b0; b < b1; ++b) {
-      E* blk = out + b * 8 * static_cast<size_t>(K);
+      // the block's eight rows read side by side, its values written in order
+      const E* rows[8];
       for (int i = 0; i < 8; ++i) {
-        const size_t n = 8 * b + i;
-        const E* wn = w + n * static_cast<size_t>(K);
-        for (int k = 0; k < K; ++k)
-          blk[8 * static_cast<size_t>(k) + i] = n < size_t(N) ? wn[k] : E(0);
+        const size_t n = std::min<size_t>(8 * b + i, static_cast<size_t>(N) - 1);
+        rows[i] = w + n * static_cast<size_t>(K);
+      }
+      const int real = static_cast<int>(std::min<size_t>(8, static_cast<size_t>(N) - 8 * b));
+      E* blk = out + b * 8 * static_cast<size_t>(K);
+      for (int k = 0; k < K; ++k) {
+        E* o = blk + 8 * static_cast<size_t>(k);
+        for (int i = 0; i < 8; ++i) o[i] = i < real ? rows[i][k] : E(0);
       }
     }
   });

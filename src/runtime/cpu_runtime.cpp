@@ -4,8 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <type_traits>
 
 #include "common/error.h"
@@ -18,6 +20,14 @@
 namespace ds {
 
 namespace {
+
+// Uninitialised memory for packed weights (every byte is written by the packing; zeroing it
+// first would write it twice).
+std::shared_ptr<void> packed_buffer(size_t bytes) {
+  void* p = std::malloc(std::max<size_t>(bytes, 1));
+  if (p == nullptr) throw std::bad_alloc();
+  return {p, [](void* q) { std::free(q); }};
+}
 
 template <typename T>
 class CpuBackend {
@@ -83,11 +93,10 @@ class CpuBackend {
     if constexpr (std::is_same_v<T, float>) {
       if (w.empty()) return w;
       const size_t values = ops::packed_values(N, K);
-      auto out =
-          std::make_shared<std::vector<uint16_t>>(values * (w.format == Storage::native ? 2 : 1));
-      ops::pack_weights(out->data(), ops::StoredWeights{w.values, w.format}, N, K);
+      auto out = packed_buffer(values * (w.format == Storage::native ? 4 : 2));
+      ops::pack_weights(out.get(), ops::StoredWeights{w.values, w.format}, N, K);
       if (host.mapped() && w.values == host.raw()) release_pages(host.raw(), host.bytes());
-      return {out, out->data(), w.format, true, values};
+      return {out, out.get(), w.format, true, values};
     } else {
       return w;
     }
