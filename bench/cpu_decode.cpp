@@ -1,15 +1,20 @@
-// The CPU reference at the machine's limit: writes a 110M-parameter Llama-shaped
-// llama2.c checkpoint (dim 768, 12 layers, 12 heads, hidden 2048, vocab 32000, fp32) with random
-// weights and prints, in one run:
-//   - read bandwidth, measured by streaming the same weights the decode reads (1 thread, all cores;
-//     the best of 5 passes before and 5 after each decode measurement)
-//   - fp32 greedy decode tokens/s at 1 thread and at all cores, each against its roofline
-//     (bytes of weights read per token / that bandwidth), and the scalar reference loops' speed
-//   - prefill GFLOP/s for 512 tokens at all cores
-//   - time to first token and peak RSS of `driftscope generate` (warm page cache), against the
-//     budget 1.2 x weights + 64 MiB, and the same for a baseline executable when given.
-// Usage: bench_cpu_decode [--tokens N] [--dir DIR] [--baseline path/to/old/driftscope]
+// The CPU reference at the machine's limit, in one run, side by side:
+//   - decode tokens/s of the 110M Llama shape (llama2.c's stories110M: dim 768, 12 layers, hidden
+//     2048, vocab 32000; random weights) at 1 thread and at all cores: fp32 on float32 weights (a
+//     llama2.c checkpoint), fp32 and bf16 on the same shape stored as bf16 safetensors (`synth`),
+//     and a peer by path (llama2.c's run.c built -Ofast -march=native, and with -fopenmp), each
+//     measured in alternation with ours (best of the rounds);
+//   - bytes of weights read per token, and the read bandwidth as the best of several ways of
+//     streaming those bytes (a scalar sum, an AVX2 sum, and the decodes themselves, ours and the
+//     peer's): each decode's fraction of it is never above 1;
+//   - prefill GFLOP/s for 512 tokens against this machine's peak without FMA (independent AVX2
+//     multiplies and adds, measured here);
+//   - time to first token and peak RSS of `driftscope generate` (warm page cache) against the
+//     budget 1.1 x the weight file + KV cache + 256 MiB.
+// Usage: bench_cpu_decode [--tokens N] [--rounds R] [--dir DIR] [--peer path/to/run]
+//          [--peer-omp path/to/run-built-with-openmp] [--peer-tokenizer tokenizer.bin]
 #include <fmt/format.h>
+#include <immintrin.h>
 
 #include <algorithm>
 #include <atomic>
@@ -23,7 +28,9 @@
 
 #include "bench/child_process.h"
 #include "kernels/cpu/cpu_exec.h"
+#include "src/model/memory.h"
 #include "src/model/model.h"
+#include "src/model/synth.h"
 #include "src/runtime/runtime.h"
 
 namespace fs = std::filesystem;
@@ -74,21 +81,56 @@ std::vector<const ds::WeightTensor*> decode_tensors(const ds::Model& m) {
   return t;
 }
 
-// GB/s reading every byte of the tensors once, split across the CPU threads (best of 5 passes).
-double stream_bandwidth(const std::vector<const ds::WeightTensor*>& tensors, uint64_t bytes) {
+uint64_t bytes_of(const std::vector<const ds::WeightTensor*>& tensors) {
+  uint64_t b = 0;
+  for (const auto* t : tensors) b += t->bytes();
+  return b;
+}
+
+// Sums of 32-byte words with four independent AVX2 accumulators (the vector way to stream).
+__attribute__((target("avx2"))) uint64_t sum_avx2(const unsigned char* p, size_t n32) {
+  __m256i a[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                  _mm256_setzero_si256()};
+  size_t i = 0;
+  for (; i + 4 <= n32; i += 4) {
+    for (int j = 0; j < 4; ++j) {
+      a[j] = _mm256_add_epi64(
+          a[j], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * (i + j))));
+    }
+  }
+  for (; i < n32; ++i)
+    a[0] = _mm256_add_epi64(a[0], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * i)));
+  alignas(32) uint64_t out[4];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(out),
+                     _mm256_add_epi64(_mm256_add_epi64(a[0], a[1]), _mm256_add_epi64(a[2], a[3])));
+  return out[0] + out[1] + out[2] + out[3];
+}
+
+// GB/s reading every byte of the tensors once, split across the CPU threads: the best of five
+// passes of a scalar 8-byte sum and of the AVX2 sum.
+double stream_bandwidth(const std::vector<const ds::WeightTensor*>& tensors) {
+  const double bytes = static_cast<double>(bytes_of(tensors));
   double best = 0;
   std::atomic<uint64_t> sink{0};  // keeps the reads
   for (int rep = 0; rep < 5; ++rep) {
-    const auto t0 = Clock::now();
-    for (const ds::WeightTensor* t : tensors) {
-      const auto* words = static_cast<const uint64_t*>(t->raw());
-      ds::ops::parallel_for(t->bytes() / 8, 1 << 14, [&](size_t b, size_t e) {
-        uint64_t x = 0;
-        for (size_t i = b; i < e; ++i) x += words[i];
-        sink.fetch_add(x, std::memory_order_relaxed);
-      });
+    for (bool vec : {false, true}) {
+      const auto t0 = Clock::now();
+      for (const ds::WeightTensor* t : tensors) {
+        const auto* p = static_cast<const unsigned char*>(t->raw());
+        const size_t words = t->bytes() / 32;
+        ds::ops::parallel_for(words, 1 << 12, [&](size_t b, size_t e) {
+          uint64_t x = 0;
+          if (vec) {
+            x = sum_avx2(p + 32 * b, e - b);
+          } else {
+            const auto* w = reinterpret_cast<const uint64_t*>(p);
+            for (size_t i = 4 * b; i < 4 * e; ++i) x += w[i];
+          }
+          sink.fetch_add(x, std::memory_order_relaxed);
+        });
+      }
+      best = std::max(best, bytes / since(t0) / 1e9);
     }
-    best = std::max(best, static_cast<double>(bytes) / since(t0) / 1e9);
   }
   return best;
 }
@@ -98,8 +140,8 @@ int argmax(const std::vector<double>& v) {
 }
 
 // Greedy decode of `tokens` tokens after a 1-token prompt; tokens/s of the decode steps.
-double decode_tokens_per_s(const ds::Model& m, int tokens) {
-  auto rt = ds::make_cpu_runtime(m, ds::DType::fp32, tokens + 1);
+double decode_tokens_per_s(const ds::Model& m, ds::DType dtype, int tokens) {
+  auto rt = ds::make_cpu_runtime(m, dtype, tokens + 1);
   std::vector<double> logits;
   int32_t tok = 1;
   rt->forward(std::span<const int32_t>(&tok, 1), 0, logits);
@@ -111,7 +153,24 @@ double decode_tokens_per_s(const ds::Model& m, int tokens) {
   return tokens / since(t0);
 }
 
-// GFLOP/s of one 512-token prefill: 2 flops per weight per row in the GEMMs, plus q.k and p.v.
+// The peer's own decode rate: `peer model -z tokenizer -n N -t 0 -i a` prints "achieved tok/s".
+double peer_tokens_per_s(const std::string& peer, const fs::path& bin, const std::string& tok,
+                         int threads, int tokens) {
+  const std::string cmd =
+      fmt::format("OMP_NUM_THREADS={} {} {} -z {} -n {} -t 0 -i a 2>&1 >/dev/null", threads, peer,
+                  bin.string(), tok, tokens + 1);
+  FILE* f = popen(cmd.c_str(), "r");
+  if (f == nullptr) return 0;
+  char line[512];
+  double tps = 0;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::sscanf(line, "achieved tok/s: %lf", &tps) == 1) break;
+  }
+  pclose(f);
+  return tps;
+}
+
+// GFLOP/s of one prefill: 2 flops per weight per row in the GEMMs, plus q.k and p.v.
 double prefill_gflops(const ds::Model& m, int rows) {
   const auto& c = m.config;
   auto rt = ds::make_cpu_runtime(m, ds::DType::fp32, rows);
@@ -128,6 +187,42 @@ double prefill_gflops(const ds::Model& m, int rows) {
   const double keys = static_cast<double>(rows) * (rows + 1) / 2;  // causal
   const double flops = 2 * gemm_weights * rows + 4.0 * c.n_layers * keys * c.q_dim();
   return flops / secs / 1e9;
+}
+
+// Eight independent multiply chains and eight add chains on AVX2 registers, `iters` steps.
+__attribute__((target("avx2"))) float mul_add_chains(int iters) {
+  __m256 m[8], a[8];
+  for (int j = 0; j < 8; ++j) m[j] = a[j] = _mm256_set1_ps(1.0f + j * 1e-3f);
+  const __m256 f = _mm256_set1_ps(0.9999999f), g = _mm256_set1_ps(1e-7f);
+  for (int i = 0; i < iters; ++i) {
+    for (int j = 0; j < 8; ++j) {
+      m[j] = _mm256_mul_ps(m[j], f);
+      a[j] = _mm256_add_ps(a[j], g);
+    }
+  }
+  __m256 s = _mm256_setzero_ps();
+  for (int j = 0; j < 8; ++j) s = _mm256_add_ps(s, _mm256_add_ps(m[j], a[j]));
+  alignas(32) float o[8];
+  _mm256_store_ps(o, s);
+  return o[0];
+}
+
+// This machine's peak without FMA: independent AVX2 multiplies and adds on `threads` threads;
+// GFLOP/s, the best of three.
+double peak_gflops_no_fma(int threads) {
+  constexpr int kIters = 1 << 22;
+  double best = 0;
+  std::atomic<float> sink{0};
+  for (int rep = 0; rep < 3; ++rep) {
+    ds::ops::set_cpu_threads(threads);
+    const auto t0 = Clock::now();
+    ds::ops::parallel_for(static_cast<size_t>(threads), 1, [&](size_t b, size_t e) {
+      for (size_t job = b; job < e; ++job) sink.store(mul_add_chains(kIters));
+    });
+    const double flops = 16.0 * 8 * kIters * threads;
+    best = std::max(best, flops / since(t0) / 1e9);
+  }
+  return best;
 }
 
 struct CliRun {
@@ -155,26 +250,52 @@ CliRun measure_cli(const std::string& exe, const fs::path& model) {
   return r;
 }
 
+struct Args {
+  int tokens = 64, rounds = 2;
+  fs::path dir = fs::temp_directory_path() / "driftscope_bench_110m";
+  std::string peer, peer_omp, peer_tokenizer;
+};
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--tokens") a.tokens = std::stoi(v);
+    if (k == "--rounds") a.rounds = std::stoi(v);
+    if (k == "--dir") a.dir = v;
+    if (k == "--peer") a.peer = v;
+    if (k == "--peer-omp") a.peer_omp = v;
+    if (k == "--peer-tokenizer") a.peer_tokenizer = v;
+  }
+  return a;
+}
+
+// One decode configuration: ours (a model and a precision) or the peer's binary.
+struct Decode {
+  std::string what;
+  int threads;
+  const ds::Model* model = nullptr;  // null: the peer
+  ds::DType dtype = ds::DType::fp32;
+  std::string peer;
+  double bytes = 0;  // weights read per token
+  double tps = 0;    // best of the rounds
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  int tokens = 64;
-  fs::path dir = fs::temp_directory_path() / "driftscope_bench_110m";
-  std::string baseline;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i];
-    if (a == "--tokens")
-      tokens = std::stoi(argv[i + 1]);
-    else if (a == "--dir")
-      dir = argv[i + 1];
-    else if (a == "--baseline")
-      baseline = argv[i + 1];
-  }
-  fs::create_directories(dir);
-  const fs::path bin = dir / "llama110m.bin";
+  const Args a = parse(argc, argv);
+  fs::create_directories(a.dir);
+  const fs::path bin = a.dir / "llama110m.bin", hf16 = a.dir / "stories110m-bf16";
   write_checkpoint(bin);
+  if (!fs::exists(hf16 / "config.json")) {
+    ds::SynthOptions o;
+    o.dtype = "bf16";
+    o.seed = 1;
+    o.force = true;
+    ds::write_synthetic_checkpoint(ds::synth_shape("stories110m"), o, hf16);
+  }
   const int all = ds::ops::cpu_threads();
-
   {  // time to first token in this process, warm page cache (the file was just written or read)
     (void)ds::load_model(bin);
     const auto t0 = Clock::now();
@@ -187,70 +308,79 @@ int main(int argc, char** argv) {
     rt->forward(std::span<const int32_t>(&tok, 1), 0, logits);
     const double t_token = since(t0);
     fmt::print(
-        "time to first token (in process, {} threads): {:.3f} s = load {:.3f} + runtime "
-        "{:.3f} + first forward {:.3f}\n",
-        ds::ops::cpu_threads(), t_token, t_load, t_runtime - t_load, t_token - t_runtime);
+        "time to first token (in process, {} threads): {:.3f} s = load {:.3f} + runtime set-up "
+        "(packing) {:.3f} + first forward {:.3f}\n",
+        all, t_token, t_load, t_runtime - t_load, t_token - t_runtime);
   }
-  const ds::Model m = ds::load_model(bin);
-  const auto tensors = decode_tensors(m);
-  uint64_t bytes = 0;
-  for (const auto* t : tensors) bytes += t->bytes();
-  fmt::print("checkpoint: {} ({:.1f} MB), weights read per decode token: {:.1f} MB\n", bin.string(),
-             fs::file_size(bin) / 1e6, bytes / 1e6);
+  const ds::Model m32 = ds::load_model(bin), m16 = ds::load_model(hf16);
+  const double b32 = static_cast<double>(bytes_of(decode_tensors(m32)));
+  const double b16 = static_cast<double>(bytes_of(decode_tensors(m16)));
+  fmt::print("weights read per decode token: {:.1f} MB float32 ({}), {:.1f} MB bf16 ({})\n",
+             b32 / 1e6, bin.string(), b16 / 1e6, hf16.string());
 
-  struct Row {
-    const char* what;
-    int threads;
-    ds::ops::CpuKernels k;
-    int tokens;
-  };
-  const Row rows[] = {
-      {"reference loops", 1, ds::ops::CpuKernels::reference, std::max(4, tokens / 8)},
-      {"simd", 1, ds::ops::CpuKernels::simd, tokens},
-      {"simd", all, ds::ops::CpuKernels::simd, tokens}};
-  fmt::print("\n{:<16} {:>7} {:>10} {:>13} {:>14} {:>9}\n", "decode (fp32)", "threads", "tokens/s",
-             "read GB/s", "roofline tok/s", "fraction");
-  double ref_tps = 0;
-  for (const Row& r : rows) {
-    ds::ops::set_cpu_threads(r.threads);
-    ds::ops::set_cpu_kernels(ds::ops::CpuKernels::simd);
-    const double bw_before = stream_bandwidth(tensors, bytes);
-    ds::ops::set_cpu_kernels(r.k);
-    const double tps = decode_tokens_per_s(m, r.tokens);
-    ds::ops::set_cpu_kernels(ds::ops::CpuKernels::simd);
-    // the best streaming rate before and after the decode: a shared VM's bandwidth moves from one
-    // second to the next, and the roofline should be a ceiling, not one unlucky moment
-    const double bw = std::max(bw_before, stream_bandwidth(tensors, bytes));
-    if (r.k == ds::ops::CpuKernels::reference) ref_tps = tps;
-    const double roof = bw * 1e9 / bytes;
-    fmt::print("{:<16} {:>7} {:>10.2f} {:>13.2f} {:>14.2f} {:>9.2f}{}\n", r.what, r.threads, tps,
-               bw, roof, tps / roof,
-               r.k == ds::ops::CpuKernels::reference
-                   ? ""
-                   : fmt::format("   ({:.1f}x the reference loops)", tps / ref_tps));
+  std::vector<Decode> rows;
+  for (int t : {1, all}) {
+    rows.push_back({"driftscope fp32, f32 weights", t, &m32, ds::DType::fp32, "", b32});
+    const std::string& peer = t == 1 ? a.peer : a.peer_omp;
+    if (!peer.empty() && !a.peer_tokenizer.empty())
+      rows.push_back({t == 1 ? "run.c -Ofast -march=native" : "run.c ... -fopenmp", t, nullptr,
+                      ds::DType::fp32, peer, b32});
+    rows.push_back({"driftscope fp32, bf16 weights", t, &m16, ds::DType::fp32, "", b16});
+    rows.push_back({"driftscope bf16, bf16 weights", t, &m16, ds::DType::bf16, "", b16});
   }
-  ds::ops::set_cpu_kernels(ds::ops::CpuKernels::simd);
-  fmt::print("\nprefill 512 tokens, fp32:");
-  for (int threads : {1, all}) {
-    ds::ops::set_cpu_threads(threads);
-    fmt::print("  {} thread(s) {:.1f} GFLOP/s;", threads, prefill_gflops(m, 512));
+  // rounds in alternation, so a shared machine's load moves every row alike
+  for (int r = 0; r < a.rounds; ++r) {
+    for (Decode& d : rows) {
+      ds::ops::set_cpu_threads(d.threads);
+      const double tps = d.model != nullptr ? decode_tokens_per_s(*d.model, d.dtype, a.tokens)
+                                            : peer_tokens_per_s(d.peer, bin, a.peer_tokenizer,
+                                                                d.threads, a.tokens);
+      d.tps = std::max(d.tps, tps);
+    }
   }
-  fmt::print("\n");
-  ds::ops::set_cpu_threads(all);
-
-  const double budget_mib = 1.2 * bytes / 1048576.0 + 64;
-  std::vector<std::pair<std::string, std::string>> exes = {{"this build", DRIFTSCOPE_EXE}};
-  if (!baseline.empty()) exes.push_back({"baseline", baseline});
+  // the roofline: the best of every way of reading the bytes, the decodes themselves included
+  double bw[2] = {0, 0};  // GB/s at 1 thread, at all cores
+  for (int i = 0; i < 2; ++i) {
+    ds::ops::set_cpu_threads(i == 0 ? 1 : all);
+    bw[i] = std::max(stream_bandwidth(decode_tensors(m32)), stream_bandwidth(decode_tensors(m16)));
+    for (const Decode& d : rows)
+      if (d.threads == (i == 0 ? 1 : all)) bw[i] = std::max(bw[i], d.tps * d.bytes / 1e9);
+  }
   fmt::print(
-      "\n`generate` on the checkpoint ({} threads, warm page cache; budget: peak RSS <= "
-      "{:.0f} MiB, first token <= 0.3 s)\n",
-      all, budget_mib);
-  fmt::print("{:<12} {:>22} {:>22} {:>16}\n", "executable", "1 token: wall s (TTFT)",
-             "128 tokens: wall s", "peak RSS MiB");
-  for (const auto& [name, exe] : exes) {
-    const CliRun r = measure_cli(exe, bin);
-    fmt::print("{:<12} {:>22.3f} {:>22.2f} {:>16.1f}\n", name, r.ttft_s, r.generate_s,
-               r.rss_kib / 1024.0);
+      "read bandwidth (best of a scalar sum, an AVX2 sum and the decodes): {:.2f} GB/s at 1 "
+      "thread, {:.2f} GB/s at {} threads\n\n",
+      bw[0], bw[1], all);
+  fmt::print("{:<32} {:>7} {:>10} {:>11} {:>9} {:>10}\n", "decode (128 tokens of the 110M shape)",
+             "threads", "tokens/s", "GB/s read", "fraction", "vs fp32");
+  for (const Decode& d : rows) {
+    const double fp32 = rows[d.threads == 1 ? 0 : (rows.size() / 2)].tps;
+    const double gbs = d.tps * d.bytes / 1e9;
+    fmt::print("{:<32} {:>7} {:>10.2f} {:>11.2f} {:>9.2f} {:>9.2f}x\n", d.what, d.threads, d.tps,
+               gbs, gbs / bw[d.threads == 1 ? 0 : 1], d.tps / fp32);
+  }
+  ds::ops::set_cpu_threads(all);
+  fmt::print("\nprefill 512 tokens, fp32, against the peak without FMA:\n");
+  for (int threads : {1, all}) {
+    const double peak = peak_gflops_no_fma(threads);
+    ds::ops::set_cpu_threads(threads);
+    const double g = prefill_gflops(m32, 512);
+    fmt::print("  {} thread(s): {:.1f} GFLOP/s of a peak of {:.1f} ({:.2f})\n", threads, g, peak,
+               g / peak);
+  }
+  ds::ops::set_cpu_threads(all);
+  fmt::print(
+      "\n`generate` ({} threads, warm page cache; budget: peak RSS <= 1.1 x file + KV + 256 "
+      "MiB)\n{:<24} {:>22} {:>20} {:>14} {:>12}\n",
+      all, "checkpoint", "1 token: wall s (TTFT)", "128 tokens: wall s", "peak RSS MiB",
+      "budget MiB");
+  for (const fs::path& model : {bin, hf16}) {
+    uint64_t file = 0;
+    for (const auto& f : ds::load_model(model).weight_files) file += fs::file_size(f);
+    const double kv = 129.0 * ds::kv_bytes_per_token(m32.config, 4);
+    const double budget = (1.1 * file + kv) / 1048576.0 + 256;
+    const CliRun r = measure_cli(DRIFTSCOPE_EXE, model);
+    fmt::print("{:<24} {:>22.3f} {:>20.2f} {:>14.1f} {:>12.0f}\n", model.filename().string(),
+               r.ttft_s, r.generate_s, r.rss_kib / 1024.0, budget);
   }
   return 0;
 }

@@ -211,6 +211,7 @@ const std::vector<SynthShape>& synth_shapes() {
       {"qwen2-7b", shape_config("qwen2", 3584, 18944, 28, 28, 4, 152064, 32768, 1e6, true)},
       {"mistral-7b", shape_config("mistral", 4096, 14336, 32, 32, 8, 32000, 32768, 1e6, false)},
       {"qwen2-0.5b", tied(shape_config("qwen2", 896, 4864, 24, 14, 2, 151936, 32768, 1e6, true))},
+      {"stories110m", tied(shape_config("llama", 768, 2048, 12, 12, 12, 32000, 1024, 1e4, false))},
       {"tiny", shape_config("llama", 64, 172, 2, 8, 4, 512, 256, 1e4, false)},
   };
   return shapes;
