@@ -2,7 +2,9 @@
 # Runs on a lent GPU machine, from the repository root, with .gpu/bundle.tar.xz carried
 # (scripts/gpu_bundle.sh): unpacks the CUDA build, makes the paths compiled into it valid
 # (/work/main = this checkout), runs the [cuda] tests, then the GPU benchmarks when asked.
-#   bash scripts/gpu_run.sh [tests|ops|bench|all] [extra Catch2 args for the tests]
+#   bash scripts/gpu_run.sh [tests|ops|bench|cpu|all] [extra Catch2 args for the tests]
+# cpu: bench_cpu_decode on the machine's CPU (a quiet many-core host, unlike the development VM),
+# beside the llama2.c peer binaries in .gpu/peer/ when carried (run, run-omp, tokenizer.bin).
 # ops: bench_ops over the op table (tests/ops): each case validated (CUDA vs CPU), then timed.
 # bench: synthesises a Qwen2-7B-shape checkpoint, runs the decode and prefill benchmarks and the
 # comparison with transformers (scripts/hf_compare.py).
@@ -30,6 +32,13 @@ fi
 if [ "$what" = ops ] || [ "$what" = all ]; then
   /work/main/build-cuda/bench/bench_ops --min-ms 5 || rc=$?
   echo "bench_ops exit code: $rc"
+fi
+if [ "$what" = cpu ]; then
+  lscpu | grep -E 'Model name|^CPU\(s\)' || true
+  peer=()
+  [ -x .gpu/peer/run ] && peer=(--peer .gpu/peer/run --peer-omp .gpu/peer/run-omp
+                                --peer-tokenizer .gpu/peer/tokenizer.bin)
+  /work/main/build-cuda/bench/bench_cpu_decode --rounds 3 "${peer[@]}" || rc=$?
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
   model=/tmp/ds-qwen2-7b

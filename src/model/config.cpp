@@ -102,11 +102,18 @@ std::optional<RopeScaling> parse_rope_scaling(const nlohmann::json& j, const std
   s.high_freq_factor = get_or<double>(r, "high_freq_factor", 4.0, source);
   s.original_max_position_embeddings =
       get_or<double>(r, "original_max_position_embeddings", 8192.0, source);
-  if (!(s.factor > 0) || !(s.high_freq_factor > s.low_freq_factor)) {
+  // llama3 scaling stretches long wavelengths by `factor` (8 and 32 in published models); a
+  // factor below 1 or a denormal one would divide frequencies into infinities
+  if (!(s.factor >= 1 && s.factor <= 1024) || !(s.low_freq_factor > 0) ||
+      !(s.high_freq_factor > s.low_freq_factor) || !std::isfinite(s.high_freq_factor) ||
+      !(s.original_max_position_embeddings >= 1 && s.original_max_position_embeddings <= 1 << 24)) {
     throw Error(
-        fmt::format("{}: rope_scaling needs factor > 0 and high_freq_factor > "
-                    "low_freq_factor",
-                    source));
+        fmt::format("{}: rope_scaling needs 1 <= factor <= 1024 (got {}), 0 < low_freq_factor < "
+                    "high_freq_factor (got {} and {}) and 1 <= original_max_position_embeddings "
+                    "<= 16777216 (got {})",
+                    source, s.factor, s.low_freq_factor, s.high_freq_factor,
+                    s.original_max_position_embeddings),
+        "the model's config.json is damaged; compare it with the published one");
   }
   return s;
 }

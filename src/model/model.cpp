@@ -5,6 +5,10 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+
 #include "common/error.h"
 #include "src/model/memory.h"
 #include "src/model/synth.h"
@@ -19,10 +23,14 @@ Model load_model(const fs::path& path) {
                 "give --model a Hugging Face model directory or a llama2.c .bin file "
                 "(without --model the bundled kjv-llama is used)");
   }
-  if (fs::is_directory(path)) return load_hf_model(path);
-  if (path.extension() == ".bin") return load_llama2c_model(path);
+  auto checked = [](Model m) {
+    check_finite_weights(m);
+    return m;
+  };
+  if (fs::is_directory(path)) return checked(load_hf_model(path));
+  if (path.extension() == ".bin") return checked(load_llama2c_model(path));
   if (path.filename() == "config.json" || path.extension() == ".safetensors") {
-    return load_hf_model(path.parent_path());
+    return checked(load_hf_model(path.parent_path()));
   }
   throw Error(fmt::format("'{}' is neither a model directory nor a .bin file", path.string()),
               "give --model a Hugging Face model directory or a llama2.c .bin file");
@@ -58,18 +66,65 @@ void check_load_memory(const ModelConfig& c, uint64_t weight_bytes, const std::s
                "fewer layers)");
 }
 
-std::vector<const WeightTensor*> model_tensors(const Model& model) {
+std::vector<std::pair<std::string, const WeightTensor*>> named_tensors(const Model& model) {
   const ModelWeights& w = model.weights;
-  std::vector<const WeightTensor*> t{&w.embed};
-  for (const LayerWeights& l : w.layers) {
-    for (const WeightTensor* p : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.bq, &l.bk, &l.bv, &l.wo,
-                                  &l.mlp_norm, &l.w_gate, &l.w_up, &l.w_down}) {
-      if (!p->empty()) t.push_back(p);  // absent biases are empty
+  std::vector<std::pair<std::string, const WeightTensor*>> t{{"embed", &w.embed}};
+  const char* names[] = {"attn_norm", "wq", "wk",       "wv",     "bq",   "bk",
+                         "bv",        "wo", "mlp_norm", "w_gate", "w_up", "w_down"};
+  for (size_t l = 0; l < w.layers.size(); ++l) {
+    const LayerWeights& L = w.layers[l];
+    const WeightTensor* p[] = {&L.attn_norm, &L.wq, &L.wk,       &L.wv,     &L.bq,   &L.bk,
+                               &L.bv,        &L.wo, &L.mlp_norm, &L.w_gate, &L.w_up, &L.w_down};
+    for (size_t i = 0; i < std::size(p); ++i) {
+      if (!p[i]->empty()) t.push_back({fmt::format("L{} {}", l, names[i]), p[i]});  // biases
     }
   }
-  t.push_back(&w.final_norm);
-  if (!w.lm_head.empty()) t.push_back(&w.lm_head);
+  t.push_back({"final_norm", &w.final_norm});
+  if (!w.lm_head.empty()) t.push_back({"lm_head", &w.lm_head});
   return t;
+}
+
+std::vector<const WeightTensor*> model_tensors(const Model& model) {
+  std::vector<const WeightTensor*> t;
+  for (const auto& [name, p] : named_tensors(model)) t.push_back(p);
+  return t;
+}
+
+namespace {
+
+// The index of the first NaN or infinity among the stored values (their exponent all ones), or
+// -1 (a plain loop over the bits the compiler vectorises).
+template <typename U>
+int64_t first_non_finite(const U* v, size_t n, U exponent) {
+  constexpr size_t kBlock = 4096;
+  for (size_t b = 0; b < n; b += kBlock) {
+    const size_t e = std::min(n, b + kBlock);
+    bool any = false;
+    for (size_t i = b; i < e; ++i) any |= (v[i] & exponent) == exponent;
+    if (!any) continue;
+    for (size_t i = b; i < e; ++i)
+      if ((v[i] & exponent) == exponent) return static_cast<int64_t>(i);
+  }
+  return -1;
+}
+
+}  // namespace
+
+void check_finite_weights(const Model& model) {
+  for (const auto& [name, t] : named_tensors(model)) {
+    const int64_t at =
+        t->format() == Storage::native
+            ? first_non_finite(static_cast<const uint32_t*>(t->raw()), t->size(), 0x7f800000u)
+            : first_non_finite(
+                  t->halves(), t->size(),
+                  static_cast<uint16_t>(t->format() == Storage::bf16 ? 0x7f80 : 0x7c00));
+    if (at < 0) continue;
+    const float v = (*t)[static_cast<size_t>(at)];
+    throw Error(fmt::format("weight tensor '{}' of '{}' holds {} at element {}", name,
+                            model.path.string(), std::isnan(v) ? "NaN" : "an infinity", at),
+                "every weight must be a finite number: the checkpoint is damaged, or was saved "
+                "from a run that diverged");
+  }
 }
 
 uint64_t model_weight_bytes(const Model& model) {

@@ -46,6 +46,14 @@ struct Model {
   }
 };
 
+// Every weight tensor the model has, once, with a name for messages ("embed", "L3 wq", ...; absent
+// biases left out; the classifier only when it is not the embedding).
+std::vector<std::pair<std::string, const WeightTensor*>> named_tensors(const Model& model);
+
+// Throws ds::Error naming the tensor and the element when a weight is NaN or infinite (a damaged
+// checkpoint computes nothing meaningful, silently). load_model calls it.
+void check_finite_weights(const Model& model);
+
 // Every weight tensor the model has, once (absent biases left out; the classifier only when it
 // is not the embedding).
 std::vector<const WeightTensor*> model_tensors(const Model& model);

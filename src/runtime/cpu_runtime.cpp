@@ -58,12 +58,14 @@ class CpuBackend {
     }
   };
 
-  CpuBackend(const Numerics& nx, const ModelConfig& c)
+  // `pack`: lay GEMM matrices out for the GEMM (packed) at set-up, or read them where they lie.
+  CpuBackend(const Numerics& nx, const ModelConfig& c, bool pack)
       : nx_(nx),
         weights_(weight_storage(nx.dtype)),
         act_(activation_storage(nx.dtype)),
         eps_(c.rms_norm_eps),
-        vocab_(c.vocab_size) {}
+        vocab_(c.vocab_size),
+        pack_(pack) {}
 
   // true when `host` is used where it lies; else upload copies it (copy_bytes says how much).
   static bool in_place(const WeightTensor& host, Storage weights) {
@@ -91,7 +93,7 @@ class CpuBackend {
   Weight upload_matrix(const WeightTensor& host, int N, int K) const {
     Weight w = upload(host);
     if constexpr (std::is_same_v<T, float>) {
-      if (w.empty()) return w;
+      if (w.empty() || !pack_) return w;
       const size_t values = ops::packed_values(N, K);
       auto out = packed_buffer(values * (w.format == Storage::native ? 4 : 2));
       ops::pack_weights(out.get(), ops::StoredWeights{w.values, w.format}, N, K);
@@ -179,10 +181,30 @@ class CpuBackend {
   Storage weights_, act_;  // storage of weights; of activations and the KV cache
   double eps_;
   int vocab_;
+  bool pack_;
   const BatchColumns* cols_ = nullptr;
   TapHook* hook_ = nullptr;
   std::vector<T> scores_;  // attention scratch, one value per key
 };
+
+// Whether a float runtime packs its GEMM matrices (docs/numerics.md): when the packed copy and the
+// file's pages fit in memory side by side, so the page cache keeps the file warm for the next
+// run; a model larger than that (a 7B model on a 24 GiB machine) is read where it lies, which
+// needs no copy and no set-up. DRIFTSCOPE_PACK=always|never overrides (for tests); neither
+// choice changes a bit.
+bool pack_matrices(const Model& model) {
+  if (const char* env = std::getenv("DRIFTSCOPE_PACK"); env && *env) {
+    const std::string v = env;
+    if (v == "always") return true;
+    if (v == "never") return false;
+    if (v != "auto") {
+      throw Error(fmt::format("DRIFTSCOPE_PACK='{}' is not always, never or auto", v),
+                  "unset it, or give one of the three");
+    }
+  }
+  const uint64_t available = available_memory_bytes();
+  return available > 0 && 2 * model_weight_bytes(model) <= available;
+}
 
 }  // namespace
 
@@ -191,18 +213,25 @@ std::unique_ptr<Runtime> make_cpu_runtime(const Model& model, const Numerics& nu
   const bool fp64 = numerics.dtype == DType::fp64;
   const uint64_t kv = kv_bytes_per_token(model.config, fp64 ? 8 : 4) *  // activations and KV as T
                       static_cast<uint64_t>(capacity) * static_cast<uint64_t>(std::max(1, slots));
-  // the weights this precision cannot compute from where they lie are copied (counted exactly)
+  // the weights this precision cannot compute from where they lie are copied, and the GEMM
+  // matrices packed when that pays (counted exactly)
   const Storage ws = weight_storage(numerics.dtype);
+  const bool pack = !fp64 && pack_matrices(model);
   uint64_t copies = 0;
   for (const WeightUse& u : weight_uses(model)) {
     if (u.host->empty()) continue;
-    copies += fp64 ? CpuBackend<double>::copy_bytes(*u.host, ws)
-                   : CpuBackend<float>::copy_bytes(*u.host, ws, u.N, u.K);
+    copies += fp64   ? CpuBackend<double>::copy_bytes(*u.host, ws)
+              : pack ? CpuBackend<float>::copy_bytes(*u.host, ws, u.N, u.K)
+                     : CpuBackend<float>::copy_bytes(*u.host, ws);
   }
   const std::string weight_part =
-      fp64 ? fmt::format("{} of weights copied to float64", format_bytes(copies))
-           : fmt::format("{} of weights laid out for its GEMM, in the format it computes from",
-                         format_bytes(copies));
+      fp64   ? fmt::format("{} of weights copied to float64", format_bytes(copies))
+      : pack ? fmt::format("{} of weights laid out for its GEMM, in the format it computes from",
+                           format_bytes(copies))
+             : fmt::format(
+                   "the model's weights read where they lie, {} copied to the format "
+                   "it computes from",
+                   format_bytes(copies));
   check_memory(
       fmt::format("the CPU runtime ({}, and a KV cache of {} positions x {} sequences: {})",
                   weight_part, capacity, slots, format_bytes(kv)),
@@ -210,9 +239,11 @@ std::unique_ptr<Runtime> make_cpu_runtime(const Model& model, const Numerics& nu
       "a shorter --max-new or a smaller --batch shrinks the KV cache; or use a machine "
       "with more memory");
   if (numerics.dtype == DType::fp64) {
-    return std::make_unique<ForwardRuntime<CpuBackend<double>>>(model, numerics, capacity, slots);
+    return std::make_unique<ForwardRuntime<CpuBackend<double>>>(model, numerics, capacity, slots,
+                                                                false);
   }
-  return std::make_unique<ForwardRuntime<CpuBackend<float>>>(model, numerics, capacity, slots);
+  return std::make_unique<ForwardRuntime<CpuBackend<float>>>(model, numerics, capacity, slots,
+                                                             pack);
 }
 
 std::unique_ptr<Runtime> make_cpu_runtime(const Model& model, DType dtype, int capacity,

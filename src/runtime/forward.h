@@ -144,8 +144,14 @@ class ForwardRuntime final : public Runtime {
   using Ptr = typename B::Ptr;
 
   // B is built from (numerics, config) and owns the device state; the skeleton owns the rest.
-  ForwardRuntime(const Model& m, const Numerics& nx, int capacity, int slots)
-      : c_(m.config), nx_(nx), capacity_(capacity), slots_(slots), b_(nx, m.config) {
+  // `backend_args` go to B's constructor after (numerics, config): how it executes, never what.
+  template <typename... A>
+  ForwardRuntime(const Model& m, const Numerics& nx, int capacity, int slots, A&&... backend_args)
+      : c_(m.config),
+        nx_(nx),
+        capacity_(capacity),
+        slots_(slots),
+        b_(nx, m.config, std::forward<A>(backend_args)...) {
     check_runtime_setup(c_, nx, capacity, slots);
     const std::vector<WeightUse> uses = weight_uses(m);
     auto upload = [&](size_t i) {

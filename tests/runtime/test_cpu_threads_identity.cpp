@@ -7,6 +7,7 @@
 // reference is CpuKernels::reference: the loops of ops_cpu.cpp as written, on one thread (whose
 // own bits tests/runtime/test_refactor_hashes.cpp pins to digests recorded before this work).
 #include <catch2/catch.hpp>
+#include <cstdlib>
 
 #include "kernels/cpu/cpu_exec.h"
 #include "src/model/model.h"
@@ -65,7 +66,9 @@ void check_all_executions(const ds::Model& m) {
       nx.accum_f16 = k.accum_f16;
       ds::ops::set_cpu_kernels(ds::ops::CpuKernels::reference);
       ds::ops::set_cpu_threads(1);
+      setenv("DRIFTSCOPE_PACK", "never", 1);  // the reference reads the weights where they lie
       const ds::test::PassOutputs ref = ds::test::run_passes(m, nx);
+      unsetenv("DRIFTSCOPE_PACK");  // the fast kernels on packed matrices (small models: auto)
       // six sites per layer, embed, final_norm and logits
       REQUIRE(ref.hidden.size() == static_cast<size_t>(6 * m.config.n_layers + 3));
       for (const Execution& e : kFast) {

@@ -3,10 +3,12 @@
 // by the test's own writer from the same values: every logit and every hidden site of prefill,
 // chunk and decode passes, in fp32, bf16, fp16 and layercast, with split-K, tp (ring and tree),
 // split-KV and fp16 accumulation, at 1, 2 and 3 threads; and whole traces (`driftscope run`:
-// tokens, every site, top-K, lse, full logits) digest the same.
+// tokens, every site, top-K, lse, full logits) digest the same. GEMM matrices packed at set-up
+// and read where they lie (DRIFTSCOPE_PACK) give the same bits too.
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <fstream>
 
 #include "kernels/cpu/cpu_exec.h"
