@@ -454,7 +454,9 @@ void TraceWriter::flush_point() {
   DS_H5(H5Fflush(file_->swmr.id(), H5F_SCOPE_GLOBAL));
   bool marked = false;
   for (auto& [i, s] : seqs_) {
-    if (s->created && !s->ended && s->n_tokens != s->committed_tokens) {
+    // Rows without a token: run -n 0 records the prompt's positions and chooses nothing.
+    const bool moved = s->n_tokens != s->committed_tokens || s->rows != s->committed_rows;
+    if (s->created && !s->ended && moved) {
       commit(*s);
       marked = true;
     }

@@ -71,6 +71,36 @@ TEST_CASE("run + show: a complete trace", "[cli][trace]") {
   CHECK(run_cli("run -n 2 --force -q -o " + t.string()).exit_code == 0);
 }
 
+TEST_CASE("run: -n 0 records the prompt's positions (T = R = prompt_len)", "[cli][trace]") {
+  // docs/trace-format.md: with --max-new 0 every prompt position goes through the forward pass
+  // and is recorded, and no token is chosen. The rows must be those a run that goes on to
+  // generate records for the same prompt (the prefill is the same pass).
+  ds::test::TempDir dir;
+  const auto t0 = dir.path() / "n0.h5", t3 = dir.path() / "n3.h5";
+  for (const auto& [t, n] : {std::pair{t0, "0"}, std::pair{t3, "3"}}) {
+    auto r =
+        run_cli("run --prompt-ids 1,400,401,402 -q -n " + std::string(n) + " -o " + t.string());
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+  }
+  auto a = ds::trace::TraceReader::open(t0), b = ds::trace::TraceReader::open(t3);
+  CHECK(a.complete());
+  const auto s = a.sequence(0);
+  CHECK(s.prompt_len == 4);
+  CHECK(s.gen_len == 0);
+  CHECK(s.tokens.size() == 4);
+  CHECK(s.rows == 4);
+  for (const auto& site : s.sites) CHECK(site.shape[0] == 4);
+  for (const auto& site : s.sites) {
+    INFO(site.name);
+    CHECK(a.hidden(0, site.name, 0, 4) == b.hidden(0, site.name, 0, 4));
+  }
+  CHECK(a.topk(0, 0, 4).ids == b.topk(0, 0, 4).ids);
+  CHECK(a.lse(0, 0, 4) == b.lse(0, 0, 4));
+  auto show = run_cli("show " + t0.string());
+  CHECK(show.out.find("0 positions recorded") == std::string::npos);
+}
+
 TEST_CASE("run: SIGINT leaves a readable, consistent trace with complete=0",
           "[cli][trace][interrupt]") {
   ds::test::TempDir dir;
