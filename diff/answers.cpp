@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
+#include <sstream>
 
 #include "common/error.h"
 
@@ -34,18 +34,20 @@ std::optional<std::string> AnswerRule::extract(const std::string& text) const {
   return last;
 }
 
-std::vector<std::string> read_answer_key(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    throw Error(fmt::format("cannot read answer key '{}'", path),
-                "--answers takes a text file with one expected answer per line, in prompt order");
-  }
+std::vector<std::string> parse_answer_key(const std::string& text, const std::string& name) {
+  const char* hint =
+      "--answers takes a text file with one expected answer per line, in prompt order";
   std::vector<std::string> key;
+  std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    key.push_back(line);
+    if (line.find_first_not_of(" \t") == std::string::npos) {
+      throw Error(fmt::format("answer key '{}': line {} is empty", name, key.size() + 1), hint);
+    }
+    key.push_back(std::move(line));
   }
+  if (key.empty()) throw Error(fmt::format("answer key '{}' holds no answer", name), hint);
   return key;
 }
 

@@ -21,8 +21,9 @@ class AnswerRule {
   std::regex re_;
 };
 
-// One expected answer per line, in prompt order (a trailing newline is not an extra answer).
-// Throws ds::Error with a hint when the file cannot be read.
-std::vector<std::string> read_answer_key(const std::string& path);
+// The answer key `text` (the file `name`, read by the caller with its bound): one expected
+// answer per line, in prompt order (a trailing newline is not an extra answer; "\r\n" ends a line
+// too). Throws ds::Error with a hint when it holds no answer or a line is empty or blank.
+std::vector<std::string> parse_answer_key(const std::string& text, const std::string& name);
 
 }  // namespace ds::diff

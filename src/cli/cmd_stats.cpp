@@ -20,6 +20,7 @@
 #include "src/cli/recorded_tokenizer.h"
 #include "src/cli/report_file.h"
 #include "src/experiment/sweep.h"
+#include "src/model/text_file.h"
 #include "trace/reader.h"
 #include "viewer/stats_html.h"
 #include "viewer/stats_json.h"
@@ -143,7 +144,10 @@ int run_stats(const StatsArgs& a) {
       throw Error("--answers needs --extract",
                   "pass --extract 'REGEX' with one (group) around the answer");
     }
-    key = diff::read_answer_key(a.answers);
+    const std::string text = read_text_file(a.answers, kMaxAnswerKeyBytes, "answer key",
+                                            "--answers takes a text file with one expected "
+                                            "answer per line, in prompt order");
+    key = diff::parse_answer_key(text, a.answers);
   }
   diff::StatsOptions opt;
   if (!a.ks.empty()) opt.ks = parse_id_list(a.ks);

@@ -15,6 +15,7 @@ inline constexpr uint64_t kMaxModelConfigBytes = 16ull << 20;  // config.json: 1
 inline constexpr uint64_t kMaxShardIndexBytes = 64ull << 20;   // model.safetensors.index.json
 inline constexpr uint64_t kMaxPromptsFileBytes = 64ull << 20;  // --prompts FILE: 64 MiB
 inline constexpr uint64_t kMaxTextsFileBytes = 64ull << 20;    // tokenize --texts FILE: 64 MiB
+inline constexpr uint64_t kMaxAnswerKeyBytes = 64ull << 20;    // stats --answers FILE: 64 MiB
 
 // The whole of `path` (a regular file, or a pipe such as bash's <(...)), read `max_bytes` at
 // most. `what` names the file's role in messages ("config file", "prompts file") and `hint`

@@ -205,6 +205,20 @@ TEST_CASE("stats: the odd trace, a regex without a group and a bad answer key ar
       "the answer key holds 2 answers for 4 prompts");
   ds::test::check_input_error(run_cli("stats --answers " + (tmp.path() / "key.txt").string() + ab),
                               "--answers needs --extract");
+  // An answer key that holds no answer, an empty or blank line, or is no text file at all is
+  // refused: it used to give no accuracy (empty), "acc 0.00" (blank lines), or read /dev/zero
+  // until memory ran out.
+  auto key_error = [&](const std::string& key, const std::string& needle) {
+    ds::test::check_input_error(run_cli("stats --extract '(\\w+)' --answers " + key + ab), needle);
+  };
+  std::ofstream(tmp.path() / "empty.txt").flush();
+  std::ofstream(tmp.path() / "blank.txt") << "\n\n";
+  std::ofstream(tmp.path() / "gap.txt") << "a\n \nc\nd\n";
+  key_error((tmp.path() / "empty.txt").string(), "empty.txt' holds no answer");
+  key_error((tmp.path() / "blank.txt").string(), "line 1 is empty");
+  key_error((tmp.path() / "gap.txt").string(), "gap.txt': line 2 is empty");
+  key_error("/dev/zero", "answer key '/dev/zero' is larger than the limit of 64.0 MiB");
+  key_error(tmp.path().string(), "is a directory");
   ds::test::check_input_error(run_cli("stats --group-by colour" + ab), "unknown group-by field");
   ds::test::check_input_error(run_cli("stats " + (tmp.path() / "nodir").string() + "/"), "nodir");
 }
