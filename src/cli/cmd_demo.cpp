@@ -145,7 +145,8 @@ int run_demo(const CLI::App& cmd, DemoArgs& a) {
     throw Error(fmt::format("no prompts file '{}'", prompts_file.string()),
                 "pass --prompts FILE (one prompt per line)");
   }
-  const std::vector<Prompt> prompts = read_prompts_file(prompts_file, lm.tokenizer.get());
+  const std::vector<Prompt> prompts =
+      read_prompts_file(prompts_file, lm.tokenizer.get(), true, lm.model.config.max_seq_len);
   fs::create_directories(out);
   run_one("A", ca, cb, lm, prompts, path_a, deflate_level);
   run_one("B", cb, ca, lm, prompts, path_b, deflate_level);

@@ -72,7 +72,8 @@ int run_run(const RunArgs& a) {
       throw Error("--prompts cannot be combined with --prompt or --prompt-ids",
                   "give the prompts either in the file or on the command line");
     }
-    prompts = read_prompts_file(a.prompts_file, lm.tokenizer.get(), !a.model.no_special_in_text);
+    prompts = read_prompts_file(a.prompts_file, lm.tokenizer.get(), !a.model.no_special_in_text,
+                                lm.model.config.max_seq_len);
   }
   apply_add_bos(prompts, rc.add_bos, lm.bos_id());
   if (!a.force_tokens.empty()) {

@@ -82,9 +82,18 @@ LoadedModel load_model_and_prompt(const ModelArgs& args, bool need_tokenizer, bo
   }
   if (!want_prompt) return lm;
   if (text_prompt) {
-    lm.prompt = lm.tokenizer->encode(
-        args.prompt.value_or(""),
-        EncodeOptions{.add_special = true, .special_in_text = !args.no_special_in_text});
+    const int ctx = lm.model.config.max_seq_len;  // + 1: --add-bos off may drop one
+    try {
+      lm.prompt = lm.tokenizer->encode(args.prompt.value_or(""),
+                                       EncodeOptions{.add_special = true,
+                                                     .special_in_text = !args.no_special_in_text,
+                                                     .max_tokens = static_cast<size_t>(ctx) + 1});
+    } catch (const TooManyTokens& e) {
+      throw Error(fmt::format("the prompt has more than {} tokens, more than the context of {} "
+                              "positions",
+                              e.max_tokens(), ctx),
+                  "shorten the prompt");
+    }
     if (lm.prompt.empty()) {
       throw Error("the prompt encodes to no tokens and the tokenizer adds no BOS",
                   "give a non-empty --prompt or --prompt-ids");

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <climits>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -13,68 +14,109 @@
 
 namespace ds {
 
+namespace {
+
+constexpr const char* kJsonlHint = "each JSONL line is {\"text\": \"...\"} or {\"ids\": [1, 2, 3]}";
+
+// One line's text encoded; a text that certainly takes more than `budget` ids stops the
+// tokenizer early (TooManyTokens).
+std::vector<int32_t> encode_line(const Tokenizer* tok, const std::string& text,
+                                 const std::string& where, bool special_in_text, size_t budget) {
+  if (tok == nullptr) {
+    throw Error(where + ": a text prompt needs a tokenizer",
+                "pass --tokenizer, or give prompts as {\"ids\": [...]}");
+  }
+  return tok->encode(
+      text,
+      EncodeOptions{.add_special = true, .special_in_text = special_in_text, .max_tokens = budget});
+}
+
+// The JSON of one JSONL line; an "ids" list of more than `budget` ids is refused while it is
+// parsed (TooManyTokens), before a list of millions is built.
+nlohmann::json parse_jsonl_line(const std::string& line, const std::string& where, size_t budget) {
+  std::string key;
+  size_t ids = 0;
+  const auto bound = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    if (event == nlohmann::json::parse_event_t::key && depth == 1) key = parsed.get<std::string>();
+    if (event == nlohmann::json::parse_event_t::value && depth == 2 && key == "ids" &&
+        ++ids > budget) {
+      throw TooManyTokens(budget);
+    }
+    return true;
+  };
+  try {
+    return nlohmann::json::parse(line, bound);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(fmt::format("{}: not valid JSON ({})", where, e.what()), kJsonlHint);
+  }
+}
+
+// A JSONL line's prompt: {"text": "..."} encoded, or {"ids": [...]} as given; never both.
+Prompt jsonl_prompt(const nlohmann::json& j, const std::string& where,
+                    const std::function<std::vector<int32_t>(const std::string&)>& encode) {
+  if (j.contains("ids") && j.contains("text")) {
+    throw Error(where + ": give \"text\" or \"ids\", not both",
+                "keep the one the run should consume: {\"text\": \"...\"} is encoded by "
+                "the tokenizer, {\"ids\": [1, 2, 3]} is used as given");
+  }
+  Prompt p;
+  if (j.contains("ids") && j["ids"].is_array()) {
+    for (const auto& v : j["ids"]) {
+      const auto id = json_integer<int32_t>(v, 0, INT32_MAX);  // 2^32 + 1 is refused
+      if (!id) {
+        throw Error(fmt::format("{}: \"ids\" holds {}, not a token id", where, v.dump()),
+                    "token ids are whole numbers >= 0, e.g. {\"ids\": [1, 403, 407]}");
+      }
+      p.ids.push_back(*id);
+    }
+  } else if (j.contains("text") && j["text"].is_string()) {
+    p.text = j["text"].get<std::string>();
+    p.ids = encode(*p.text);
+  } else {
+    throw Error(where + ": needs a \"text\" string or an \"ids\" list", kJsonlHint);
+  }
+  return p;
+}
+
+}  // namespace
+
 std::vector<Prompt> read_prompts_file(const std::filesystem::path& path, const Tokenizer* tok,
-                                      bool special_in_text) {
+                                      bool special_in_text, int context) {
   const char* hint = "--prompts takes a text file with one prompt per line, or JSONL";
   std::string text = read_text_file(path, kMaxPromptsFileBytes, "prompts file", hint);
   // A UTF-8 byte order mark (Windows Notepad saves one) marks the encoding; it is no prompt text.
   if (text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);
+  const size_t budget = context == INT_MAX ? SIZE_MAX : static_cast<size_t>(context) + 1;
   std::istringstream in(std::move(text));
   std::vector<Prompt> out;
   std::string line;
   int line_no = 0;
-  auto encode = [&](const std::string& text) {
-    if (tok == nullptr) {
-      throw Error(fmt::format("{}:{}: a text prompt needs a tokenizer", path.string(), line_no),
-                  "pass --tokenizer, or give prompts as {\"ids\": [...]}");
-    }
-    return tok->encode(text,
-                       EncodeOptions{.add_special = true, .special_in_text = special_in_text});
-  };
   while (std::getline(in, line)) {
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    const std::string where = fmt::format("{}:{}", path.string(), line_no);
+    const auto encode = [&](const std::string& t) {
+      return encode_line(tok, t, where, special_in_text, budget);
+    };
     Prompt p;
-    if (line.front() == '{') {
-      nlohmann::json j;
-      try {
-        j = nlohmann::json::parse(line);
-      } catch (const nlohmann::json::exception& e) {
-        throw Error(fmt::format("{}:{}: not valid JSON ({})", path.string(), line_no, e.what()),
-                    "each JSONL line is {\"text\": \"...\"} or {\"ids\": [1, 2, 3]}");
-      }
-      if (j.contains("ids") && j.contains("text")) {
-        throw Error(
-            fmt::format("{}:{}: give \"text\" or \"ids\", not both", path.string(), line_no),
-            "keep the one the run should consume: {\"text\": \"...\"} is encoded by "
-            "the tokenizer, {\"ids\": [1, 2, 3]} is used as given");
-      }
-      if (j.contains("ids") && j["ids"].is_array()) {
-        for (const auto& v : j["ids"]) {
-          const auto id = json_integer<int32_t>(v, 0, INT32_MAX);  // 2^32 + 1 is refused
-          if (!id) {
-            throw Error(fmt::format("{}:{}: \"ids\" holds {}, not a token id", path.string(),
-                                    line_no, v.dump()),
-                        "token ids are whole numbers >= 0, e.g. {\"ids\": [1, 403, 407]}");
-          }
-          p.ids.push_back(*id);
-        }
-      } else if (j.contains("text") && j["text"].is_string()) {
-        p.text = j["text"].get<std::string>();
-        p.ids = encode(*p.text);
-      } else {
-        throw Error(fmt::format("{}:{}: needs a \"text\" string or an \"ids\" list", path.string(),
-                                line_no),
-                    "each JSONL line is {\"text\": \"...\"} or {\"ids\": [1, 2, 3]}");
-      }
-    } else {
-      p.text = line;
-      p.ids = encode(line);
+    try {
+      p = line.front() == '{' ? jsonl_prompt(parse_jsonl_line(line, where, budget), where, encode)
+                              : Prompt{line, encode(line)};
+    } catch (const TooManyTokens& e) {
+      throw Error(fmt::format("{}: the prompt has more than {} tokens, more than the context of "
+                              "{} positions",
+                              where, e.max_tokens(), context),
+                  "shorten the prompt");
     }
     if (p.ids.empty()) {
-      throw Error(fmt::format("{}:{}: the prompt has no tokens", path.string(), line_no),
+      throw Error(where + ": the prompt has no tokens",
                   "give the line some text, or {\"ids\": [...]} with at least one id");
+    }
+    if (out.size() == kMaxPrompts) {
+      throw Error(fmt::format("prompts file '{}' holds more than {} prompts (line {})",
+                              path.string(), kMaxPrompts, line_no),
+                  "split the prompts into several files and runs");
     }
     out.push_back(std::move(p));
   }

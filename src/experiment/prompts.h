@@ -2,6 +2,8 @@
 // "text" or "ids".
 #pragma once
 
+#include <climits>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -26,8 +28,14 @@ struct Prompt {
 // ids are used as given. Throws ds::Error naming the line for malformed input or when text needs a
 // tokenizer that is absent. With special_in_text false, special-token markup in text is encoded as
 // plain text.
+//
+// Bounded by the work, not by the file: at most kMaxPrompts prompts, and a text prompt that
+// takes more than `context` + 1 ids (it cannot fit a model of that context even when
+// --add-bos off drops its BOS) is refused by its line as soon as the tokenizer knows it
+// (EncodeOptions::max_tokens), before a long line's merges fill memory.
+inline constexpr size_t kMaxPrompts = 100'000;
 std::vector<Prompt> read_prompts_file(const std::filesystem::path& path, const Tokenizer* tok,
-                                      bool special_in_text = true);
+                                      bool special_in_text = true, int context = INT_MAX);
 
 // The add_bos knob: "auto" leaves prompts as encoded (text: the tokenizer's config; ids: as
 // given); "on" puts `bos` first where it is missing; "off" removes a leading `bos`.

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <queue>
 
 #include "common/error.h"
@@ -40,6 +41,13 @@ void BpeModel::MergeTable::insert_or_assign(int32_t left, int32_t right, Merge m
   if (keys_[slot] == kEmpty) ++size_;
   keys_[slot] = key;
   values_[slot] = merge;
+}
+
+size_t BpeModel::max_cover() const {
+  if (fuse_unk_) return 0;
+  size_t longest = 4;
+  for (const auto& [token, id] : vocab_) longest = std::max(longest, token.size());
+  return longest;
 }
 
 BpeModel::BpeModel(const json& j, const Parser& parser) {

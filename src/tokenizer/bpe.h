@@ -29,6 +29,9 @@ class BpeModel {
   }
   const IdMap& vocab() const { return vocab_; }
   bool byte_fallback() const { return byte_fallback_; }
+  // The most bytes of a word one id can stand for (the longest vocabulary entry; an unknown
+  // code point is 4 bytes at most); 0 when unbounded (fuse_unk: one id for any run of them).
+  size_t max_cover() const;
 
  private:
   struct Merge {

@@ -1,6 +1,7 @@
 // llama2.c tokenizer.bin: loading, and encode/decode that reproduce karpathy/llama2.c run.c.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <queue>
@@ -85,6 +86,11 @@ std::vector<int32_t> Llama2cTokenizer::encode(std::string_view text,
                                               const EncodeOptions& options) const {
   std::vector<int32_t> tokens;
   if (options.add_special) tokens.push_back(kBosId);
+  if (options.max_tokens != SIZE_MAX) {  // an id stands for one vocabulary piece at most
+    size_t cover = 4;                    // or one code point's bytes
+    for (const auto& piece : vocab_) cover = std::max(cover, piece.size());
+    check_token_budget(tokens.size(), text.size(), cover, options.max_tokens);
+  }
 
   // SentencePiece's add_dummy_prefix: run.c puts the token for " " first when the text is not
   // empty (a vocabulary without it gets none; run.c would emit the id -1).
@@ -120,6 +126,7 @@ std::vector<int32_t> Llama2cTokenizer::encode(std::string_view text,
   }
 
   merge_pairs(tokens);
+  check_token_budget(tokens.size(), 0, 0, options.max_tokens);
   return tokens;
 }
 

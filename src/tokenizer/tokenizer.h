@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/error.h"
+
 namespace ds {
 
 struct EncodeOptions {
@@ -23,7 +25,30 @@ struct EncodeOptions {
   // split_special_tokens); non-special added tokens ("<think>" in Qwen3) are still matched.
   // llama2.c tokenizers never match tokens in the text (as run.c).
   bool special_in_text = true;
+  // A prompt for a model of this context: encoding stops with TooManyTokens as soon as the text
+  // certainly takes more ids (before the merges of a piece too long to fit: they are what costs
+  // memory and time), so a megabyte line is refused in a moment, not after gigabytes of merging.
+  size_t max_tokens = SIZE_MAX;
 };
+
+// Thrown by encode when the text takes more than EncodeOptions::max_tokens ids.
+class TooManyTokens : public Error {
+ public:
+  explicit TooManyTokens(size_t max_tokens)
+      : Error("the text has more than " + std::to_string(max_tokens) + " tokens"),
+        max_tokens_(max_tokens) {}
+  size_t max_tokens() const { return max_tokens_; }
+
+ private:
+  size_t max_tokens_;
+};
+
+// Whether `ids` ids plus at least `bytes` / `max_cover` more (each id stands for at most
+// max_cover bytes of the text; 0: no such bound) exceed `max_tokens`; throws TooManyTokens then.
+inline void check_token_budget(size_t ids, size_t bytes, size_t max_cover, size_t max_tokens) {
+  const size_t at_least = max_cover == 0 ? 0 : (bytes + max_cover - 1) / max_cover;
+  if (ids > max_tokens || at_least > max_tokens - ids) throw TooManyTokens(max_tokens);
+}
 
 class Tokenizer {
  public:

@@ -228,6 +228,8 @@ std::vector<int32_t> HfTokenizer::encode(std::string_view text,
   }
   std::vector<int32_t> ids;
   if (options.add_special) ids = prefix_ids_;
+  const size_t budget = options.max_tokens;
+  const size_t cover = budget == SIZE_MAX ? 0 : model_.max_cover();
   std::vector<hf::Piece> pieces;
   for (hf::Segment& segment : added_.split(text, normalizer_, options.special_in_text)) {
     if (segment.id) {
@@ -237,9 +239,13 @@ std::vector<int32_t> HfTokenizer::encode(std::string_view text,
     pieces.clear();
     pieces.push_back({std::move(segment.text), segment.at_origin});
     pre_tokenizer_.apply(pieces);
-    for (const hf::Piece& piece : pieces) model_.tokenize(piece.text, ids);
+    for (const hf::Piece& piece : pieces) {
+      check_token_budget(ids.size(), piece.text.size(), cover, budget);  // before the merges
+      model_.tokenize(piece.text, ids);
+    }
   }
   if (options.add_special) ids.insert(ids.end(), suffix_ids_.begin(), suffix_ids_.end());
+  check_token_budget(ids.size(), 0, 0, budget);
   return ids;
 }
 

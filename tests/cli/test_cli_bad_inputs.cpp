@@ -223,6 +223,50 @@ TEST_CASE("prompts file that is /dev/zero, a directory, binary or empty is refus
   CHECK_FALSE(fs::exists(dir.path() / "t.h5"));
 }
 
+TEST_CASE("a prompt far past the context is refused before its tokens are merged",
+          "[cli][bad-input]") {
+  // A 2 MB line used to be merged whole (a 10 MB one took 4.3 GB and 10 s) before the context
+  // check refused it. Now encoding stops once the prompt certainly takes more than the context
+  // (512 positions) + 1 ids: one piece of two million bytes (kjv-llama: no pre-tokenizer), and
+  // a million short words (kjv-qwen2 splits them into pieces), as text and as JSONL, and -p.
+  ds::test::TempDir dir;
+  const auto t = dir.path() / "t.h5";
+  std::ofstream(dir.path() / "one.txt") << std::string(2 << 20, 'x') << "\n";
+  std::string words;
+  for (int i = 0; i < (1 << 20); ++i) words += "a ";
+  std::ofstream(dir.path() / "words.jsonl") << "{\"text\": \"In the beginning\"}\n"
+                                            << "{\"text\": \"" << words << "\"}\n";
+  const std::string more = "the prompt has more than 513 tokens, more than the context of 512";
+  check_input_error(
+      run_cli("run -n 2 --prompts " + (dir.path() / "one.txt").string() + " -o " + t.string()),
+      "one.txt:1: " + more);
+  check_input_error(run_cli("run -n 2 --model " + ds::test::qwen2_hf() + " --prompts " +
+                            (dir.path() / "words.jsonl").string() + " -o " + t.string()),
+                    "words.jsonl:2: " + more);
+  check_input_error(run_cli("run -n 2 -p " + std::string(100000, 'x') + " -o " + t.string()), more);
+  // an "ids" list is refused while it is parsed (20 million ids took 1 GB and 8 s to build)
+  std::string ids = "{\"ids\": [1";
+  for (int i = 0; i < (1 << 20); ++i) ids += ",400";
+  std::ofstream(dir.path() / "ids.jsonl") << ids << "]}\n";
+  check_input_error(
+      run_cli("run -n 2 --prompts " + (dir.path() / "ids.jsonl").string() + " -o " + t.string()),
+      "ids.jsonl:1: " + more);
+  CHECK_FALSE(fs::exists(t));
+}
+
+TEST_CASE("a prompts file of more than 100000 prompts is refused by its line", "[cli][bad-input]") {
+  // 15 million one-letter lines fit the 64 MiB limit and took 3.8 GB; the count is bounded.
+  ds::test::TempDir dir;
+  std::string lines;
+  for (int i = 0; i < 100001; ++i) lines += "a\n";
+  std::ofstream(dir.path() / "many.txt") << lines;
+  const auto t = dir.path() / "t.h5";
+  check_input_error(
+      run_cli("run -n 1 --prompts " + (dir.path() / "many.txt").string() + " -o " + t.string()),
+      "many.txt' holds more than 100000 prompts (line 100001)");
+  CHECK_FALSE(fs::exists(t));
+}
+
 TEST_CASE("a config.json that is a directory or never ends is refused", "[cli][bad-input]") {
   ds::test::TempDir dir;
   fs::create_directories(dir.path() / "a" / "config.json");
