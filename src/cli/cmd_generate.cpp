@@ -30,7 +30,7 @@ class TextStreamer {
  public:
   explicit TextStreamer(const Tokenizer& tok) : tok_(tok) {}
   void update(const std::vector<int32_t>& tokens, bool final) {
-    std::string text = tok_.decode(tokens);
+    std::string text = decode_shown(tok_, tokens);
     size_t end = text.size();
     if (!final && text.ends_with("\xEF\xBF\xBD")) end -= 3;
     if (text.compare(0, printed_.size(), printed_) == 0 && end >= printed_.size()) {

@@ -32,9 +32,9 @@ std::string human_bytes(uint64_t b) {
 // token's "▁"). Falls back to the continuation alone when the prompt's text is not a prefix.
 std::string continuation_text(const Tokenizer& tok, const std::string& prompt_text,
                               const std::vector<int32_t>& all, const std::vector<int32_t>& cont) {
-  const std::string whole = tok.decode(all);
+  const std::string whole = decode_shown(tok, all);
   if (whole.starts_with(prompt_text)) return whole.substr(prompt_text.size());
-  return tok.decode(cont);
+  return decode_shown(tok, cont);
 }
 
 // A recorded string as a JSON string literal; invalid UTF-8 (a prompt's raw bytes, a token
@@ -103,7 +103,7 @@ int run_show(const ShowArgs& a) {
                                 q.tokens.begin() + std::min<size_t>(q.prompt_len, q.tokens.size()));
     std::vector<int32_t> cont(q.tokens.begin() + prompt.size(), q.tokens.end());
     if (tok) {
-      const std::string prompt_text = tok->decode(prompt);
+      const std::string prompt_text = decode_shown(*tok, prompt);
       fmt::print("  prompt        {}\n", quoted(prompt_text));
       fmt::print("  continuation  {}\n",
                  quoted(continuation_text(*tok, prompt_text, q.tokens, cont)));

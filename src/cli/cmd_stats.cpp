@@ -104,7 +104,7 @@ std::vector<diff::StatsRun> read_runs(const std::vector<trace::TraceReader>& rea
   for (const auto& r : readers) {
     diff::StatsRun run = diff::read_stats_run(r);
     if (tok) {
-      for (const auto& out : run.outputs) run.texts.push_back(tok->decode(out));
+      for (const auto& out : run.outputs) run.texts.push_back(decode_shown(*tok, out));
     }
     if (rule) {
       for (const auto& t : run.texts) run.answers.push_back(rule->extract(t));

@@ -85,7 +85,7 @@ diff::Report diff_with_recorded_tokenizer(const trace::TraceReader& a, const tra
   if (const auto model = nlohmann::json::parse(a.model_json(), nullptr, false); model.is_object()) {
     tok = recorded_tokenizer(model);
   }
-  if (tok) opt.decode = [tok](const std::vector<int32_t>& ids) { return tok->decode(ids); };
+  if (tok) opt.decode = [tok](const std::vector<int32_t>& ids) { return decode_shown(*tok, ids); };
   Progress progress("diff");
   opt.progress = [&](int done, int total) { progress.update_items(done, total, "sequences"); };
   diff::Report report = diff::diff_traces(a, b, opt);

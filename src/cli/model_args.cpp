@@ -8,6 +8,7 @@
 #include <climits>
 
 #include "common/error.h"
+#include "src/cli/output.h"
 #include "src/tokenizer/load.h"
 
 namespace ds {
@@ -79,6 +80,14 @@ LoadedModel load_model_and_prompt(const ModelArgs& args, bool need_tokenizer, bo
   } catch (const Error&) {
     if (required) throw;
     lm.tokenizer_path.clear();
+  }
+  if (lm.tokenizer && lm.tokenizer->vocab_size() < lm.model.config.vocab_size) {
+    // Legitimate (vocabularies padded to a multiple of 64 or 128), but the ids past the
+    // tokenizer's have no text: said once, and shown as <id> wherever text is decoded.
+    print_note(
+        "note: the tokenizer has {} token ids, the model's vocabulary {}: ids from {} on "
+        "have no text and are shown as <id>\n",
+        lm.tokenizer->vocab_size(), lm.model.config.vocab_size, lm.tokenizer->vocab_size());
   }
   if (!want_prompt) return lm;
   if (text_prompt) {

@@ -48,6 +48,7 @@ class Llama2cTokenizer final : public Tokenizer {
   std::string decode(std::span<const int32_t> ids, bool skip_special) const override;
 
   int32_t vocab_size() const override { return static_cast<int32_t>(vocab_.size()); }
+  bool knows(int32_t id) const override { return id >= 0 && id < vocab_size(); }
   std::optional<int32_t> bos_id() const override { return kBosId; }
   std::optional<int32_t> eos_id() const override { return kEosId; }
   std::string token_text(int32_t id) const override { return vocab_[checked(id)]; }

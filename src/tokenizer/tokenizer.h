@@ -67,6 +67,8 @@ class Tokenizer {
   std::string decode(std::span<const int32_t> ids) const { return decode(ids, true); }
 
   virtual int32_t vocab_size() const = 0;
+  // Whether `id` names a token of this vocabulary (false outside it and for unused ids).
+  virtual bool knows(int32_t id) const = 0;
   virtual std::optional<int32_t> bos_id() const = 0;
   virtual std::optional<int32_t> eos_id() const = 0;
   // The raw vocabulary string of one id (e.g. "▁Once", "<0x0A>", "Ġthe"), for tables and debugging.
@@ -79,6 +81,12 @@ class Tokenizer {
   // unknown; special_in_text = whether encode matches special tokens in text by default).
   virtual std::string policy_json() const = 0;
 };
+
+// decode() for display (show, diff, stats, generate): an id the tokenizer does not know, as a
+// model whose vocabulary is larger than its tokenizer's (padded) can produce, is shown as "<416>"
+// between the decoded runs of known ids instead of failing the command.
+std::string decode_shown(const Tokenizer& tok, std::span<const int32_t> ids,
+                         bool skip_special = true);
 
 // llama2.c tokenizer.bin: int32 max_token_length, then per token float32 score, int32 len, bytes.
 // vocab_size is not stored in the file; it comes from the model header. Without it, the file is

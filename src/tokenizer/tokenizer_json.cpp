@@ -34,6 +34,7 @@ class HfTokenizer final : public Tokenizer {
   std::string decode(std::span<const int32_t> ids, bool skip_special) const override;
 
   int32_t vocab_size() const override { return static_cast<int32_t>(tokens_.size()); }
+  bool knows(int32_t id) const override { return id >= 0 && id < vocab_size() && present_[id]; }
   std::optional<int32_t> bos_id() const override { return bos_id_; }
   std::optional<int32_t> eos_id() const override { return eos_id_; }
   std::string token_text(int32_t id) const override { return tokens_[checked(id)]; }
