@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/printable.h"
 #include "viewer/text_layout.h"
 
 namespace ds::viewer {
@@ -29,7 +30,8 @@ std::pair<double, double> attribution_bar_scale(const diff::AttributionReport& r
 
 std::string render_attribution_terminal(const diff::AttributionReport& r, int width) {
   std::string out;
-  out += fmt::format("attribute: A = {} ({})   B = {}\n", r.a_path, r.a_dtype, r.b_dtype);
+  out += fmt::format("attribute: A = {} ({})   B = {}\n", printable(r.a_path), printable(r.a_dtype),
+                     printable(r.b_dtype));
   out +=
       fmt::format("{} sequences, {} positions; noise floor {:.2g} ({}); {}\n", r.sequences,
                   r.positions, r.noise_floor, r.storage,

@@ -10,6 +10,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "common/printable.h"
 #include "viewer/diff_terminal_parts.h"
 #include "viewer/kernel_names.h"
 
@@ -41,10 +42,11 @@ void header(TerminalText& o, const Report& r, int width) {
     const std::string status =
         t.complete ? "complete"
                    : o.yellow(fmt::format("INCOMPLETE (complete=0, {})",
-                                          t.stop_reason.empty() ? "?" : t.stop_reason));
-    o.line(fmt::format("  {}  {}  {} · {} sequence{} · {}", tag, t.path, status, t.sequences,
-                       t.sequences == 1 ? "" : "s",
-                       t.producer.empty() ? "driftscope " + t.tool_version : t.producer));
+                                          t.stop_reason.empty() ? "?" : printable(t.stop_reason)));
+    o.line(
+        fmt::format("  {}  {}  {} · {} sequence{} · {}", tag, printable(t.path), status,
+                    t.sequences, t.sequences == 1 ? "" : "s",
+                    printable(t.producer.empty() ? "driftscope " + t.tool_version : t.producer)));
   };
   side("A", r.a);
   side("B", r.b);
@@ -52,10 +54,10 @@ void header(TerminalText& o, const Report& r, int width) {
     o.line("model     " + o.yellow("not recorded in both traces: cannot check it is the same"));
   } else {
     o.line(fmt::format("model     {}: {}", r.model_equal ? "same" : o.red("DIFFERENT"),
-                       clip(fmt::format("{}", fmt::join(r.a.model_files, ", ")),
+                       clip(printable(fmt::format("{}", fmt::join(r.a.model_files, ", "))),
                             static_cast<size_t>(std::max(20, width - 16)))));
     if (!r.model_equal) {
-      o.line(fmt::format("          B: {}", fmt::join(r.b.model_files, ", ")));
+      o.line(printable(fmt::format("          B: {}", fmt::join(r.b.model_files, ", "))));
     }
   }
   // A JSON string value is shown without its quotes; anything else as JSON; absent as (absent).

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <functional>
 
+#include "common/printable.h"
+
 namespace ds::viewer {
 namespace {
 
@@ -88,7 +90,7 @@ std::string render_stats_terminal(const diff::StatsReport& r) {
                          cell(a.div_percent, "{:.1f} %"), cell(a.avg_std_top1_prob, "{:.3e}"));
     }
   }
-  return out;
+  return printable(out, /*keep_newlines=*/true);  // labels and paths come from traces
 }
 
 }  // namespace ds::viewer

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/printable.h"
 #include "src/cli/commands.h"
 #include "src/cli/output.h"
 #include "src/cli/read_supervisor.h"
@@ -37,8 +38,8 @@ std::string shell_quote(const std::string& s) {
 int report_error(const std::string& message, const std::string& hint) {
   try {
     std::fflush(stdout);
-    fmt::print(stderr, "driftscope: {}\n", message);
-    if (!hint.empty()) fmt::print(stderr, "hint: {}\n", hint);
+    fmt::print(stderr, "driftscope: {}\n", printable(message));  // names from the user: escaped
+    if (!hint.empty()) fmt::print(stderr, "hint: {}\n", printable(hint));
   } catch (const std::exception& e) {
     if (is_output_closed(e)) return kExitOutputClosed;
   }

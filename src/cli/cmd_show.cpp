@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "common/printable.h"
 #include "src/cli/commands.h"
 #include "src/cli/recorded_tokenizer.h"
 #include "trace/summary.h"
@@ -51,7 +52,7 @@ std::string field(const nlohmann::json& record, std::initializer_list<const char
     if (!v->is_object() || !v->contains(key)) return "?";
     v = &v->at(key);
   }
-  return v->is_string() ? v->get<std::string>()
+  return v->is_string() ? printable(v->get<std::string>())  // a path holding ESC: escaped
                         : v->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -64,10 +65,11 @@ int run_show(const ShowArgs& a) {
   const auto model = nlohmann::json::parse(s.model_json, nullptr, false);
   const auto config = nlohmann::json::parse(s.config_json, nullptr, false);
   auto tok = model.is_object() ? recorded_tokenizer(model) : nullptr;
-  fmt::print("trace     {} ({}, format v{}, {})\n", s.path, human_bytes(s.file_bytes),
-             s.format_version, s.producer);
+  fmt::print("trace     {} ({}, format v{}, {})\n", printable(s.path), human_bytes(s.file_bytes),
+             s.format_version, printable(s.producer));
   fmt::print("status    {}\n",
-             s.complete ? "complete" : fmt::format("INCOMPLETE (complete=0, {})", s.stop_reason));
+             s.complete ? "complete"
+                        : fmt::format("INCOMPLETE (complete=0, {})", printable(s.stop_reason)));
   if (s.cut_short) {
     fmt::print(
         "          CUT SHORT: {} of {} bytes on disk; sequences with data past the cut "
@@ -88,17 +90,17 @@ int run_show(const ShowArgs& a) {
   if (config.is_object()) {
     std::vector<std::string> kv;
     for (const auto& [k, v] : config.items())
-      kv.push_back(fmt::format("{}={}", k,
+      kv.push_back(fmt::format("{}={}", printable(k),
                                v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
     fmt::print("config    {}\n", fmt::join(kv, " "));
   }
-  fmt::print("command   {}\n", s.command_line);
+  fmt::print("command   {}\n", printable(s.command_line));
   for (const auto& [index, why] : s.damaged) {
-    fmt::print("\nseq {}    DAMAGED, not read: {}\n", index, why);
+    fmt::print("\nseq {}    DAMAGED, not read: {}\n", index, printable(why));
   }
   for (const auto& q : s.sequences) {
     fmt::print("\nseq {}    prompt {} tokens, generated {}, stop: {}, {} positions recorded\n",
-               q.index, q.prompt_len, q.gen_len, q.stop_reason, q.rows);
+               q.index, q.prompt_len, q.gen_len, printable(q.stop_reason), q.rows);
     std::vector<int32_t> prompt(q.tokens.begin(),
                                 q.tokens.begin() + std::min<size_t>(q.prompt_len, q.tokens.size()));
     std::vector<int32_t> cont(q.tokens.begin() + prompt.size(), q.tokens.end());

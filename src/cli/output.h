@@ -8,7 +8,10 @@
 #include <exception>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
+
+#include "common/printable.h"
 
 namespace ds {
 
@@ -39,12 +42,24 @@ inline constexpr const char* kOutputErrorHint = "check where stdout goes (a full
 // std::system_error with EPIPE that fmt::print throws.
 bool is_output_closed(const std::exception& e);
 
+// An argument of print_note: text (a file name holding ESC, a message from a file) with its
+// control characters shown escaped (common/printable.h), its line breaks kept; anything else
+// as it is. The format string's own "\r" and "\033[K" (the progress line) pass unchanged.
+template <typename T>
+decltype(auto) note_arg(T&& x) {
+  if constexpr (std::is_convertible_v<const T&, std::string_view>) {
+    return printable(std::string_view(x), /*keep_newlines=*/true);
+  } else {
+    return std::forward<T>(x);
+  }
+}
+
 // Notes, progress and warnings on stderr: a stderr that cannot be written (a full disk,
 // /dev/full, a closed pipe) loses the text, never the command's exit code.
 template <typename... T>
 void print_note(fmt::format_string<T...> format, T&&... args) noexcept {
   try {
-    fmt::print(stderr, format, std::forward<T>(args)...);
+    fmt::print(stderr, fmt::runtime(fmt::string_view(format)), note_arg(std::forward<T>(args))...);
   } catch (...) {
   }
 }

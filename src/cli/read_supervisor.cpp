@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 
+#include "common/printable.h"
 #include "trace/read_watch.h"
 
 namespace ds {
@@ -49,7 +50,8 @@ bool is_crash(int sig) {
 
 // Printed with write(2): stdio's buffers belong to the child's output.
 int say(const std::string& message, const std::string& hint, int code) {
-  const std::string text = fmt::format("driftscope: {}\nhint: {}\n", message, hint);
+  const std::string text =
+      fmt::format("driftscope: {}\nhint: {}\n", printable(message), printable(hint));
   [[maybe_unused]] const ssize_t n = write(STDERR_FILENO, text.data(), text.size());
   return code;
 }

@@ -378,3 +378,38 @@ TEST_CASE("a model without a tokenizer beside it asks for one or for --prompt-id
   check_input_error(run_cli("tokenize --text hello --tokenizer " + m.string()),
                     "has no tokenizer.json");
 }
+
+TEST_CASE("control characters in echoed names are shown escaped", "[cli][bad-input]") {
+  // ESC from a file name, a command name or a recorded model path used to reach the terminal
+  // raw ("\033[31m" turned the rest of the terminal red).
+  ds::test::TempDir dir;
+  const std::string esc = "\x1b[31m";
+  auto no_raw_esc = [](const ds::test::CliResult& r) {
+    CHECK(r.err.find('\x1b') == std::string::npos);
+    CHECK(r.out.find('\x1b') == std::string::npos);
+  };
+  auto missing = run_cli("show '" + (dir.path() / ("x" + esc + "red.h5")).string() + "'");
+  check_input_error(missing, "x\\e[31mred.h5");
+  no_raw_esc(missing);
+  auto command = run_cli("'" + esc + "run'");
+  check_input_error(command, "unknown command '\\e[31mrun'");
+  no_raw_esc(command);
+  // a model reached through a folder whose name holds ESC, and a trace named with one
+  const fs::path model = dir.path() / ("m" + esc + "odel");
+  fs::create_directory_symlink(fs::absolute(ds::test::model_hf()), model);
+  const fs::path t = dir.path() / ("t" + esc + ".h5");
+  auto run = run_cli("run -n 2 --prompt-ids 1,400 --model '" + model.string() + "' -o '" +
+                     t.string() + "'");
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  no_raw_esc(run);
+  CHECK(has(run.err, "t\\e[31m.h5"));
+  auto show = run_cli("show '" + t.string() + "'");
+  REQUIRE(show.exit_code == 0);
+  no_raw_esc(show);
+  CHECK(has(show.out, "m\\e[31model"));
+  auto diff = run_cli("diff --color never '" + t.string() + "' '" + t.string() + "'");
+  REQUIRE(diff.exit_code == 0);
+  no_raw_esc(diff);
+  CHECK(has(diff.out, "t\\e[31m.h5"));
+}

@@ -1,0 +1,46 @@
+// Text from user input or from a file made safe to print on a terminal: control characters (ESC
+// starts a terminal's escape sequences, a newline can fake a line of driftscope's own) are shown
+// escaped, as C writes them.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace ds {
+
+// `s` with every C0 control character, DEL and C1 control character (U+0080..U+009F, as UTF-8)
+// written as an escape: "\n", "\t", "\r", "\e" and "\xNN" for the rest (C1: "\u0080"); a
+// backslash stays as it is. With keep_newlines, '\n' passes unchanged (multi-line notes).
+inline std::string printable(std::string_view s, bool keep_newlines = false) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+        static_cast<unsigned char>(s[i + 1]) <= 0x9F) {
+      const auto c1 = static_cast<unsigned char>(s[++i]);
+      out += "\\u00";
+      out += kHex[c1 >> 4];
+      out += kHex[c1 & 15];
+    } else if (c == '\n' && keep_newlines) {
+      out += '\n';
+    } else if (c < 0x20 || c == 0x7F) {
+      switch (c) {
+        case '\n': out += "\\n"; break;
+        case '\t': out += "\\t"; break;
+        case '\r': out += "\\r"; break;
+        case 0x1B: out += "\\e"; break;
+        default:
+          out += "\\x";
+          out += kHex[c >> 4];
+          out += kHex[c & 15];
+      }
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+}  // namespace ds
