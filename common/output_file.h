@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "common/io_error.h"
 
 namespace ds {
 
@@ -135,13 +136,15 @@ inline void write_file_whole(const std::filesystem::path& target, std::string_vi
   f.commit(target, replace);
 }
 
-// write_file_whole, a failure thrown as ds::Error "cannot write '<target>': <reason>" with `hint`.
+// write_file_whole, a failure thrown as ds::Error "cannot write '<target>': <reason>" with `hint`
+// (by default, what to do about that reason: io_hint).
 inline void write_file_or_fail(const std::filesystem::path& target, std::string_view text,
                                const std::string& hint = {}) {
   try {
     write_file_whole(target, text);
   } catch (const std::system_error& e) {
-    throw Error("cannot write '" + target.string() + "': " + e.code().message(), hint);
+    throw Error("cannot write '" + target.string() + "': " + e.code().message(),
+                hint.empty() ? io_hint(e.code()) : hint);
   }
 }
 

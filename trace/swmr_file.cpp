@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "common/io_error.h"
 #include "common/output_file.h"
 
 namespace fs = std::filesystem;
@@ -59,7 +60,7 @@ SwmrFile::SwmrFile(const fs::path& path, bool replace) : path_(path), replace_(r
     creating_->close();
   } catch (const std::system_error& e) {
     throw Error(fmt::format("cannot create trace '{}': {}", path.string(), e.code().message()),
-                "check that the folder is writable and the disk not full");
+                io_hint(e.code()));
   }
   const hid_t fid = H5Fcreate(creating_->path().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl_.get());
   if (fid < 0) {
@@ -124,7 +125,7 @@ void SwmrFile::commit() {
           "pass --force to overwrite it, or choose another -o path");
     }
     throw Error(fmt::format("cannot create trace '{}': {}", name, e.code().message()),
-                "check that the folder is writable and the disk not full");
+                io_hint(e.code()));
   }
   creating_.reset();
 }

@@ -82,7 +82,8 @@ TraceWriter::TraceWriter(WriterOptions options, RunInfo info) : opt_(std::move(o
   }
   check_trace_target(opt_.path, opt_.force);  // and again when the file is committed
   if (opt_.path.has_parent_path() && !fs::exists(opt_.path.parent_path())) {
-    throw Error(fmt::format("folder '{}' does not exist", opt_.path.parent_path().string()));
+    throw Error(fmt::format("folder '{}' does not exist", opt_.path.parent_path().string()),
+                "create it first (mkdir -p), or choose another -o path");
   }
   if (const char* f = std::getenv("DRIFTSCOPE_TRACE_FAIL_AFTER_STEPS"))
     fail_after_steps_ = std::atoi(f);

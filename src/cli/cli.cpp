@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/io_error.h"
 #include "common/printable.h"
 #include "src/cli/commands.h"
 #include "src/cli/output.h"
@@ -74,6 +75,32 @@ int report_parse_error(CLI::App& app, const CLI::ParseError& e, int argc, char**
   return report_error(e.what(), fmt::format("see driftscope{} --help", command));
 }
 
+// A std::filesystem error in the form of the others: "<what failed> 'path': <reason>", without
+// libstdc++'s "filesystem error:" wrapper and bracketed paths.
+std::string filesystem_message(const std::filesystem::filesystem_error& e) {
+  std::string what = e.what();
+  const std::string wrapper = "filesystem error: ", reason = e.code().message();
+  if (what.starts_with(wrapper)) what.erase(0, wrapper.size());
+  what = what.substr(0, what.find(": " + reason));
+  if (!e.path1().empty()) what += " '" + e.path1().string() + "'";
+  if (!e.path2().empty()) what += " and '" + e.path2().string() + "'";
+  return what + ": " + reason;
+}
+
+// What needs less memory, for the command that ran out of it.
+std::string out_of_memory_hint(const std::string& command) {
+  const char* more = "; or use a machine with more memory";
+  if (command == "diff" || command == "show" || command == "stats" || command == "attribute") {
+    return std::string("fewer or shorter traces (diff --seq compares some sequences) need less") +
+           more;
+  }
+  if (command == "tokenize") return std::string("shorter texts need less (split the file)") + more;
+  if (command == "sweep") return std::string("a sweep of fewer configurations needs less") + more;
+  if (command == "synth")
+    return std::string("a smaller --shape or fewer --layers need less") + more;
+  return std::string("a smaller model, a shorter --max-new or a smaller --batch needs less") + more;
+}
+
 }  // namespace
 
 const std::string& invocation() {
@@ -104,10 +131,14 @@ int cli_main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return report_parse_error(app, e, argc, argv);
   }
+  std::string active;
+  for (const auto& [name, run] : commands) {
+    if (app.got_subcommand(name)) active = name;
+  }
   const auto dispatch = [&]() -> int {
     try {
       for (const auto& [name, run] : commands) {
-        if (!app.got_subcommand(name)) continue;
+        if (name != active) continue;
         const int code = run();
         flush_stdout();  // a write error still in stdout's buffer counts too
         return code;
@@ -116,13 +147,9 @@ int cli_main(int argc, char** argv) {
     } catch (const Error& e) {
       return report_error(e.what(), e.hint());
     } catch (const std::bad_alloc&) {  // what the up-front memory checks did not foresee
-      return report_error("out of memory",
-                          "a smaller model, a shorter --max-new or a smaller "
-                          "--batch needs less; or use a machine with more memory");
+      return report_error("out of memory", out_of_memory_hint(active));
     } catch (const std::filesystem::filesystem_error& e) {  // a path the user named: not a bug
-      return report_error(e.what(),
-                          "check the path, that it is of the kind asked for (a file or "
-                          "a folder) and its permissions");
+      return report_error(filesystem_message(e), io_hint(e.code()));
     } catch (const std::exception& e) {
       if (is_output_closed(e)) return kExitOutputClosed;  // `driftscope show t.h5 | head`
       if (const std::string m = output_error_message(e); !m.empty()) {

@@ -111,8 +111,7 @@ void write_json_text(const std::string& text, const std::string& path) {
     write_stdout(text);
     return;
   }
-  write_report_file(text, path, "JSON report",
-                    "check the directory exists and is writable, or use --json - for stdout");
+  write_report_file(text, path, "JSON report", "; or use --json - for stdout");
 }
 
 void write_html_report(const diff::Report& report, const std::string& path) {
@@ -120,7 +119,7 @@ void write_html_report(const diff::Report& report, const std::string& path) {
 }
 
 void write_html_text(const std::string& text, const std::string& path) {
-  write_report_file(text, path, "HTML report", "check the directory exists and is writable");
+  write_report_file(text, path, "HTML report", "");
 }
 
 }  // namespace ds

@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "common/error.h"
+#include "common/io_error.h"
 #include "common/output_file.h"
 
 namespace ds {
@@ -31,12 +32,12 @@ void check_report_output(const std::string& path, const std::vector<std::filesys
 }
 
 void write_report_file(const std::string& text, const std::string& path, const std::string& what,
-                       const std::string& hint) {
+                       const std::string& more_hint) {
   try {
     write_file_whole(path, text);
   } catch (const std::system_error& e) {
     throw Error(fmt::format("cannot write the {} to '{}': {}", what, path, e.code().message()),
-                hint);
+                io_hint(e.code()) + more_hint);
   }
 }
 

@@ -16,8 +16,9 @@ void check_report_output(const std::string& path, const std::vector<std::filesys
 
 // Writes `text` to `path` through a temporary file of a unique name in the same folder, renamed
 // over `path` once complete: a failure (a full disk) leaves an earlier report at `path` as it was
-// and no partial file. Throws ds::Error "cannot write the <what> to '<path>': <why>" with `hint`.
+// and no partial file. Throws ds::Error "cannot write the <what> to '<path>': <why>" with the
+// hint for that reason (io_hint) followed by `more_hint` (e.g. "; or use --json - for stdout").
 void write_report_file(const std::string& text, const std::string& path, const std::string& what,
-                       const std::string& hint);
+                       const std::string& more_hint);
 
 }  // namespace ds

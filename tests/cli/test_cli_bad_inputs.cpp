@@ -413,3 +413,22 @@ TEST_CASE("control characters in echoed names are shown escaped", "[cli][bad-inp
   no_raw_esc(diff);
   CHECK(has(diff.out, "t\\e[31m.h5"));
 }
+
+TEST_CASE("file errors name the path and the reason with a hint for it", "[cli][bad-input]") {
+  // "folder '...' does not exist" had no hint; a file where a folder belongs gave
+  // "filesystem error: cannot create directories: Not a directory [...]" and a generic hint.
+  ds::test::TempDir dir;
+  const fs::path file = dir.path() / "p.txt";
+  ds::test::write_prompts(file, 2);
+  auto missing =
+      run_cli("run -n 2 --prompt-ids 1,400 -o " + (dir.path() / "no" / "such" / "t.h5").string());
+  check_input_error(missing,
+                    "folder '" + (dir.path() / "no" / "such").string() + "' does not exist");
+  CHECK(has(missing.err, "hint: create it first"));
+  auto sweep =
+      run_cli("sweep --grid dtype=fp32 -n 2 --prompts " + file.string() + " -o " + file.string());
+  check_input_error(sweep, "'" + file.string() + "': Not a directory");
+  CHECK_FALSE(has(sweep.err, "filesystem error"));
+  CHECK_FALSE(has(sweep.err, "[" + file.string() + "]"));
+  CHECK(has(sweep.err, "hint: a part of the path is a file, not a folder"));
+}

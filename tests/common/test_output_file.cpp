@@ -10,6 +10,8 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <utility>
 
 #include "common/output_file.h"
 #include "tests/support/temp_dir.h"
@@ -128,4 +130,24 @@ TEST_CASE("target_state: absent, regular, held by a writer's lock, or something 
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   CHECK(ds::target_state(fifo) == ds::TargetState::other);
   CHECK(!ds::held_by_writer(fifo));  // opened without blocking, and not a writer's file
+}
+
+TEST_CASE("write_file_or_fail: the reason and a hint for that reason", "[common][output]") {
+  ds::test::TempDir dir;
+  put(dir.path() / "file", "x");
+  auto message_of = [](const fs::path& p) -> std::pair<std::string, std::string> {
+    try {
+      ds::write_file_or_fail(p, "text");
+    } catch (const ds::Error& e) {
+      return {e.what(), e.hint()};
+    }
+    return {"", ""};
+  };
+  // sweep.json's and sweep.sbatch's writes said "cannot write '...'" with no hint at all
+  const auto [missing, missing_hint] = message_of(dir.path() / "no" / "such.json");
+  CHECK(missing.ends_with("such.json': No such file or directory"));
+  CHECK(missing_hint.find("create it first") != std::string::npos);
+  const auto [under_file, under_file_hint] = message_of(dir.path() / "file" / "x.json");
+  CHECK(under_file.ends_with("x.json': Not a directory"));
+  CHECK(under_file_hint.find("is a file, not a folder") != std::string::npos);
 }
