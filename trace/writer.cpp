@@ -5,8 +5,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <thread>
 
 #include "common/error.h"
 #include "common/float_formats.h"
@@ -64,6 +68,18 @@ constexpr size_t kFlushBytes = 4u << 20;
 // forward passes of a large model.
 constexpr size_t kFlushKernelRows = 4096;
 
+std::atomic<bool> g_abandoned{false};
+
+// DRIFTSCOPE_WRITE_STALL_SECONDS: how long the writer may make no progress (default 120 s: far
+// more than one step of a large model takes to write, even deflated at level 9).
+double write_stall_seconds() {
+  const char* env = std::getenv("DRIFTSCOPE_WRITE_STALL_SECONDS");
+  double v = 0;
+  if (env == nullptr) return 120;
+  const auto [end, ec] = std::from_chars(env, env + std::strlen(env), v);
+  return ec == std::errc() && *end == '\0' && v > 0 && v <= 1e6 ? v : 120;
+}
+
 size_t message_bytes(const StepRecord& m) {
   size_t b = sizeof(m) + m.logits.size() * sizeof(double) + m.new_tokens.size() * 4;
   for (const auto& h : m.hidden) b += sizeof(h) + h.site.size() + h.values.size() * sizeof(float);
@@ -87,6 +103,9 @@ TraceWriter::TraceWriter(WriterOptions options, RunInfo info) : opt_(std::move(o
   }
   if (const char* f = std::getenv("DRIFTSCOPE_TRACE_FAIL_AFTER_STEPS"))
     fail_after_steps_ = std::atoi(f);
+  if (const char* f = std::getenv("DRIFTSCOPE_TRACE_STALL_AFTER_STEPS"))
+    stall_after_steps_ = std::atoi(f);
+  stall_s_ = write_stall_seconds();
   h5::keep_errors_in_this_thread();
   file_ = std::make_unique<WriterFile>(opt_.path, opt_.force);
   file_->kernels.set_deflate_level(opt_.deflate_level);
@@ -115,6 +134,7 @@ TraceWriter::TraceWriter(WriterOptions options, RunInfo info) : opt_(std::move(o
     throw Error(fmt::format("cannot write trace '{}': {}", opt_.path.string(), e.what()),
                 "check that the folder is writable and the disk not full");
   }
+  progress_at_ = std::chrono::steady_clock::now();
   thread_ = std::thread([this] { run(); });
 }
 
@@ -133,7 +153,7 @@ void TraceWriter::push(Message m) {
   if (const auto* k = std::get_if<Kernels>(&m)) bytes += k->records.size() * sizeof(KernelRecord);
   std::unique_lock lock(mu_);
   // Back-pressure in bytes and in messages; a message larger than the whole budget passes alone.
-  not_full_.wait(lock, [&] {
+  wait_for_progress(lock, [&] {
     return failed_ || queue_.empty() ||
            (queue_.size() < opt_.queue_steps && queued_bytes_ + bytes <= opt_.queue_bytes);
   });
@@ -144,6 +164,45 @@ void TraceWriter::push(Message m) {
   queued_bytes_ += bytes;
   queue_.emplace_back(std::move(m), bytes);
   not_empty_.notify_one();
+}
+
+void TraceWriter::mark_progress() {
+  std::lock_guard lock(mu_);
+  progress_at_ = std::chrono::steady_clock::now();
+}
+
+// Waits until `ready` (under mu_), or until the writer thread has shown no progress for the stall
+// limit: then the writer counts as failed (stalled_), `ready` or not. False when it stalled.
+bool TraceWriter::wait_for_progress(std::unique_lock<std::mutex>& lock,
+                                    const std::function<bool()>& ready) {
+  const auto limit = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(stall_s_));
+  while (!ready()) {
+    if (stalled_) return false;
+    if (not_full_.wait_until(lock, progress_at_ + limit) == std::cv_status::timeout &&
+        std::chrono::steady_clock::now() >= progress_at_ + limit && !ready()) {
+      stalled_ = true;
+      if (!failed_) {
+        failed_ = true;
+        error_ = fmt::format(
+            "the writer made no progress for {:g} s (a file system that does not answer, or a "
+            "file another process changed)",
+            stall_s_);
+      }
+      not_full_.notify_all();
+      return false;
+    }
+  }
+  return true;
+}
+
+// The writer thread is stuck inside HDF5: it is left to itself, and nothing here touches HDF5
+// again (closing the file or its datasets would wait on it or race it); what it holds is leaked.
+void TraceWriter::abandon() {
+  thread_.detach();
+  for (auto& [i, s] : seqs_) static_cast<void>(s.release());
+  static_cast<void>(file_.release());
+  g_abandoned.store(true);
 }
 
 void TraceWriter::begin_sequence(int seq, const std::vector<int32_t>& prompt) {
@@ -201,7 +260,9 @@ void TraceWriter::run() {
       m = std::move(queue_.front().first);
       queued_bytes_ -= queue_.front().second;
       queue_.pop_front();
-      not_full_.notify_one();
+      progress_at_ = std::chrono::steady_clock::now();
+      if (std::holds_alternative<Stop>(m)) thread_done_ = true;
+      not_full_.notify_all();
     }
     if (std::holds_alternative<Stop>(m)) return;
     if (failed()) continue;  // after a failure, drain without writing
@@ -212,6 +273,7 @@ void TraceWriter::run() {
           },
           m);
       maybe_flush(false);
+      mark_progress();
     } catch (const std::exception& e) {
       fail(e);
     }
@@ -296,6 +358,9 @@ void TraceWriter::handle(StepRecord& m) {
     flush(s);  // what came before the failing step reaches the disk, as it would have
     flush_point();
     throw Error("No space left on device (injected by DRIFTSCOPE_TRACE_FAIL_AFTER_STEPS)");
+  }
+  while (stall_after_steps_ >= 0 && steps_written_ >= stall_after_steps_) {
+    std::this_thread::sleep_for(std::chrono::hours(1));  // as a call that never returns
   }
   // The step's layout: new sites or the first logits need datasets, so a structure window.
   bool new_layout = !s.created;
@@ -490,6 +555,11 @@ bool TraceWriter::finish(bool complete, const std::string& stop_reason) {
     std::unique_lock lock(mu_);
     queue_.emplace_back(Stop{}, 0);  // never blocks: Stop may exceed the bound
     not_empty_.notify_one();
+    if (!wait_for_progress(lock, [&] { return thread_done_; })) {
+      lock.unlock();
+      abandon();
+      return false;
+    }
   }
   thread_.join();
   h5::keep_errors_in_this_thread();
@@ -573,6 +643,10 @@ void TraceWriter::finish_file(bool complete, const std::string& stop_reason, boo
   } catch (const std::exception& e) {
     fail(e);
   }
+}
+
+bool writer_abandoned() {
+  return g_abandoned.load();
 }
 
 }  // namespace ds::trace

@@ -7,6 +7,7 @@
 // before the last flush point (each sequence's gen_len says how many).
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -68,6 +69,9 @@ class TraceWriter {
   void append_kernels(std::vector<KernelRecord> records);
   // Drains the queue, writes root attributes complete and stop_reason, closes the file.
   // Returns false (with error()) when a write failed; the file then holds the steps before it.
+  // A writer that makes no progress for the stall limit (DRIFTSCOPE_WRITE_STALL_SECONDS, default
+  // 120) fails as a write does, here and in a blocked append(); its file is left as its last
+  // flush point made it (complete=0), and writer_abandoned() says so.
   bool finish(bool complete, const std::string& stop_reason);
 
   bool failed() const;
@@ -126,7 +130,22 @@ class TraceWriter {
   bool failed_ = false;
   std::string error_, error_detail_;
   bool finished_ = false;
+  // The stall bound: the writer thread's last sign of progress (a message taken or handled),
+  // whether it has ended, and whether it was given up on (stuck inside HDF5, which cannot be
+  // interrupted: on a file another process rewrote, or a file system that does not answer).
+  std::chrono::steady_clock::time_point progress_at_;
+  double stall_s_ = 0;
+  int stall_after_steps_ = -1;  // test hook: DRIFTSCOPE_TRACE_STALL_AFTER_STEPS
+  bool thread_done_ = false, stalled_ = false;
+  void mark_progress();
+  bool wait_for_progress(std::unique_lock<std::mutex>& lock, const std::function<bool()>& ready);
+  void abandon();
   std::thread thread_;
 };
+
+// True once a trace writer was given up on (TraceWriter::finish after the stall limit): its
+// thread is still inside HDF5, so the process must end without HDF5's clean-up at exit, which
+// would wait on it (driftscope's main ends with _Exit then).
+bool writer_abandoned();
 
 }  // namespace ds::trace

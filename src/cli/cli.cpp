@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <new>
 #include <string>
@@ -18,6 +19,7 @@
 #include "src/cli/commands.h"
 #include "src/cli/output.h"
 #include "src/cli/read_supervisor.h"
+#include "trace/writer.h"
 
 namespace ds {
 
@@ -164,7 +166,12 @@ int cli_main(int argc, char** argv) {
   for (const char* name : {"show", "diff", "stats"}) {
     if (app.got_subcommand(name)) return run_with_watched_reads(dispatch);
   }
-  return dispatch();
+  const int code = dispatch();
+  if (trace::writer_abandoned()) {  // its thread is stuck inside HDF5, which exit() would wait on
+    std::fflush(nullptr);
+    std::_Exit(code);
+  }
+  return code;
 }
 
 }  // namespace ds

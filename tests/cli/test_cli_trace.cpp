@@ -163,6 +163,28 @@ TEST_CASE("run: a write failure leaves every step written before it", "[cli][tra
   check_consistent(reader);
 }
 
+TEST_CASE("run: a trace writer that makes no progress gives up after the stall limit",
+          "[cli][trace][interrupt]") {
+  // A writer stuck inside HDF5 (seen on a file another run rewrote: H5C_protect retrying for
+  // ever) held the run until SIGKILL, Ctrl-C included. The hook makes the writer thread stop
+  // returning after 3 steps; with a 1 s limit the run must end by itself, exit 2, saying why.
+  ds::test::TempDir dir;
+  const auto t = dir.path() / "stall.h5";
+  const auto start = std::chrono::steady_clock::now();
+  const std::string cmd =
+      "DRIFTSCOPE_TRACE_STALL_AFTER_STEPS=3 DRIFTSCOPE_WRITE_STALL_SECONDS=1 "
+      "timeout -s KILL 120 '" +
+      ds::test::exe() + "' run -n 400 -o " + t.string() + " >/dev/null 2>" +
+      (dir.path() / "err.txt").string();
+  const int status = std::system(cmd.c_str());
+  CHECK(WEXITSTATUS(status) == 2);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(60));
+  std::ifstream err(dir.path() / "err.txt");
+  std::string msg((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
+  CHECK(msg.find("writing trace '" + t.string() +
+                 "' failed: the writer made no progress for 1 s") != std::string::npos);
+}
+
 TEST_CASE("show prints the continuation as generate does, leading space included", "[cli][trace]") {
   // On the third-party stories260K, whose continuation llama2.c's run.c has printed.
   DS_REQUIRE_SHARED_MODELS();
