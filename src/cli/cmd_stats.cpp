@@ -150,7 +150,14 @@ int run_stats(const StatsArgs& a) {
     key = diff::parse_answer_key(text, a.answers);
   }
   diff::StatsOptions opt;
-  if (!a.ks.empty()) opt.ks = parse_id_list(a.ks);
+  if (!a.ks.empty()) {
+    try {
+      opt.ks = parse_id_list(a.ks);
+    } catch (const Error&) {  // its message speaks of token ids
+      throw Error(fmt::format("--k '{}' is not a list of whole numbers >= 1", a.ks),
+                  "--k takes a list such as 1,4,8");
+    }
+  }
   for (int k : opt.ks) {
     if (k < 1) throw Error(fmt::format("--k {} must be >= 1", k), "--k takes a list such as 1,4,8");
   }
