@@ -1,13 +1,16 @@
 """Record a driftscope trace (format v1) from a Hugging Face transformers causal LM.
 
-  python3 -m driftscope_trace.hf run --model DIR (--prompt TEXT | --prompt-ids 1,2,3 | --prompts FILE)
+  driftscope-trace run --model DIR (--prompt TEXT | --prompt-ids 1,2,3 | --prompts FILE)
       -o t.h5 [--probes default|all|none|LIST] [--trace-topk 20] [--hidden-dtype f32] [--full-logits]
       [--dtype fp32|fp64|bf16|fp16] [--device cpu|cuda] [--attn-implementation eager|sdpa]
+      [--batch N] [--threads N]
       [-n 256] [--temperature 0 --top-p 1 --top-k 0 --seed 0] [--force-tokens A.h5] [--force]
+  (also: python3 -m driftscope_trace.hf run ...)
 
-Flags are named as in `driftscope run`. Each prompt is one prefill pass, then one decode pass
-per token with the model's KV cache, the next token chosen as driftscope chooses it (greedy with
-ties to the lowest id, or coupled seeded sampling). Forward hooks map modules to driftscope's
+Flags are named as in `driftscope run`. The prompts are generated --batch at a time (left padding
+and an attention mask, as transformers' generate() batches them): one prefill pass, then one
+decode pass per token with the model's KV cache, the next token chosen as driftscope chooses it
+(greedy with ties to the lowest id, or coupled seeded sampling). Forward hooks map modules to driftscope's
 sites (driftscope_trace/hf_sites.py). Exit codes as driftscope's: 2 for bad input, 130 when
 interrupted (the trace is kept with complete=0).
 """
@@ -24,7 +27,8 @@ import numpy as np
 from . import schema, writer
 from .identity import env_json, model_json, tokenizer_identity
 from .prompts import PromptError, parse_ids, read_prompts_file
-from .sampler import sample_next, validate as validate_sampling
+from .deps import require
+from .sampler import validate as validate_sampling
 
 DTYPES = ("fp32", "fp64", "bf16", "fp16")
 
@@ -34,7 +38,7 @@ class UsageError(Exception):
 
 
 def parse_args(argv):
-    ap = argparse.ArgumentParser(prog="python3 -m driftscope_trace.hf", description=__doc__,
+    ap = argparse.ArgumentParser(prog="driftscope-trace", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="record a trace")
@@ -60,6 +64,8 @@ def parse_args(argv):
     r.add_argument("--dtype", default="fp32", choices=DTYPES)
     r.add_argument("--attn-implementation", default="eager", help="eager, sdpa, flash_attention_2")
     r.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    r.add_argument("--batch", type=int, default=1,
+                   help="prompts generated together, left-padded with an attention mask (default 1)")
     r.add_argument("-n", "--max-new", type=int, default=256)
     r.add_argument("--add-bos", default="auto", choices=("auto", "on", "off"))
     r.add_argument("--tie-break", default="lowest_id", choices=("lowest_id", "highest_id"))
@@ -120,11 +126,12 @@ def apply_add_bos(prompts, policy, bos):
 
 def run_config(a, engine):
     """The run configuration recorded in /meta config_json: the fields of docs/configurations.md
-    that hold for a transformers run (batch 1, no chunked prefill, no tensor parallelism), the
-    engine, and the trace options. Knobs of driftscope's own kernels (gemm_policy, split_k,
-    accum, attn_splits, allreduce, kernel) are not recorded: transformers has no such choice."""
+    that hold for a transformers run (no chunked prefill, no tensor parallelism), the engine
+    (with its batch shape, thread count and library versions), and the trace options. Knobs of
+    driftscope's own kernels (gemm_policy, split_k, accum, attn_splits, allreduce, kernel) are not
+    recorded: transformers has no such choice."""
     return json.dumps({
-        "device": "cuda" if a.device.startswith("cuda") else a.device, "dtype": a.dtype, "batch": 1,
+        "device": "cuda" if a.device.startswith("cuda") else a.device, "dtype": a.dtype, "batch": a.batch,
         "tp": 1, "prefill_chunk": 0, "prefix_cache": "off", "tie_break": a.tie_break,
         "add_bos": a.add_bos, "repetition_penalty": a.repetition_penalty, "max_new": a.max_new,
         "temperature": a.temperature, "top_p": a.top_p, "top_k": a.top_k, "seed": a.seed,
@@ -137,11 +144,21 @@ def run_config(a, engine):
     })
 
 
+def pad_token(tok, cfg, eos):
+    """The id a batch is padded with: the tokenizer's pad token, else the model's, else EOS, else
+    0, as generate() falls back to EOS (padded positions are masked: the id does not matter)."""
+    for v in (tok.pad_token_id if tok is not None else None, getattr(cfg, "pad_token_id", None), eos):
+        if isinstance(v, int):
+            return v
+    return 0
+
+
 def load_model(a):
     import torch
     import transformers
     from transformers import AutoConfig, AutoModelForCausalLM
 
+    from .hf_compat import engine_block, from_pretrained_kwargs
     from .hf_sites import FAMILIES, LayoutError
 
     if not os.path.isfile(os.path.join(a.model, "config.json")):
@@ -153,19 +170,17 @@ def load_model(a):
                           "recorder maps %s" % (a.model, ", ".join(archs) or "of no architecture",
                                                 cfg.model_type, ", ".join(sorted(FAMILIES))))
     dtype = {"fp32": torch.float32, "fp64": torch.float64, "bf16": torch.bfloat16, "fp16": torch.float16}[a.dtype]
-    model = AutoModelForCausalLM.from_pretrained(a.model, torch_dtype=dtype,
-                                                 attn_implementation=a.attn_implementation)
+    model = AutoModelForCausalLM.from_pretrained(a.model, **from_pretrained_kwargs(dtype, a.attn_implementation))
     model.to(device=a.device, dtype=dtype).eval()
-    engine = {"name": "transformers", "version": transformers.__version__, "torch": torch.__version__,
-              "device": a.device, "dtype": str(dtype).replace("torch.", ""),
-              "attn_implementation": model.config._attn_implementation,
-              "_tf32": "on" if torch.backends.cuda.matmul.allow_tf32 and a.device.startswith("cuda") else "off"}
+    engine = engine_block(model, a.device)
+    engine["_tf32"] = "on" if torch.backends.cuda.matmul.allow_tf32 and a.device.startswith("cuda") else "off"
     return model, engine
 
 
 def main(argv=None):
     a = parse_args(sys.argv[1:] if argv is None else argv)
     try:
+        require("transformers")
         return record(a)
     except (UsageError, PromptError, schema.ProbeError, ValueError, OSError) as e:
         print("driftscope_trace: %s" % e, file=sys.stderr)
@@ -175,10 +190,13 @@ def main(argv=None):
 def record(a):
     import torch
 
+    from .hf_generate import generate_batch
     from .hf_sites import SiteHooks, site_table
 
     if a.threads > 0:
         torch.set_num_threads(a.threads)
+    if a.batch < 1:
+        raise UsageError("batch %d: --batch takes N >= 1" % a.batch)
     validate_sampling(a.temperature, a.top_p, a.top_k, a.repetition_penalty)
     if a.max_new < 0:
         raise UsageError("max_new %d is negative: --max-new takes N >= 0" % a.max_new)
@@ -195,6 +213,7 @@ def record(a):
     eos = tok.eos_token_id if tok is not None and tok.eos_token_id is not None else cfg.eos_token_id
     if isinstance(eos, list):
         eos = eos[0]
+    pad = pad_token(tok, cfg, eos)
     if a.force_tokens:
         prompts = forced_prompts(a.force_tokens)
     elif a.prompts:
@@ -225,7 +244,7 @@ def record(a):
     env = env_json({"driftscope_trace_version": schema.PACKAGE_VERSION, "transformers_version": transformers.__version__,
                     "torch_version": torch.__version__, "numpy_version": np.__version__,
                     "cuda": torch.cuda.get_device_name(0) if a.device.startswith("cuda") else None})
-    cmd = " ".join(shlex.quote(x) for x in ["python3", "-m", "driftscope_trace.hf"] + sys.argv[1:])
+    cmd = " ".join(shlex.quote(x) for x in [os.path.basename(sys.argv[0])] + sys.argv[1:])
     producer = "driftscope_trace %s (transformers %s, torch %s)" % (schema.PACKAGE_VERSION, engine["version"], engine["torch"])
     config_json = run_config(a, engine)
 
@@ -240,16 +259,15 @@ def record(a):
         with writer.TraceWriter(a.output, hidden_dtype=a.hidden_dtype, topk=a.topk, full_logits=a.full_logits,
                                 force=a.force, config_json=config_json, model_json=mjson, env_json=env,
                                 command_line=cmd, producer=producer, compression=a.compression) as w:
-            for i, (_, ids, forced) in enumerate(prompts):
+            for first in range(0, len(prompts), a.batch):
                 if stop["flag"]:
                     interrupted = True
                     break
-                w.begin_sequence(i, ids)
-                reason = generate_one(model, hooks, w, i, ids, forced, sites, a, eos, ctx, stop)
-                w.end_sequence(i, reason)
-                n_gen += w._seqs[i].n_tokens - len(ids)
-                n_seq += 1
-                interrupted = reason == "interrupted"
+                group = [(i, ids, forced) for i, (_, ids, forced) in
+                         enumerate(prompts[first:first + a.batch], first)]
+                interrupted = generate_batch(model, hooks, w, group, sites, a, eos, ctx, stop, pad)
+                n_gen += sum(w._seqs[i].n_tokens - len(ids) for i, ids, _ in group)
+                n_seq += len(group)
                 if interrupted:
                     break
             w.finish(not interrupted, "interrupted" if interrupted else "finished")
@@ -262,51 +280,6 @@ def record(a):
               % (a.output, n_seq, len(prompts), n_gen, len(sites)),
               file=sys.stderr)
     return 130 if interrupted else 0
-
-
-def generate_one(model, hooks, w, index, prompt, forced, sites, a, eos, ctx, stop):
-    """One sequence: a prefill pass over the prompt, then a decode pass per token with the KV
-    cache, as src/experiment/generate.cpp steps it; every pass's rows go to the trace. Returns the stop
-    reason."""
-    import torch
-
-    from transformers import DynamicCache
-
-    tokens = list(prompt)
-    feed = list(prompt)
-    past = DynamicCache()
-    generated = 0
-    device = next(model.parameters()).device
-    while True:
-        if stop["flag"]:
-            return "interrupted"
-        hooks.clear()
-        with torch.no_grad():
-            out = model(input_ids=torch.tensor([feed], device=device), past_key_values=past, use_cache=True)
-        past = out.past_key_values
-        # float32 as stored: exact for fp32/bf16/fp16 runs, round-to-nearest of an fp64 run
-        hidden = {s: hooks.taken[s].float().cpu().numpy() for s in sites}
-        logits = hooks.taken["logits"].double().cpu().numpy()
-        if (forced is not None and len(forced) == 0) or (forced is None and a.max_new == 0):
-            w.append(index, hidden, logits, [])
-            return "max_new"
-        if forced is not None:
-            nxt = int(forced[generated])
-        else:
-            nxt = sample_next(logits[-1], a.temperature, a.top_p, a.top_k, a.seed,
-                              a.tie_break == "highest_id", a.repetition_penalty, index, generated, tokens)
-        tokens.append(nxt)
-        generated += 1
-        w.append(index, hidden, logits, [nxt])
-        if eos is not None and nxt == eos:
-            return "eos"
-        if forced is not None and generated == len(forced):
-            return "forced"
-        if forced is None and generated == a.max_new:
-            return "max_new"
-        if len(tokens) >= ctx:
-            return "context"
-        feed = [nxt]
 
 
 if __name__ == "__main__":

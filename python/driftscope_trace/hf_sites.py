@@ -76,7 +76,8 @@ def site_table(model):
 
 class SiteHooks:
     """Forward hooks on the modules of the wanted sites (and the logits); after each forward
-    call, `taken` maps site -> tensor [rows, width] of batch row 0."""
+    call, `taken` maps site -> tensor [batch, rows, width] (every row of the batch: the caller
+    picks each sequence's rows with the attention mask)."""
 
     def __init__(self, model, sites):
         wanted = set(sites) | {"logits"}
@@ -92,16 +93,17 @@ class SiteHooks:
 
     def _pre_hook(self, site):
         def hook(module, args):
-            self.taken[site] = args[0][0].detach()
+            self.taken[site] = args[0].detach()
         return hook
 
     def _hook(self, site, first):
         def hook(module, args, output):
-            t = output[0] if first else output
+            # a decoder layer returns a tuple (hidden, ...) in transformers 4.x, the tensor in 5.x
+            t = output[0] if first and isinstance(output, (tuple, list)) else output
             if not isinstance(t, torch.Tensor):
                 raise LayoutError("site %s: module %s returned %s, not a tensor"
                                   % (site, type(module).__name__, type(t).__name__))
-            self.taken[site] = t[0].detach()
+            self.taken[site] = t.detach()
         return hook
 
     def clear(self):

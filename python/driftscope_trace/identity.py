@@ -18,7 +18,10 @@ def sha256_file(path):
 
 
 def weight_files(model_dir):
-    """The safetensors files of a model directory, as driftscope's loader finds them."""
+    """The safetensors files of a model directory, as driftscope's loader finds them ([] when
+    the model was not loaded from a directory)."""
+    if not model_dir or not os.path.isdir(model_dir):
+        return []
     index = os.path.join(model_dir, "model.safetensors.index.json")
     if os.path.exists(index):
         with open(index) as f:
@@ -44,6 +47,15 @@ def safetensors_dtype(path):
     return None
 
 
+def rope_theta(c):
+    """RoPE's base: config.rope_theta in transformers 4.x, config.rope_parameters["rope_theta"] in
+    5.x (where reading rope_theta quietly answers the default 10000)."""
+    params = getattr(c, "rope_parameters", None)
+    if isinstance(params, dict) and "rope_theta" in params:
+        return float(params["rope_theta"])
+    return float(getattr(c, "rope_theta", None) or 10000.0)
+
+
 def model_json(model_dir, hf_config, architecture, tokenizer_identity):
     c = hf_config
     head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
@@ -59,7 +71,7 @@ def model_json(model_dir, hf_config, architecture, tokenizer_identity):
             "n_heads": c.num_attention_heads,
             "n_kv_heads": getattr(c, "num_key_value_heads", None) or c.num_attention_heads,
             "head_dim": head_dim, "vocab_size": c.vocab_size, "max_seq_len": c.max_position_embeddings,
-            "rms_norm_eps": c.rms_norm_eps, "rope_theta": getattr(c, "rope_theta", 10000.0),
+            "rms_norm_eps": c.rms_norm_eps, "rope_theta": rope_theta(c),
             "tied_embeddings": bool(getattr(c, "tie_word_embeddings", False)),
             "qkv_bias": architecture == "qwen2" or bool(getattr(c, "attention_bias", False)),
             "sliding_window": int(sliding or 0),
