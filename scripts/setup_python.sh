@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
-# Makes the virtual environment of the Python parts (python/driftscope_trace and the
-# transformers / tokenizers reference tests in tests/engines) at .venv: Debian's python3-torch,
-# numpy and h5py through --system-site-packages, the pinned python/requirements.txt from PyPI.
-# Idempotent: installs missing Debian packages, makes the venv once, re-installs the requirements
-# only when python/requirements.txt changed. The CTest tests find the venv at .venv/bin/python.
+# Makes the two virtual environments of the Python parts (the driftscope-trace package in
+# python/, and the transformers / tokenizers reference tests in tests/engines), each with the
+# package installed from python/ (pip install --no-deps ./python, console command
+# driftscope-trace):
+#   .venv          Debian's python3-torch 1.13, numpy and h5py through --system-site-packages,
+#                  transformers 4.46.3 from the pinned python/requirements.txt
+#   .venv-current  torch 2.15 and transformers 5.x from PyPI, python/requirements-current.txt
+#                  (torch's CUDA libraries from the machine's CUDA 13 toolkit where it has them)
+# Idempotent: installs missing Debian packages, makes each venv once, re-installs requirements
+# only when their file changed and the package only when python/ changed. The CTest tests find
+# the venvs at .venv/bin/python and .venv-current/bin/python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,15 +29,45 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-venv=.venv
-stamp=$venv/requirements.installed
-# Debian's interpreter, not one earlier on PATH: its site-packages hold python3-torch.
-if [ ! -x $venv/bin/python ]; then
-  /usr/bin/python3 -m venv --system-site-packages $venv
+
+# setuptools (pyproject.toml's build backend) is the venv's own: no download while building.
+install_package() {  # VENV: the driftscope-trace package from python/, when its sources changed
+  local venv="$1" sum
+  sum=$(cat python/pyproject.toml python/driftscope_trace/*.py | sha256sum)
+  if [ "$sum" != "$(cat "$venv/package.installed" 2>/dev/null)" ]; then
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation \
+      --force-reinstall ./python
+    rm -rf python/build python/*.egg-info
+    echo "$sum" > "$venv/package.installed"
+  fi
+}
+
+install_requirements() {  # VENV FILE: the pinned requirements, when FILE changed
+  local venv="$1" file="$2"
+  if ! cmp -s "$file" "$venv/requirements.installed"; then
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps -r "$file"
+    cp "$file" "$venv/requirements.installed"
+  fi
+}
+
+# .venv: Debian's interpreter, not one earlier on PATH: its site-packages hold python3-torch.
+[ -x .venv/bin/python ] || /usr/bin/python3 -m venv --system-site-packages .venv
+install_requirements .venv python/requirements.txt
+install_package .venv
+.venv/bin/python -c "import torch, transformers, tokenizers, h5py, numpy, driftscope_trace" \
+  || { echo "setup_python: .venv cannot import torch/transformers/tokenizers/h5py/numpy/driftscope_trace" >&2; exit 1; }
+
+# .venv-current: nothing from Debian's site-packages (its torch 1.13 and numpy 1.24 would mix in).
+[ -x .venv-current/bin/python ] || /usr/bin/python3 -m venv .venv-current
+start=$(date +%s)
+install_requirements .venv-current python/requirements-current.txt
+if ! .venv-current/bin/python -c "import torch" 2>/dev/null; then
+  # no CUDA 13 toolkit with these libraries here: torch's own NVIDIA wheels (2.9 GB)
+  echo "setup_python: torch cannot load the machine's CUDA libraries; installing its NVIDIA wheels"
+  .venv-current/bin/python -m pip install -q --disable-pip-version-check \
+    "$(grep '^torch==' python/requirements-current.txt)"
 fi
-if ! cmp -s python/requirements.txt "$stamp"; then
-  $venv/bin/python -m pip install -q --disable-pip-version-check --no-deps -r python/requirements.txt
-  cp python/requirements.txt "$stamp"
-fi
-$venv/bin/python -c "import torch, transformers, tokenizers, h5py, numpy" \
-  || { echo "setup_python: $venv cannot import torch/transformers/tokenizers/h5py/numpy" >&2; exit 1; }
+install_package .venv-current
+.venv-current/bin/python -c "import torch, transformers, tokenizers, h5py, numpy, driftscope_trace" \
+  || { echo "setup_python: .venv-current cannot import torch/transformers/tokenizers/h5py/numpy/driftscope_trace" >&2; exit 1; }
+echo "setup_python: .venv-current ready ($(($(date +%s) - start)) s)"

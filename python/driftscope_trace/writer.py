@@ -126,6 +126,11 @@ class TraceWriter:
         if n:
             ds[at:at + n] = values
 
+    def set_meta(self, name, value):
+        """Replaces a /meta attribute (config_json, model_json, env_json, command_line) before
+        finish(): a recorder that learns its configuration while recording writes it last."""
+        self._f["meta"].attrs[name] = value
+
     def begin_sequence(self, seq, prompt):
         g = self._f["seq"].create_group(str(seq))
         tokens = self._growing(g, "tokens", np.int32, 0, _chunk_rows(0, 4, self._compression), checksum=True)

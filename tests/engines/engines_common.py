@@ -1,6 +1,11 @@
 """Helpers of the engine tests: run driftscope and the transformers recorder, read two traces
 with h5py and compare them site by site. transformers is the reference: nothing here computes
-an expected value with the code under test."""
+an expected value with the code under test.
+
+The recorder under test is the driftscope-trace package installed in the venv that runs the test
+(scripts/setup_python.sh installs python/ into .venv and .venv-current): importing this module
+fails when that copy differs from python/driftscope_trace, so a stale install is never tested."""
+import filecmp
 import json
 import os
 import subprocess
@@ -12,6 +17,37 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 THREADS = "1"  # 2 shared cores: keep torch to one thread
+
+
+def _installed_is_source():
+    source = os.path.join(ROOT, "python", "driftscope_trace")
+    try:
+        import driftscope_trace
+    except ImportError:
+        sys.exit("FAILED: driftscope_trace is not installed in %s\nhint: run scripts/setup_python.sh"
+                 % sys.prefix)
+    installed = os.path.dirname(os.path.abspath(driftscope_trace.__file__))
+    names = sorted(n for n in os.listdir(source) if n.endswith(".py"))
+    _, differ, missing = filecmp.cmpfiles(source, installed, names, shallow=False)
+    if differ or missing:
+        sys.exit("FAILED: the driftscope_trace installed in %s differs from python/driftscope_trace (%s)\n"
+                 "hint: run scripts/setup_python.sh (it re-installs the package when python/ changed)"
+                 % (sys.prefix, ", ".join(differ + missing)))
+
+
+_installed_is_source()
+
+
+def stack():
+    """'transformers X, torch Y' of this venv, for the test's messages."""
+    import torch
+    import transformers
+    return "transformers %s, torch %s" % (transformers.__version__, torch.__version__)
+
+
+def transformers_major():
+    import transformers
+    return int(transformers.__version__.split(".")[0])
 
 
 def run(cmd, **kw):
@@ -26,9 +62,14 @@ def driftscope(exe, *args):
     return run([exe] + list(args))
 
 
-def recorder(*args):
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), OMP_NUM_THREADS=THREADS)
-    return run([sys.executable, "-m", "driftscope_trace.hf", "run", "--threads", THREADS, "-q"] + list(args), env=env)
+def recorder_command():
+    """The console command pip installed beside this venv's Python."""
+    return [os.path.join(os.path.dirname(sys.executable), "driftscope-trace")]
+
+
+def recorder(*args, threads=THREADS):
+    env = dict(os.environ, OMP_NUM_THREADS=threads)
+    return run(recorder_command() + ["run", "--threads", threads, "-q"] + list(args), env=env)
 
 
 def hidden(seq, site):

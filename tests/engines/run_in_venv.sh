@@ -5,9 +5,9 @@
 set -uo pipefail
 py="$1"
 shift
-if [ ! -x "$py" ] || ! "$py" -c "import torch, transformers, tokenizers, safetensors, h5py, numpy" 2>/dev/null; then
-  echo "engine test: no usable Python environment at $py (torch, transformers, tokenizers, safetensors, h5py, numpy)." >&2
-  echo "hint: run scripts/setup_python.sh (it makes .venv from python/requirements.txt)" >&2
+if [ ! -x "$py" ] || ! "$py" -c "import torch, transformers, tokenizers, safetensors, h5py, numpy, driftscope_trace" 2>/dev/null; then
+  echo "engine test: no usable Python environment at $py (torch, transformers, tokenizers, safetensors, h5py, numpy, driftscope_trace)." >&2
+  echo "hint: run scripts/setup_python.sh (it makes .venv and .venv-current from python/requirements*.txt)" >&2
   exit 1
 fi
 exec "$py" "$@"

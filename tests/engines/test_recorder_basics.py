@@ -13,12 +13,10 @@ import sys
 import numpy as np
 import torch
 
-from engines_common import ROOT, check
-
-sys.path.insert(0, os.path.join(ROOT, "python"))
-from driftscope_trace import TraceWriter  # noqa: E402
-from driftscope_trace.hf_sites import LayoutError, site_table  # noqa: E402
-from driftscope_trace.writer import bf16_bits  # noqa: E402
+from engines_common import ROOT, check, recorder_command, stack
+from driftscope_trace import TraceWriter
+from driftscope_trace.hf_sites import LayoutError, site_table
+from driftscope_trace.writer import bf16_bits
 
 
 def show_json(exe, path):
@@ -26,10 +24,9 @@ def show_json(exe, path):
     return p.returncode, (json.loads(p.stdout) if p.returncode == 0 else p.stderr)
 
 
-def recorder(*args):
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
-    return subprocess.run([sys.executable, "-m", "driftscope_trace.hf", "run", "--threads", "1"] + list(args),
-                          capture_output=True, text=True, env=env)
+def recorder(*args, command=None):
+    return subprocess.run((command or recorder_command()) + ["run", "--threads", "1"] + list(args),
+                          capture_output=True, text=True)
 
 
 def writer_traces(exe, work):
@@ -127,9 +124,37 @@ def refusals(work):
     p = recorder("-m", bundled, "--prompt-ids", "1,2000", "-o", out)
     ok &= check(p.returncode == 2 and "2000" in p.stderr and not os.path.exists(out),
                 "a token id outside the vocabulary: exit 2, nothing written: " + p.stderr.strip())
-    p = recorder("-m", bundled, "--prompt-ids", "1", "--probes", "L9/out", "-o", out)
+    p = recorder("-m", bundled, "--prompt-ids", "1", "--probes", "L9/out", "-o", out,
+                 command=[sys.executable, "-m", "driftscope_trace.hf"])
     ok &= check(p.returncode == 2 and "L9/out" in p.stderr and not os.path.exists(out),
-                "an unknown probe: exit 2, nothing written: " + p.stderr.strip())
+                "python -m driftscope_trace.hf (the older command) still runs; an unknown probe: exit 2, "
+                "nothing written: " + p.stderr.strip())
+    p = recorder("-m", bundled, "--prompt-ids", "1", "--batch", "0", "-o", out)
+    ok &= check(p.returncode == 2 and "--batch" in p.stderr and not os.path.exists(out),
+                "--batch 0: exit 2, nothing written: " + p.stderr.strip())
+    return ok
+
+
+def packaging(work):
+    """The console command, and the missing optional dependencies named with their pip command."""
+    ok = True
+    p = subprocess.run(recorder_command() + ["--version"], capture_output=True, text=True)
+    ok &= check(p.returncode == 0 and p.stdout.strip() == "driftscope-trace 0.1.0",
+                "driftscope-trace --version: %s" % p.stdout.strip())
+    # Debian's own Python has h5py and numpy but not transformers: the writer imports, the
+    # transformers recorder names what is missing
+    bare = "/usr/bin/python3"
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    has = subprocess.run([bare, "-c", "import transformers"], capture_output=True).returncode == 0
+    out = os.path.join(work, "missing.h5")
+    if has:
+        print("note    %s has transformers: the missing-dependency case is not run" % bare)
+    else:
+        p = subprocess.run([bare, "-m", "driftscope_trace", "run", "-m", os.path.join(ROOT, "models", "kjv-llama"),
+                            "--prompt-ids", "1", "-o", out], capture_output=True, text=True, env=env)
+        ok &= check(p.returncode == 2 and "'transformers'" in p.stderr and "pip install" in p.stderr
+                    and len(p.stderr.strip().splitlines()) == 1 and not os.path.exists(out),
+                    "transformers not installed: one line, exit 2, nothing written: " + p.stderr.strip())
     return ok
 
 
@@ -138,6 +163,8 @@ def main(exe, work):
     torch.set_num_threads(1)
     ok = writer_traces(exe, work)
     ok &= refusals(work)
+    ok &= packaging(work)
+    print("(%s)" % stack())
     return ok
 
 
