@@ -8,7 +8,7 @@ _EXTRAS = {
     "safetensors": "transformers", "llama_cpp": "llamacpp", "gguf": "llamacpp",
 }
 _NEEDS = {"transformers": ("torch", "transformers", "tokenizers", "safetensors"),
-          "llamacpp": ("llama_cpp", "gguf")}
+          "llamacpp": ("llama_cpp",)}
 
 
 class MissingDependency(ValueError):

@@ -21,20 +21,16 @@ import shlex
 import signal
 import sys
 
-import h5py
 import numpy as np
 
 from . import schema, writer
 from .identity import env_json, model_json, tokenizer_identity
-from .prompts import PromptError, parse_ids, read_prompts_file
 from .deps import require
+from .prompt_args import UsageError, select_prompts
+from .prompts import PromptError
 from .sampler import validate as validate_sampling
 
 DTYPES = ("fp32", "fp64", "bf16", "fp16")
-
-
-class UsageError(Exception):
-    pass
 
 
 def parse_args(argv):
@@ -90,40 +86,6 @@ def load_tokenizer(path):
     return tok, tj
 
 
-def forced_prompts(path):
-    """[(None, prompt ids, forced continuation)] of every sequence of a trace, in index order."""
-    with h5py.File(path, "r") as f:
-        if f.attrs.get("format") != schema.FORMAT_NAME:
-            raise UsageError("'%s' is not a driftscope trace (--force-tokens)" % path)
-        out = []
-        for k in sorted(f["seq"].keys(), key=int):
-            s = f["seq"][k]
-            t = s["tokens"][:].tolist()
-            n = int(s.attrs["prompt_len"])
-            out.append((None, t[:n], t[n:]))
-    return out
-
-
-def apply_add_bos(prompts, policy, bos):
-    if policy == "auto":
-        return prompts
-    if bos is None:
-        if policy == "off":
-            return prompts
-        raise UsageError("add_bos on: the model and tokenizer declare no BOS token (use --add-bos auto or off)")
-    out = []
-    for text, ids, forced in prompts:
-        has = bool(ids) and ids[0] == bos
-        if policy == "on" and not has:
-            ids = [bos] + ids
-        if policy == "off" and has:
-            ids = ids[1:]
-        if not ids:
-            raise UsageError("add_bos off leaves an empty prompt (it held only BOS)")
-        out.append((text, ids, forced))
-    return out
-
-
 def run_config(a, engine):
     """The run configuration recorded in /meta config_json: the fields of docs/configurations.md
     that hold for a transformers run (no chunked prefill, no tensor parallelism), the engine
@@ -155,7 +117,6 @@ def pad_token(tok, cfg, eos):
 
 def load_model(a):
     import torch
-    import transformers
     from transformers import AutoConfig, AutoModelForCausalLM
 
     from .hf_compat import engine_block, from_pretrained_kwargs
@@ -214,28 +175,9 @@ def record(a):
     if isinstance(eos, list):
         eos = eos[0]
     pad = pad_token(tok, cfg, eos)
-    if a.force_tokens:
-        prompts = forced_prompts(a.force_tokens)
-    elif a.prompts:
-        prompts = [(t, ids, None) for t, ids in read_prompts_file(a.prompts, encode)]
-    elif a.prompt_ids:
-        prompts = [(None, parse_ids(a.prompt_ids), None)]
-    elif a.prompt is not None:
-        if encode is None:
-            raise UsageError("a text prompt needs a tokenizer: '%s' has no tokenizer.json (pass --tokenizer or --prompt-ids)" % a.model)
-        prompts = [(a.prompt, encode(a.prompt), None)]
-    else:
-        if bos is None:
-            raise UsageError("no prompt given and the model declares no BOS token")
-        prompts = [(None, [bos], None)]
-    prompts = apply_add_bos(prompts, a.add_bos, bos)
+    prompts = select_prompts(a, encode, bos, vocab, cfg.max_position_embeddings,
+                             "'%s' has no tokenizer.json (pass --tokenizer or --prompt-ids)" % a.model)
     ctx = cfg.max_position_embeddings
-    for i, (_, ids, forced) in enumerate(prompts):
-        bad = [t for t in ids + (forced or []) if not 0 <= t < vocab]
-        if bad:
-            raise UsageError("prompt %d holds token id %d, outside the vocabulary of %d" % (i, bad[0], vocab))
-        if len(ids) > ctx:
-            raise UsageError("prompt %d has %d tokens, more than the context of %d positions" % (i, len(ids), ctx))
 
     from .hf_sites import family_of
     mjson = model_json(os.path.abspath(a.model), cfg, family_of(model),

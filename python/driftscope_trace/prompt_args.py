@@ -1,0 +1,73 @@
+"""The prompts of a recorder run from its flags, as `driftscope run` takes them: --force-tokens
+(a trace's prompts and tokens), --prompts FILE, --prompt-ids, --prompt TEXT, or BOS alone;
+--add-bos applied; every id checked against the vocabulary and every prompt against the
+context. Shared by the transformers and llama.cpp recorders."""
+import h5py
+
+from . import schema
+from .prompts import parse_ids, read_prompts_file
+
+
+class UsageError(ValueError):
+    pass
+
+
+def forced_prompts(path):
+    """[(None, prompt ids, forced continuation)] of every sequence of a trace, in index order."""
+    with h5py.File(path, "r") as f:
+        if f.attrs.get("format") != schema.FORMAT_NAME:
+            raise UsageError("'%s' is not a driftscope trace (--force-tokens)" % path)
+        out = []
+        for k in sorted(f["seq"].keys(), key=int):
+            s = f["seq"][k]
+            t = s["tokens"][:].tolist()
+            n = int(s.attrs["prompt_len"])
+            out.append((None, t[:n], t[n:]))
+    return out
+
+
+def apply_add_bos(prompts, policy, bos):
+    if policy == "auto":
+        return prompts
+    if bos is None:
+        if policy == "off":
+            return prompts
+        raise UsageError("add_bos on: the model and tokenizer declare no BOS token (use --add-bos auto or off)")
+    out = []
+    for text, ids, forced in prompts:
+        has = bool(ids) and ids[0] == bos
+        if policy == "on" and not has:
+            ids = [bos] + ids
+        if policy == "off" and has:
+            ids = ids[1:]
+        if not ids:
+            raise UsageError("add_bos off leaves an empty prompt (it held only BOS)")
+        out.append((text, ids, forced))
+    return out
+
+
+def select_prompts(a, encode, bos, vocab, ctx, no_tokenizer):
+    """[(text or None, prompt ids, forced continuation or None)]; encode(text) -> ids or None;
+    no_tokenizer: why a text prompt cannot be encoded, for the message."""
+    if a.force_tokens:
+        prompts = forced_prompts(a.force_tokens)
+    elif a.prompts:
+        prompts = [(t, ids, None) for t, ids in read_prompts_file(a.prompts, encode)]
+    elif a.prompt_ids:
+        prompts = [(None, parse_ids(a.prompt_ids), None)]
+    elif a.prompt is not None:
+        if encode is None:
+            raise UsageError("a text prompt needs a tokenizer: " + no_tokenizer)
+        prompts = [(a.prompt, encode(a.prompt), None)]
+    else:
+        if bos is None:
+            raise UsageError("no prompt given and the model declares no BOS token")
+        prompts = [(None, [bos], None)]
+    prompts = apply_add_bos(prompts, a.add_bos, bos)
+    for i, (_, ids, forced) in enumerate(prompts):
+        bad = [t for t in ids + (forced or []) if not 0 <= t < vocab]
+        if bad:
+            raise UsageError("prompt %d holds token id %d, outside the vocabulary of %d" % (i, bad[0], vocab))
+        if len(ids) > ctx:
+            raise UsageError("prompt %d has %d tokens, more than the context of %d positions" % (i, len(ids), ctx))
+    return prompts
