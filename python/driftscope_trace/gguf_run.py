@@ -25,7 +25,7 @@ from . import schema, writer
 from .deps import require
 from .gguf_sites import ARCHITECTURES, site_of
 from .identity import env_json, model_json, sha256_file
-from .prompt_args import UsageError, select_prompts
+from .prompt_args import UsageError, add_common_flags, select_prompts
 from .prompts import PromptError
 from .sampler import sample_next, validate as validate_sampling
 
@@ -38,30 +38,10 @@ def parse_args(argv):
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-m", "--model", required=True, help="GGUF file")
     ap.add_argument("--source-model", help="the Hugging Face directory the GGUF was converted from")
-    g = ap.add_mutually_exclusive_group()
-    g.add_argument("-p", "--prompt")
-    g.add_argument("--prompt-ids")
-    g.add_argument("--prompts")
-    g.add_argument("--force-tokens")
-    ap.add_argument("--probes", default="default")
-    ap.add_argument("--hidden-dtype", default="f32", choices=writer.HIDDEN_DTYPES)
-    ap.add_argument("--trace-topk", dest="topk", type=int, default=20)
-    ap.add_argument("--full-logits", action="store_true")
-    ap.add_argument("--compression", default="none", choices=writer.COMPRESSIONS)
-    ap.add_argument("-o", "--output", required=True)
-    ap.add_argument("--force", action="store_true")
-    ap.add_argument("-q", "--quiet", action="store_true")
+    add_common_flags(ap)
     ap.add_argument("--kv-type", default="f32", choices=sorted(KV_TYPES),
                     help="KV cache type (llama.cpp's default is f16; f32 agrees with fp32 engines)")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("-n", "--max-new", type=int, default=256)
-    ap.add_argument("--add-bos", default="auto", choices=("auto", "on", "off"))
-    ap.add_argument("--tie-break", default="lowest_id", choices=("lowest_id", "highest_id"))
-    ap.add_argument("--repetition-penalty", type=float, default=1.0)
-    ap.add_argument("--temperature", type=float, default=0.0)
-    ap.add_argument("--top-p", type=float, default=1.0)
-    ap.add_argument("--top-k", type=int, default=0)
-    ap.add_argument("--seed", type=int, default=0)
     return ap.parse_args(argv)
 
 

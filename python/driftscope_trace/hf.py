@@ -26,7 +26,7 @@ import numpy as np
 from . import schema, writer
 from .identity import env_json, model_json, tokenizer_identity
 from .deps import require
-from .prompt_args import UsageError, select_prompts
+from .prompt_args import UsageError, add_common_flags, select_prompts
 from .prompts import PromptError
 from .sampler import validate as validate_sampling
 
@@ -40,36 +40,13 @@ def parse_args(argv):
     r = sub.add_parser("run", help="record a trace")
     r.add_argument("-m", "--model", required=True, help="Hugging Face model directory")
     r.add_argument("--tokenizer", help="tokenizer directory (default: the model directory)")
-    g = r.add_mutually_exclusive_group()
-    g.add_argument("-p", "--prompt", help="prompt text (BOS as the tokenizer's config says)")
-    g.add_argument("--prompt-ids", help="prompt as token ids, e.g. 1,403,407 (used as given)")
-    g.add_argument("--prompts", help="file of prompts: one per line, or JSONL {\"text\"}/{\"ids\"}")
-    g.add_argument("--force-tokens", help="teacher forcing: consume this trace's prompts and tokens")
-    r.add_argument("--probes", default="default", help="default, all, none, or a list like embed,L*/out")
-    r.add_argument("--hidden-dtype", default="f32", choices=writer.HIDDEN_DTYPES)
-    r.add_argument("--trace-topk", dest="topk", type=int, default=20,
-                   help="logits kept per position (sorted, with log-sum-exp), as driftscope run's")
-    r.add_argument("--full-logits", action="store_true")
-    r.add_argument("--compression", default="none", choices=writer.COMPRESSIONS,
-                   help="none (default, as driftscope's: cheapest to write and to diff) or deflate "
-                        "(shuffle + gzip level 1: smaller when generation is fast)")
-    r.add_argument("-o", "--output", required=True)
-    r.add_argument("--force", action="store_true", help="overwrite an existing trace file")
-    r.add_argument("-q", "--quiet", action="store_true")
+    add_common_flags(r)
     r.add_argument("--device", default="cpu")
     r.add_argument("--dtype", default="fp32", choices=DTYPES)
     r.add_argument("--attn-implementation", default="eager", help="eager, sdpa, flash_attention_2")
     r.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     r.add_argument("--batch", type=int, default=1,
                    help="prompts generated together, left-padded with an attention mask (default 1)")
-    r.add_argument("-n", "--max-new", type=int, default=256)
-    r.add_argument("--add-bos", default="auto", choices=("auto", "on", "off"))
-    r.add_argument("--tie-break", default="lowest_id", choices=("lowest_id", "highest_id"))
-    r.add_argument("--repetition-penalty", type=float, default=1.0)
-    r.add_argument("--temperature", type=float, default=0.0)
-    r.add_argument("--top-p", type=float, default=1.0)
-    r.add_argument("--top-k", type=int, default=0)
-    r.add_argument("--seed", type=int, default=0)
     return ap.parse_args(argv)
 
 

@@ -4,12 +4,41 @@
 context. Shared by the transformers and llama.cpp recorders."""
 import h5py
 
-from . import schema
+from . import schema, writer
 from .prompts import parse_ids, read_prompts_file
 
 
 class UsageError(ValueError):
     pass
+
+
+def add_common_flags(p):
+    """The flags both recorders take as `driftscope run` names them: the prompts, the trace's
+    contents and storage, the output, and the choice of the next token."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("-p", "--prompt", help="prompt text (BOS as the tokenizer's config says)")
+    g.add_argument("--prompt-ids", help="prompt as token ids, e.g. 1,403,407 (used as given)")
+    g.add_argument("--prompts", help="file of prompts: one per line, or JSONL {\"text\"}/{\"ids\"}")
+    g.add_argument("--force-tokens", help="teacher forcing: consume this trace's prompts and tokens")
+    p.add_argument("--probes", default="default", help="default, all, none, or a list like embed,L*/out")
+    p.add_argument("--hidden-dtype", default="f32", choices=writer.HIDDEN_DTYPES)
+    p.add_argument("--trace-topk", dest="topk", type=int, default=20,
+                   help="logits kept per position (sorted, with log-sum-exp), as driftscope run's")
+    p.add_argument("--full-logits", action="store_true")
+    p.add_argument("--compression", default="none", choices=writer.COMPRESSIONS,
+                   help="none (default, as driftscope's: cheapest to write and to diff) or deflate "
+                        "(shuffle + gzip level 1: smaller when generation is fast)")
+    p.add_argument("-o", "--output", required=True)
+    p.add_argument("--force", action="store_true", help="overwrite an existing trace file")
+    p.add_argument("-q", "--quiet", action="store_true")
+    p.add_argument("-n", "--max-new", type=int, default=256)
+    p.add_argument("--add-bos", default="auto", choices=("auto", "on", "off"))
+    p.add_argument("--tie-break", default="lowest_id", choices=("lowest_id", "highest_id"))
+    p.add_argument("--repetition-penalty", type=float, default=1.0)
+    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--top-p", type=float, default=1.0)
+    p.add_argument("--top-k", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0)
 
 
 def forced_prompts(path):
