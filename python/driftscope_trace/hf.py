@@ -108,6 +108,9 @@ def load_model(a):
                           "recorder maps %s" % (a.model, ", ".join(archs) or "of no architecture",
                                                 cfg.model_type, ", ".join(sorted(FAMILIES))))
     dtype = {"fp32": torch.float32, "fp64": torch.float64, "bf16": torch.bfloat16, "fp16": torch.float16}[a.dtype]
+    if a.quiet:  # transformers 5 draws a progress bar while loading weights
+        from transformers.utils import logging as hf_logging
+        hf_logging.disable_progress_bar()
     model = AutoModelForCausalLM.from_pretrained(a.model, **from_pretrained_kwargs(dtype, a.attn_implementation))
     model.to(device=a.device, dtype=dtype).eval()
     engine = engine_block(model, a.device)

@@ -89,7 +89,7 @@ def api(exe, work):
                 "eval.h5: 8 sequences, batch 4, left padding")
     with open(os.path.join(MODEL, "prompts.txt")) as f, open(t("prompts8.txt"), "w") as g:
         g.writelines(f.readlines()[:8])
-    args = ["-m", MODEL, "--prompts", t("prompts8.txt"), "-n", "40", "--probes", "L*/out,final_norm", "--force"]
+    args = ["-m", MODEL, "--prompts", t("prompts8.txt"), "-n", "24", "--probes", "L*/out,final_norm", "--force"]
     recorder(*args, "--batch", "4", "-o", t("cli_b4.h5"))
     c = Comparison(t("eval.h5"), t("cli_b4.h5"))
     worst = c.max_rel_l2()
