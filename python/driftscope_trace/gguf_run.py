@@ -23,7 +23,7 @@ import numpy as np
 
 from . import schema, writer
 from .deps import require
-from .gguf_sites import ARCHITECTURES, site_of
+from .gguf_sites import ARCHITECTURES, available, site_of
 from .identity import env_json, model_json, sha256_file
 from .prompt_args import UsageError, add_common_flags, select_prompts
 from .prompts import PromptError
@@ -84,7 +84,7 @@ class Engine:
         self.n_vocab = L.llama_vocab_n_tokens(self.vocab)
         self.n_layers = L.llama_model_n_layer(self.model)
         self.n_ctx = min(n_ctx, L.llama_model_n_ctx_train(self.model))
-        self.wanted, self.taken = set(sites), {}
+        self.wanted, self.taken, self.error = set(sites), {}, None
         self._cb = L.ggml_backend_sched_eval_callback(self._callback)  # kept alive with self
         cp = L.llama_context_default_params()
         cp.n_ctx = cp.n_batch = cp.n_ubatch = self.n_ctx
@@ -103,16 +103,21 @@ class Engine:
         return buf.value.decode() if n >= 0 else None
 
     def _callback(self, t, ask, user_data):
-        site = site_of(self.g.get_name(t).decode())
-        if ask:
-            return site in self.wanted
-        if site in self.wanted:
-            n, rows = self.g.nelements(t), self.g.nrows(t)
-            if self.g.type_of(t) != GGML_TYPE_F32:
-                raise UsageError("llama.cpp tensor for %s is not F32" % site)
-            out = np.empty(n, dtype=np.float32)
-            self.g.tensor_get(t, out.ctypes.data, 0, n * 4)
-            self.taken[site] = out.reshape(rows, n // rows)
+        # an exception cannot cross the C callback (ctypes prints and drops it): kept for decode()
+        try:
+            site = site_of(self.g.get_name(t).decode())
+            if ask:
+                return site in self.wanted
+            if site in self.wanted:
+                n, rows = self.g.nelements(t), self.g.nrows(t)
+                if self.g.type_of(t) != GGML_TYPE_F32:
+                    raise RuntimeError("llama.cpp's tensor for %s is not F32 (ggml type %d)"
+                                       % (site, self.g.type_of(t)))
+                out = np.empty(n, dtype=np.float32)
+                self.g.tensor_get(t, out.ctypes.data, 0, n * 4)
+                self.taken[site] = out.reshape(rows, n // rows)
+        except Exception as e:  # noqa: BLE001 (re-raised by decode)
+            self.error = self.error or e
         return True
 
     def clear(self):
@@ -125,10 +130,12 @@ class Engine:
             b.token[i], b.pos[i], b.n_seq_id[i], b.logits[i] = t, first_pos + i, 1, 1
             b.seq_id[i][0] = 0
         b.n_tokens = n
-        self.taken = {}
+        self.taken, self.error = {}, None
         rc = self.L.llama_decode(self.ctx, b)
         if rc != 0:
             raise RuntimeError("llama_decode failed (%d)" % rc)
+        if self.error is not None:
+            raise self.error
         logits = np.ctypeslib.as_array(self.L.llama_get_logits(self.ctx), shape=(n * self.n_vocab,))
         return logits.reshape(n, self.n_vocab).astype(np.float64)
 
@@ -235,7 +242,7 @@ def record(a):
     require("llamacpp")  # after the checks that need no llama.cpp
     import llama_cpp
     engine = Engine(a.model, a.kv_type, a.threads, 4096, [])
-    sites = schema.resolve_probes(a.probes, engine.n_layers)
+    sites = available(schema.resolve_probes(a.probes, engine.n_layers), arch, a.probes)
     engine.wanted = set(sites)
     tok = None
     if a.source_model and os.path.exists(os.path.join(a.source_model, "tokenizer.json")):

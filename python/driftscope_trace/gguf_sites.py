@@ -12,6 +12,10 @@ sees each one once computed. For the Llama and Qwen2 graphs:
   l_out-<l>       L<l>/out         the residual after the MLP
   result_norm     final_norm       the final RMSNorm
   (logits: llama_get_logits, every position asked for)
+
+llama.cpp's Qwen2 graph (src/models/qwen2.cpp) names no attn_out tensor: L<l>/attn_out is not
+recorded there ("default" and "all" leave it out; asking for it is refused before anything is
+written). The names were read in llama.cpp's source as llama-cpp-python 0.3.36 vendors it.
 """
 import re
 
@@ -19,6 +23,8 @@ import re
 ARCHITECTURES = {"llama": "llama", "qwen2": "qwen2"}
 _LAYER = {"attn_norm": "attn_norm", "attn_out": "attn_out", "ffn_inp": "resid_mid", "ffn_norm": "mlp_norm",
           "ffn_out": "mlp_out", "l_out": "out"}
+# layer site kinds a graph does not name, by architecture
+UNNAMED = {"llama": set(), "qwen2": {"attn_out"}}
 _NAMED = re.compile(r"^([a-z_]+)-(\d+)$")
 
 
@@ -32,3 +38,13 @@ def site_of(name):
     if m and m.group(1) in _LAYER:
         return "L%s/%s" % (m.group(2), _LAYER[m.group(1)])
     return None
+
+
+def available(sites, arch, spec):
+    """The sites llama.cpp's graph of `arch` names: `sites` less the unnamed ones when the probes
+    were "default" or "all"; a ValueError naming the first unnamed one asked for by name."""
+    missing = [s for s in sites if s.split("/")[-1] in UNNAMED[arch] and s.startswith("L")]
+    if missing and spec not in ("default", "all"):
+        raise ValueError("llama.cpp's %s graph names no tensor for %s: leave it out of --probes"
+                         % (arch, missing[0]))
+    return [s for s in sites if s not in missing]
