@@ -74,6 +74,8 @@ def api(exe, work):
     t = lambda f: os.path.join(work, f)
     if not os.path.exists(t("models")):
         os.symlink(os.path.join(ROOT, "models"), t("models"))
+    if os.path.exists(t("eval.h5")):  # the example, as a user runs it, does not overwrite
+        os.remove(t("eval.h5"))
     t0 = time.perf_counter()
     p = subprocess.run([sys.executable, "-c", doc_example()], cwd=work, capture_output=True, text=True,
                        env=dict(os.environ, OMP_NUM_THREADS="1"))
