@@ -16,10 +16,14 @@
 #include "src/cli/run_config_args.h"
 #include "src/cli/sweep_exec.h"
 #include "src/experiment/sweep.h"
+#include "src/experiment/trace_recorder.h"
 #include "trace/writer.h"
 
 namespace ds {
 namespace {
+
+// The layers a --probes list is spelled against before the model is known.
+constexpr int kMaxCheckedLayers = 4096;
 
 struct SweepArgs {
   RunConfigArgs run;
@@ -28,6 +32,7 @@ struct SweepArgs {
   std::string model;
   std::string tokenizer;
   std::string output;
+  std::string probes;  // --probes of every run; empty: the sweep's own (new sweep: default)
   int jobs = 1;
   int samples = 0;
   bool slurm = false;
@@ -65,13 +70,14 @@ SweepState state_from_args(const SweepArgs& a) {
   s.prompts = absolute_or_empty(a.prompts);
   s.model = absolute_or_empty(a.model);
   s.tokenizer = absolute_or_empty(a.tokenizer);
+  if (!a.probes.empty()) s.probes = a.probes;
   s.entries = expand_grid(s.base, s.grid);
   return s;
 }
 
 bool same_sweep(const SweepState& x, const SweepState& y) {
   if (x.prompts != y.prompts || x.model != y.model || x.tokenizer != y.tokenizer ||
-      x.entries.size() != y.entries.size()) {
+      x.probes != y.probes || x.entries.size() != y.entries.size()) {
     return false;
   }
   for (size_t i = 0; i < x.entries.size(); ++i) {
@@ -88,7 +94,7 @@ std::vector<size_t> refresh(const std::filesystem::path& dir, SweepState& s, boo
   std::vector<size_t> todo;
   for (size_t i = 0; i < s.entries.size(); ++i) {
     auto& e = s.entries[i];
-    if (trace_done(entry_trace(dir, e), e.config)) {
+    if (trace_done(entry_trace(dir, e), e.config, s.probes)) {
       e.status = "done";
     } else {
       if (!(submitted && e.status == "submitted")) e.status = "missing";
@@ -135,6 +141,8 @@ std::vector<std::string> check_flags(const CLI::App& cmd, const SweepArgs& a) {
     throw Error("--partition, --gpus-per-task and --time go with --slurm", "add --slurm");
   }
   if (a.slurm) check_slurm_text(a.slurm_opt, a.output);
+  // the spelling only: a list naming a layer the model lacks is refused by each run
+  if (!a.probes.empty()) resolve_probes(a.probes, kMaxCheckedLayers);
   return writer_flags;
 }
 
@@ -148,8 +156,8 @@ SweepState sweep_to_run(const SweepArgs& a, const std::filesystem::path& dir) {
     if (exists) {
       SweepState old = read_sweep_state(dir);
       if (!same_sweep(old, s)) {
-        throw Error(fmt::format("'{}' holds another sweep (other grid, base config, model or "
-                                "prompts)",
+        throw Error(fmt::format("'{}' holds another sweep (other grid, base config, model, "
+                                "prompts or probes)",
                                 dir.string()),
                     "choose another -o directory, or leave out --grid to resume the one there");
       }
@@ -158,6 +166,11 @@ SweepState sweep_to_run(const SweepArgs& a, const std::filesystem::path& dir) {
     }
   } else if (exists) {
     s = read_sweep_state(dir);
+    if (!a.probes.empty() && a.probes != s.probes) {
+      throw Error(
+          fmt::format("'{}' holds a sweep recorded with --probes {}", dir.string(), s.probes),
+          "leave out --probes to resume it, or choose another -o directory");
+    }
   } else {
     throw Error("sweep needs --grid", "e.g. --grid 'dtype=bf16,fp16,fp32 batch=1,8'");
   }
@@ -281,6 +294,10 @@ CommandRun register_sweep(CLI::App& app) {
   cmd->add_option("-j,--jobs", args->jobs, "configurations run at once on this machine")
       ->capture_default_str();
   add_compression_option(*cmd, args->compression);
+  cmd->add_option("--probes", args->probes,
+                  "hidden sites every run records, as for run: default, all, none (tokens, "
+                  "top-K logits and log-sum-exp only: the cheap first pass before zoom), or a "
+                  "list like embed,L*/out; kept in sweep.json (default: default)");
   cmd->add_option("--samples", args->samples,
                   "K sampled runs per configuration, with seeds --seed .. --seed+K-1 (use with "
                   "--temperature > 0)");

@@ -164,6 +164,7 @@ void write_sweep_state(const std::filesystem::path& dir, const SweepState& s) {
   j["prompts"] = s.prompts;
   j["model"] = s.model;
   j["tokenizer"] = s.tokenizer;
+  j["probes"] = s.probes;
   j["slurm_jobs"] = s.slurm_jobs;
   nlohmann::ordered_json entries = nlohmann::ordered_json::array();
   for (const auto& e : s.entries) {
@@ -194,6 +195,7 @@ SweepState read_sweep_state(const std::filesystem::path& dir) {
     s.prompts = j.at("prompts").get<std::string>();
     s.model = j.at("model").get<std::string>();
     s.tokenizer = j.at("tokenizer").get<std::string>();
+    s.probes = j.value("probes", std::string("default"));  // sweeps before --probes: the default
     s.slurm_jobs = j.value("slurm_jobs", std::vector<std::string>{});
     try {  // the checks of --grid: a hand-edited or damaged file must not reach the runs
       for (const auto& [k, v] : j.at("grid").items()) {
@@ -216,12 +218,17 @@ SweepState read_sweep_state(const std::filesystem::path& dir) {
   return s;
 }
 
-bool trace_done(const std::filesystem::path& trace, const RunConfig& config) {
+bool trace_done(const std::filesystem::path& trace, const RunConfig& config,
+                const std::string& probes) {
   if (!std::filesystem::exists(trace)) return false;
   try {
     const auto r = trace::TraceReader::open(trace);
     if (!r.complete()) return false;
     auto recorded = nlohmann::json::parse(r.config_json());
+    if (!probes.empty() &&
+        recorded.value("trace", nlohmann::json::object()).value("probes", "") != probes) {
+      return false;  // recorded with other probes: a sweep asking for these runs it again
+    }
     recorded.erase("trace");
     return recorded == nlohmann::json::parse(to_json(config));
   } catch (const std::exception&) {

@@ -46,9 +46,10 @@ std::vector<SweepEntry> expand_grid(const RunConfig& base, const std::vector<Gri
 struct SweepState {
   std::vector<GridKnob> grid;
   RunConfig base;
-  std::string prompts;    // absolute path of the prompts file
-  std::string model;      // absolute path, or empty: the bundled model
-  std::string tokenizer;  // absolute path, or empty: found beside the model
+  std::string prompts;             // absolute path of the prompts file
+  std::string model;               // absolute path, or empty: the bundled model
+  std::string tokenizer;           // absolute path, or empty: found beside the model
+  std::string probes = "default";  // --probes of every run (run's values: default, all, none, ...)
   std::vector<SweepEntry> entries;
   std::vector<std::string> slurm_jobs;  // ids of the job arrays submitted, oldest first
 };
@@ -62,8 +63,10 @@ void write_sweep_state(const std::filesystem::path& dir, const SweepState& s);
 SweepState read_sweep_state(const std::filesystem::path& dir);
 
 // Whether `trace` is a complete trace of `config`: it opens, has complete=1, and its recorded run
-// config equals `config` field by field. Anything else (absent, unreadable, interrupted, another
-// config) means the configuration must be run (again).
-bool trace_done(const std::filesystem::path& trace, const RunConfig& config);
+// config equals `config` field by field (and, when `probes` is given, it recorded those probes).
+// Anything else (absent, unreadable, interrupted, another config or other probes) means the
+// configuration must be run (again).
+bool trace_done(const std::filesystem::path& trace, const RunConfig& config,
+                const std::string& probes = {});
 
 }  // namespace ds
