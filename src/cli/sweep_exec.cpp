@@ -26,10 +26,6 @@
 namespace ds {
 namespace {
 
-std::filesystem::path self_exe() {
-  return std::filesystem::read_symlink("/proc/self/exe");
-}
-
 std::string sh_quote(const std::string& s) {
   std::string q = "'";
   for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -80,7 +76,11 @@ pid_t spawn(const std::vector<std::string>& argv, const std::filesystem::path& l
 
 }  // namespace
 
-SweepLock::SweepLock(const std::filesystem::path& dir) {
+std::filesystem::path self_exe() {
+  return std::filesystem::read_symlink("/proc/self/exe");
+}
+
+SweepLock::SweepLock(const std::filesystem::path& dir, const std::string& what) {
   const std::filesystem::path path = dir / ".sweep.lock";
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd_ < 0) {
@@ -92,9 +92,9 @@ SweepLock::SweepLock(const std::filesystem::path& dir) {
     [[maybe_unused]] const ssize_t n = ::pread(fd_, pid, sizeof(pid) - 1, 0);
     ::close(fd_);
     fd_ = -1;
-    throw Error(fmt::format("a sweep is running in '{}' (pid {})", dir.string(),
+    throw Error(fmt::format("a {} is running in '{}' (pid {})", what, dir.string(),
                             std::string(pid).substr(0, std::string(pid).find('\n'))),
-                "wait for it to end, or give this sweep another -o folder");
+                fmt::format("wait for it to end, or give this {} another -o folder", what));
   }
   const std::string me = std::to_string(::getpid()) + "\n";
   if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, me.data(), me.size(), 0) < 0) {
@@ -113,32 +113,33 @@ std::vector<std::string> run_argv(const std::filesystem::path& dir, const SweepS
                                    entry_config(dir, e).string(), "--prompts", s.prompts};
   if (!s.model.empty()) argv.insert(argv.end(), {"--model", s.model});
   if (!s.tokenizer.empty()) argv.insert(argv.end(), {"--tokenizer", s.tokenizer});
-  argv.insert(argv.end(), {"-o", entry_trace(dir, e).string(), "--force", "-q"});
+  argv.insert(argv.end(),
+              {"--probes", s.probes, "-o", entry_trace(dir, e).string(), "--force", "-q"});
   argv.insert(argv.end(), writer_flags.begin(), writer_flags.end());
   return argv;
 }
 
-bool run_local(const std::filesystem::path& dir, SweepState& s, const std::vector<size_t>& todo,
-               int jobs, bool quiet, const std::vector<std::string>& writer_flags) {
+bool run_children(const std::filesystem::path& dir, const std::vector<ChildRun>& runs, int jobs,
+                  bool quiet, const std::string& label,
+                  const std::function<bool(size_t, bool)>& finished) {
   std::filesystem::create_directories(dir / "logs");
   install_interrupt_handlers("stopping the runs, each finishing its trace");
   std::map<pid_t, std::pair<size_t, std::chrono::steady_clock::time_point>> running;
-  size_t next = 0, finished = 0;
+  size_t next = 0, done = 0;
   bool forwarded = false;
-  while (next < todo.size() || !running.empty()) {
+  while (next < runs.size() || !running.empty()) {
     if (interrupt_requested() && !forwarded) {  // once: the runs end as `run` does on Ctrl-C
       for (const auto& [pid, entry] : running) ::kill(pid, SIGTERM);
       forwarded = true;
     }
-    while (!interrupt_requested() && next < todo.size() &&
+    while (!interrupt_requested() && next < runs.size() &&
            static_cast<int>(running.size()) < jobs) {
-      const SweepEntry& e = s.entries[todo[next]];
       // the CPU threads (--threads, else every core) shared among the runs going at once
-      std::vector<std::string> argv = run_argv(dir, s, e, writer_flags);
+      std::vector<std::string> argv = runs[next].argv;
       argv.insert(argv.end(),
                   {"--threads", std::to_string(std::max(1, ops::cpu_threads() / jobs))});
-      const pid_t pid = spawn(argv, dir / "logs" / (e.name + ".log"));
-      running[pid] = {todo[next], std::chrono::steady_clock::now()};
+      const pid_t pid = spawn(argv, dir / "logs" / (runs[next].name + ".log"));
+      running[pid] = {next, std::chrono::steady_clock::now()};
       ++next;
     }
     if (running.empty()) break;  // interrupted before the rest started
@@ -152,25 +153,38 @@ bool run_local(const std::filesystem::path& dir, SweepState& s, const std::vecto
     if (pid < 0) break;
     auto it = running.find(pid);
     if (it == running.end()) continue;
-    SweepEntry& e = s.entries[it->second.first];
+    const size_t i = it->second.first;
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - it->second.second).count();
-    const bool ok =
-        WIFEXITED(status) && WEXITSTATUS(status) == 0 && trace_done(entry_trace(dir, e), e.config);
-    e.status = ok ? "done" : "missing";
+    const bool ok = finished(i, WIFEXITED(status) && WEXITSTATUS(status) == 0);
     running.erase(it);
-    ++finished;
-    write_sweep_state(dir, s);  // progress survives an interruption
+    ++done;
     if (!quiet) {
-      print_note("sweep: [{}/{}] {} {} ({:.1f} s){}\n", finished, todo.size(), e.name,
+      const std::string& name = runs[i].name;
+      print_note("{}: [{}/{}] {} {} ({:.1f} s){}\n", label, done, runs.size(), name,
                  ok          ? "done"
                  : forwarded ? "interrupted"
                              : "FAILED",
                  secs,
-                 ok ? "" : fmt::format(" — see {}", (dir / "logs" / (e.name + ".log")).string()));
+                 ok ? "" : fmt::format(" — see {}", (dir / "logs" / (name + ".log")).string()));
     }
   }
   return interrupt_requested();
+}
+
+bool run_local(const std::filesystem::path& dir, SweepState& s, const std::vector<size_t>& todo,
+               int jobs, bool quiet, const std::vector<std::string>& writer_flags) {
+  std::vector<ChildRun> runs;
+  for (size_t i : todo) {
+    runs.push_back({s.entries[i].name, run_argv(dir, s, s.entries[i], writer_flags)});
+  }
+  return run_children(dir, runs, jobs, quiet, "sweep", [&](size_t i, bool exited_ok) {
+    SweepEntry& e = s.entries[todo[i]];
+    const bool ok = exited_ok && trace_done(entry_trace(dir, e), e.config, s.probes);
+    e.status = ok ? "done" : "missing";
+    write_sweep_state(dir, s);  // progress survives an interruption
+    return ok;
+  });
 }
 
 void check_slurm_text(const SlurmOptions& opt, const std::filesystem::path& dir) {
@@ -190,16 +204,16 @@ void check_slurm_text(const SlurmOptions& opt, const std::filesystem::path& dir)
   check("the sweep folder (-o)", std::filesystem::absolute(dir).string());
 }
 
-std::string submit_slurm(const std::filesystem::path& dir, const SweepState& s,
-                         const std::vector<size_t>& todo, const SlurmOptions& opt,
-                         const std::vector<std::string>& writer_flags) {
+std::string submit_slurm_array(const std::filesystem::path& dir, const std::string& script_name,
+                               const std::string& job_name, const std::vector<ChildRun>& runs,
+                               const std::vector<size_t>& todo, const SlurmOptions& opt) {
   std::filesystem::create_directories(dir / "logs");
   const auto abs = std::filesystem::absolute(dir);
   std::string indices;
   for (size_t i : todo) indices += fmt::format("{}{}", indices.empty() ? "" : ",", i);
   std::string script = "#!/bin/bash\n";
-  script += "# driftscope sweep: one array task per configuration, each a `driftscope run`.\n";
-  script += "#SBATCH --job-name=driftscope-sweep\n";
+  script += fmt::format("# {}: one array task per run, each a `driftscope run`.\n", job_name);
+  script += fmt::format("#SBATCH --job-name={}\n", job_name);
   script += fmt::format("#SBATCH --array={}\n", indices);
   script += "#SBATCH --ntasks=1\n#SBATCH --cpus-per-task=1\n";
   script += fmt::format("#SBATCH --output={}/logs/slurm-%A_%a.log\n", abs.string());
@@ -208,15 +222,15 @@ std::string submit_slurm(const std::filesystem::path& dir, const SweepState& s,
     script += fmt::format("#SBATCH --gpus-per-task={}\n", opt.gpus_per_task);
   if (!opt.time.empty()) script += fmt::format("#SBATCH --time={}\n", opt.time);
   script += "set -euo pipefail\ncase \"$SLURM_ARRAY_TASK_ID\" in\n";
-  for (size_t i = 0; i < s.entries.size(); ++i) {
+  for (size_t i = 0; i < runs.size(); ++i) {
     std::string cmd;
-    for (const auto& a : run_argv(abs, s, s.entries[i], writer_flags)) {
+    for (const auto& a : runs[i].argv) {
       cmd += fmt::format("{}{}", cmd.empty() ? "" : " ", sh_quote(a));
     }
     script += fmt::format("  {}) exec {} ;;\n", i, cmd);
   }
-  script += "  *) echo \"no configuration $SLURM_ARRAY_TASK_ID\" >&2; exit 2 ;;\nesac\n";
-  const auto path = abs / "sweep.sbatch";
+  script += "  *) echo \"no run $SLURM_ARRAY_TASK_ID\" >&2; exit 2 ;;\nesac\n";
+  const auto path = abs / script_name;
   write_file_or_fail(path, script);
   int status = 0;
   std::string out =
@@ -229,6 +243,15 @@ std::string submit_slurm(const std::filesystem::path& dir, const SweepState& s,
   }
   const auto semi = out.find(';');  // "jobid;cluster" on multi-cluster setups
   return semi == std::string::npos ? out : out.substr(0, semi);
+}
+
+std::string submit_slurm(const std::filesystem::path& dir, const SweepState& s,
+                         const std::vector<size_t>& todo, const SlurmOptions& opt,
+                         const std::vector<std::string>& writer_flags) {
+  const auto abs = std::filesystem::absolute(dir);
+  std::vector<ChildRun> runs;
+  for (const auto& e : s.entries) runs.push_back({e.name, run_argv(abs, s, e, writer_flags)});
+  return submit_slurm_array(dir, "sweep.sbatch", "driftscope-sweep", runs, todo, opt);
 }
 
 bool slurm_job_active(const std::string& job_id) {

@@ -1,9 +1,11 @@
-// How a sweep's configurations get run: as child processes of this machine (a pool of -j at a
-// time) or as one Slurm job array (a script, sbatch, squeue). Each runs `driftscope run` with the
-// configuration's TOML file, so a sweep's trace is the trace `run` writes for that config.
+// How a sweep's configurations (and a zoom's replays) get run: as child processes of this machine
+// (a pool of -j at a time) or as one Slurm job array (a script, sbatch, squeue). Each runs
+// `driftscope run` with the configuration's TOML file, so a sweep's trace is the trace `run`
+// writes for that config.
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -11,12 +13,12 @@
 
 namespace ds {
 
-// One sweep at a time per folder: an advisory lock on DIR/.sweep.lock (holding the pid), taken
-// before anything of the sweep is written and held until the process ends. Throws ds::Error
-// "a sweep is running in DIR (pid N)" when another process holds it.
+// One sweep (or zoom: `what`) at a time per folder: an advisory lock on DIR/.sweep.lock (holding
+// the pid), taken before anything of it is written and held until the process ends. Throws
+// ds::Error "a sweep is running in DIR (pid N)" when another process holds it.
 class SweepLock {
  public:
-  explicit SweepLock(const std::filesystem::path& dir);
+  explicit SweepLock(const std::filesystem::path& dir, const std::string& what = "sweep");
   ~SweepLock();
   SweepLock(const SweepLock&) = delete;
   SweepLock& operator=(const SweepLock&) = delete;
@@ -30,6 +32,23 @@ class SweepLock {
 std::vector<std::string> run_argv(const std::filesystem::path& dir, const SweepState& s,
                                   const SweepEntry& e,
                                   const std::vector<std::string>& writer_flags = {});
+
+// One child process: its name (its log is DIR/logs/<name>.log) and its command line.
+struct ChildRun {
+  std::string name;
+  std::vector<std::string> argv;  // the executable first
+};
+
+// This executable, for the command lines of the runs.
+std::filesystem::path self_exe();
+
+// Runs `runs`, `jobs` at a time (each with --threads the CPU threads / jobs appended), each with
+// its stdout and stderr in DIR/logs/<name>.log. When one ends, `finished(i, exited_ok)` says
+// whether run i's output is complete (and records it). Prints "<label>: [k/n] NAME done (S s)"
+// on stderr per finished run unless `quiet`. Signals as run_local; returns true when interrupted.
+bool run_children(const std::filesystem::path& dir, const std::vector<ChildRun>& runs, int jobs,
+                  bool quiet, const std::string& label,
+                  const std::function<bool(size_t, bool)>& finished);
 
 // Runs the entries at `todo` (indices into s.entries), `jobs` at a time (each with --threads the
 // CPU threads / jobs), each with its stdout and stderr in DIR/logs/<name>.log; sets each one's
@@ -49,6 +68,13 @@ struct SlurmOptions {
 // control character: a newline would end a `#SBATCH` line and start a command of the batch
 // script. Called before anything of the sweep is written.
 void check_slurm_text(const SlurmOptions& opt, const std::filesystem::path& dir);
+
+// Writes DIR/<script> (a job array named `job_name`: one task per run at `todo`, index = its
+// position in `runs`, each exec'ing the run's command line) and submits it with
+// `sbatch --parsable`; returns the job id.
+std::string submit_slurm_array(const std::filesystem::path& dir, const std::string& script,
+                               const std::string& job_name, const std::vector<ChildRun>& runs,
+                               const std::vector<size_t>& todo, const SlurmOptions& opt);
 
 // Writes DIR/sweep.sbatch (one array task per entry at `todo`, index = its position in
 // sweep.json) and submits it with `sbatch --parsable`; returns the job id.
