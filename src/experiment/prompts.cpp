@@ -51,7 +51,22 @@ nlohmann::json parse_jsonl_line(const std::string& line, const std::string& wher
   }
 }
 
+// A JSONL line's ids under `key`: whole numbers >= 0.
+std::vector<int32_t> jsonl_ids(const nlohmann::json& j, const char* key, const std::string& where) {
+  std::vector<int32_t> ids;
+  for (const auto& v : j[key]) {
+    const auto id = json_integer<int32_t>(v, 0, INT32_MAX);  // 2^32 + 1 is refused
+    if (!id) {
+      throw Error(fmt::format("{}: \"{}\" holds {}, not a token id", where, key, v.dump()),
+                  "token ids are whole numbers >= 0, e.g. {\"ids\": [1, 403, 407]}");
+    }
+    ids.push_back(*id);
+  }
+  return ids;
+}
+
 // A JSONL line's prompt: {"text": "..."} encoded, or {"ids": [...]} as given; never both.
+// {"ids": [...], "forced": [...]} also sets the forced continuation (teacher forcing).
 Prompt jsonl_prompt(const nlohmann::json& j, const std::string& where,
                     const std::function<std::vector<int32_t>(const std::string&)>& encode) {
   if (j.contains("ids") && j.contains("text")) {
@@ -60,15 +75,15 @@ Prompt jsonl_prompt(const nlohmann::json& j, const std::string& where,
                 "the tokenizer, {\"ids\": [1, 2, 3]} is used as given");
   }
   Prompt p;
-  if (j.contains("ids") && j["ids"].is_array()) {
-    for (const auto& v : j["ids"]) {
-      const auto id = json_integer<int32_t>(v, 0, INT32_MAX);  // 2^32 + 1 is refused
-      if (!id) {
-        throw Error(fmt::format("{}: \"ids\" holds {}, not a token id", where, v.dump()),
-                    "token ids are whole numbers >= 0, e.g. {\"ids\": [1, 403, 407]}");
-      }
-      p.ids.push_back(*id);
+  if (j.contains("forced")) {  // teacher forcing, as run --force-tokens (zoom writes these)
+    if (!j["forced"].is_array() || !j.contains("ids")) {
+      throw Error(where + ": \"forced\" goes with \"ids\" and is a list of ids",
+                  "e.g. {\"ids\": [1, 403], \"forced\": [407, 9]}");
     }
+    p.forced = jsonl_ids(j, "forced", where);
+  }
+  if (j.contains("ids") && j["ids"].is_array()) {
+    p.ids = jsonl_ids(j, "ids", where);
   } else if (j.contains("text") && j["text"].is_string()) {
     p.text = j["text"].get<std::string>();
     p.ids = encode(*p.text);

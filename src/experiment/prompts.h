@@ -25,9 +25,10 @@ struct Prompt {
 // Reads FILE (a leading UTF-8 byte order mark skipped): a line starting with '{' is a JSON
 // object {"text": "..."} or {"ids": [..]}, never both; any other non-empty line is text ("\n"
 // inside text must be written in JSONL). Text is encoded with `tok` (add_special per its config);
-// ids are used as given. Throws ds::Error naming the line for malformed input or when text needs a
-// tokenizer that is absent. With special_in_text false, special-token markup in text is encoded as
-// plain text.
+// ids are used as given. {"ids": [..], "forced": [..]} also sets the prompt's forced continuation
+// (teacher forcing, as run --force-tokens; zoom writes such files). Throws ds::Error naming the
+// line for malformed input or when text needs a tokenizer that is absent. With special_in_text
+// false, special-token markup in text is encoded as plain text.
 //
 // Bounded by the work, not by the file: at most kMaxPrompts prompts, and a text prompt that
 // takes more than `context` + 1 ids (it cannot fit a model of that context even when
