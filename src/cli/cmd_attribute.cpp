@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "diff/attribution.h"
+#include "src/cli/attribution_report.h"
 #include "src/cli/commands.h"
 #include "src/cli/diff_report.h"
 #include "src/cli/model_args.h"
@@ -38,48 +39,6 @@ struct AttributeArgs {
   bool quiet = false;
 };
 
-// The sha256 of every model file a model_json lists.
-std::set<std::string> file_hashes(const std::string& model_json) {
-  std::set<std::string> out;
-  const auto j = nlohmann::json::parse(model_json, nullptr, false);
-  if (j.is_object() && j.contains("files") && j["files"].is_array()) {
-    for (const auto& f : j["files"]) {
-      if (f.contains("sha256") && f["sha256"].is_string())
-        out.insert(f["sha256"].get<std::string>());
-    }
-  }
-  return out;
-}
-
-// "dtype=bf16 split_k=2": B's fields that differ from A's recorded configuration (sampling and
-// generation length aside: B is teacher-forced on A's tokens).
-std::string config_difference(const std::string& a_json, const RunConfig& b) {
-  const auto a = nlohmann::json::parse(a_json, nullptr, false);
-  const auto bj = nlohmann::json::parse(to_json(b));
-  std::string out;
-  for (const auto& [key, value] : bj.items()) {
-    if (key == "max_new" || key == "temperature" || key == "top_p" || key == "top_k" ||
-        key == "seed" || key == "tie_break" || key == "repetition_penalty") {
-      continue;
-    }
-    if (a.is_object() && a.contains(key) && a[key] == value) continue;
-    out += (out.empty() ? "" : " ") + key + "=" +
-           (value.is_string() ? value.get<std::string>() : value.dump());
-  }
-  return out.empty() ? "the same configuration as A" : out;
-}
-
-h5::Elem storage_elem(const std::string& dtype) {
-  switch (activation_storage(parse_dtype(dtype))) {
-    case Storage::bf16:
-      return h5::Elem::BF16;
-    case Storage::f16:
-      return h5::Elem::F16;
-    default:
-      return h5::Elem::F32;  // fp32, layercast, and fp64 (compared in float32)
-  }
-}
-
 int run_attribute(const AttributeArgs& args) {
   check_report_output(args.json, {args.a}, "--json");
   check_report_output(args.html, {args.a}, "--html");
@@ -91,54 +50,8 @@ int run_attribute(const AttributeArgs& args) {
   const auto a = trace::TraceReader::open(args.a);
   LoadedModel lm =
       load_model_and_prompt(args.model, /*need_tokenizer=*/false, /*want_prompt=*/false);
-  const ModelConfig& c = lm.model.config;
-  const std::set<std::string> recorded = file_hashes(a.model_json());
-  const std::set<std::string> loaded =
-      file_hashes(model_identity_json(lm.model, nullptr, lm.tokenizer_path));
-  if (!recorded.empty() && recorded != loaded) {
-    throw Error(
-        fmt::format("trace '{}' was recorded with other model files than the model loaded", args.a),
-        "pass the model of A with --model");
-  }
-  // attention and MLP are separated when A holds every L<l>/resid_mid
-  bool split = !a.sequence_indices().empty();
-  if (split) {
-    const trace::SequenceInfo s0 = a.sequence(a.sequence_indices().front());
-    for (int l = 0; l < c.n_layers; ++l) {
-      const std::string want = trace::layer_site(l, "resid_mid");
-      bool found = false;
-      for (const auto& site : s0.sites) found |= site.name == want;
-      split &= found;
-    }
-  }
-  diff::AttributionBuilder builder(a, c.n_layers, split, storage_elem(rc.dtype));
-  AttributionRunOptions opt;
-  opt.config = rc;
-  opt.split_mlp = split;
-  run_attribution(lm.model, a, opt, [&](const PairedRows& p) {
-    diff::TapOrigin o = diff::TapOrigin::run;
-    if (p.shadow) {
-      switch (*p.shadow) {
-        case ShadowKind::layer:
-          o = diff::TapOrigin::layer_shadow;
-          break;
-        case ShadowKind::mlp:
-          o = diff::TapOrigin::mlp_shadow;
-          break;
-        case ShadowKind::head:
-          o = diff::TapOrigin::head_shadow;
-          break;
-      }
-    }
-    builder.add(o, p.seq, p.site, p.first_pos, p.rows, p.width, p.b, p.a);
-  });
-  const auto a_config = nlohmann::json::parse(a.config_json(), nullptr, false);
-  const std::string a_dtype =
-      a_config.is_object() && a_config.contains("dtype") && a_config["dtype"].is_string()
-          ? a_config["dtype"].get<std::string>()
-          : std::string("?");
-  const diff::AttributionReport report =
-      builder.finish(a_dtype, config_difference(a.config_json(), rc), to_json(rc));
+  check_attribution_model(a, lm);
+  const diff::AttributionReport report = attribute_groups(lm, a, rc, {{}}).front();
   if (!args.json.empty()) write_json_text(viewer::render_attribution_json(report), args.json);
   if (!args.html.empty()) write_html_text(viewer::render_attribution_html(report), args.html);
   if (!args.quiet && args.json != "-") {
