@@ -127,6 +127,7 @@ int cli_main(int argc, char** argv) {
       {"diff", register_diff(app)},         {"attribute", register_attribute(app)},
       {"demo", register_demo(app)},         {"synth", register_synth(app)},
       {"sweep", register_sweep(app)},       {"stats", register_stats(app)},
+      {"zoom", register_zoom(app)},
   };
   try {
     app.parse(argc, argv);
@@ -163,7 +164,7 @@ int cli_main(int argc, char** argv) {
     }
   };
   // Commands that read traces from anyone read them in a watched child (read_supervisor.h).
-  for (const char* name : {"show", "diff", "stats"}) {
+  for (const char* name : {"show", "diff", "stats", "zoom"}) {
     if (app.got_subcommand(name)) return run_with_watched_reads(dispatch);
   }
   const int code = dispatch();

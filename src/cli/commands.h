@@ -21,5 +21,6 @@ CommandRun register_synth(CLI::App& app);
 CommandRun register_attribute(CLI::App& app);
 CommandRun register_sweep(CLI::App& app);
 CommandRun register_stats(CLI::App& app);
+CommandRun register_zoom(CLI::App& app);
 
 }  // namespace ds

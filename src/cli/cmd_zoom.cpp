@@ -1,0 +1,246 @@
+// `driftscope zoom A.h5 B.h5 -o DIR`: re-run A's and B's configurations on A's tokens, with every
+// probe, only for the sequences that flipped and only up to the flip plus --after tokens; then
+// diff and attribute each pair and explain the flips in aggregate. Resumable like sweep.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "common/error.h"
+#include "common/output_file.h"
+#include "src/cli/commands.h"
+#include "src/cli/diff_report.h"
+#include "src/cli/output.h"
+#include "src/cli/sweep_exec.h"
+#include "src/cli/zoom_analysis.h"
+#include "src/cli/zoom_plan.h"
+#include "src/experiment/sweep.h"
+
+namespace ds {
+namespace {
+
+struct ZoomArgs {
+  std::string a, b, output;
+  std::vector<int> seqs;
+  int after = 8;
+  int jobs = 2;
+  bool slurm = false;
+  bool wait = false;
+  SlurmOptions slurm_opt;
+  int poll_s = 5;
+  bool quiet = false;
+};
+
+ZoomSide& side(ZoomPlan& p, size_t i) { return i == 0 ? p.side_a : p.side_b; }
+
+std::filesystem::path side_trace(const std::filesystem::path& dir, const ZoomSide& s) {
+  return dir / (s.name + ".h5");
+}
+
+// The replay of one side: `driftscope run` of its recorded configuration on its prompts file.
+ChildRun replay_run(const std::filesystem::path& dir, const ZoomPlan& p, const ZoomSide& s) {
+  const auto abs = std::filesystem::absolute(dir);
+  std::vector<std::string> argv = {self_exe().string(),
+                                   "run",
+                                   "--config",
+                                   (abs / "configs" / (s.name + ".toml")).string(),
+                                   "--prompts",
+                                   (abs / ("prompts-" + s.name + ".jsonl")).string()};
+  if (!p.model.empty()) argv.insert(argv.end(), {"--model", p.model});
+  if (!p.tokenizer.empty()) argv.insert(argv.end(), {"--tokenizer", p.tokenizer});
+  argv.insert(argv.end(),
+              {"--probes", "all", "-o", side_trace(abs, s).string(), "--force", "-q"});
+  return {"replay-" + s.name, argv};
+}
+
+// A trace written by the Python recorder is replayed by the recorder: refused, with its command.
+void check_producer(const trace::TraceReader& t, const std::filesystem::path& dir,
+                    const std::string& name) {
+  if (t.producer().rfind("driftscope ", 0) == 0 || t.producer().empty()) return;
+  const auto c = nlohmann::json::parse(t.config_json(), nullptr, false);
+  const auto m = nlohmann::json::parse(t.model_json(), nullptr, false);
+  auto field = [](const nlohmann::json& j, const char* k) {
+    return j.is_object() && j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : "?";
+  };
+  const auto abs = std::filesystem::absolute(dir);
+  const std::string cmd = fmt::format(
+      "python3 -m driftscope_trace.hf run -m {} --prompts {} --probes all --dtype {} --device {} "
+      "-o {} --force",
+      field(m, "path"), (abs / ("prompts-" + name + ".jsonl")).string(), field(c, "dtype"),
+      field(c, "device"), (abs / (name + ".h5")).string());
+  throw Error(fmt::format("trace '{}' was written by {}: zoom replays it with that recorder, "
+                          "which does not take forced prompts ({{\"ids\", \"forced\"}}) yet",
+                          t.path().string(), t.producer()),
+              "once it does, the replay is: " + cmd);
+}
+
+void check_flags(const ZoomArgs& a) {
+  if (a.output.empty()) throw Error("zoom needs an output directory", "pass -o DIR");
+  if (a.after < 0) {
+    throw Error(fmt::format("--after {} must be >= 0", a.after),
+                "--after N replays N tokens past each flip");
+  }
+  if (a.jobs < 1) throw Error(fmt::format("-j {} must be >= 1", a.jobs), "-j takes N >= 1");
+  if (a.poll_s < 1) {
+    throw Error(fmt::format("--poll {} must be >= 1", a.poll_s),
+                "--poll takes the seconds between squeue polls, N >= 1");
+  }
+  if (!a.slurm && (!a.slurm_opt.partition.empty() || a.slurm_opt.gpus_per_task != 0 ||
+                   !a.slurm_opt.time.empty())) {
+    throw Error("--partition, --gpus-per-task and --time go with --slurm", "add --slurm");
+  }
+  if (a.slurm) check_slurm_text(a.slurm_opt, a.output);
+}
+
+// Writes each side's configuration, prompts and the state; returns the sides still to run.
+std::vector<size_t> prepare(const std::filesystem::path& dir, ZoomPlan& p,
+                            const trace::TraceReader& ta, const trace::TraceReader& tb) {
+  std::filesystem::create_directories(dir / "configs");
+  const char* hint = "check that -o names a writable folder and the disk is not full";
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < 2; ++i) {
+    ZoomSide& s = side(p, i);
+    write_file_or_fail(dir / "configs" / (s.name + ".toml"), to_toml(s.config), hint);
+    write_file_or_fail(dir / ("prompts-" + s.name + ".jsonl"),
+                       replay_prompts(p, ta, i == 0 ? ta : tb, i == 0), hint);
+    if (trace_done(side_trace(dir, s), s.config, "all")) {
+      s.status = "done";
+    } else {
+      if (s.status != "submitted") s.status = "missing";
+      todo.push_back(i);
+    }
+  }
+  write_zoom_state(dir, p);
+  return todo;
+}
+
+void wait_for_jobs(const ZoomArgs& a, const ZoomPlan& p) {
+  for (const auto& job : p.slurm_jobs) {
+    if (a.wait) {
+      if (!a.quiet) print_note("zoom: waiting for Slurm job {}\n", job);
+      while (slurm_job_active(job)) std::this_thread::sleep_for(std::chrono::seconds(a.poll_s));
+    } else if (slurm_job_active(job)) {
+      throw Error(fmt::format("Slurm job {} of this zoom is still queued or running", job),
+                  "wait for it (driftscope zoom A.h5 B.h5 -o DIR --wait), then run zoom again");
+    }
+  }
+}
+
+// Runs (or submits) the replays still missing; returns the exit code when zoom stops here.
+std::optional<int> run_replays(const ZoomArgs& a, const std::filesystem::path& dir, ZoomPlan& p,
+                               const std::vector<size_t>& todo) {
+  std::vector<ChildRun> runs = {replay_run(dir, p, p.side_a), replay_run(dir, p, p.side_b)};
+  if (a.slurm) {
+    const std::string job = submit_slurm_array(dir, "zoom.sbatch", "driftscope-zoom", runs, todo,
+                                               a.slurm_opt);
+    p.slurm_jobs.push_back(job);
+    for (size_t i : todo) side(p, i).status = "submitted";
+    write_zoom_state(dir, p);
+    if (!a.quiet) print_note("zoom: submitted Slurm job array {} ({} replays)\n", job, todo.size());
+    if (!a.wait) return 0;
+    while (slurm_job_active(job)) std::this_thread::sleep_for(std::chrono::seconds(a.poll_s));
+  } else {
+    std::vector<ChildRun> mine;
+    for (size_t i : todo) mine.push_back(runs[i]);
+    const bool interrupted =
+        run_children(dir, mine, a.jobs, a.quiet, "zoom", [&](size_t k, bool exited_ok) {
+          ZoomSide& s = side(p, todo[k]);
+          const bool ok = exited_ok && trace_done(side_trace(dir, s), s.config, "all");
+          s.status = ok ? "done" : "missing";
+          write_zoom_state(dir, p);
+          return ok;
+        });
+    if (interrupted) {
+      print_note("zoom: interrupted; resume with the same command\n");
+      return 130;
+    }
+  }
+  std::string missing;
+  for (size_t i = 0; i < 2; ++i) {
+    ZoomSide& s = side(p, i);
+    s.status = trace_done(side_trace(dir, s), s.config, "all") ? "done" : "missing";
+    if (s.status == "missing") missing += (missing.empty() ? "" : ", ") + s.name;
+  }
+  write_zoom_state(dir, p);
+  if (!missing.empty()) {
+    print_note("driftscope: zoom replay(s) missing: {} (logs in {}/logs)\n", missing, dir.string());
+    return 1;
+  }
+  return std::nullopt;
+}
+
+int run_zoom(const ZoomArgs& a) {
+  check_flags(a);
+  const std::filesystem::path dir = a.output;
+  const auto ta = trace::TraceReader::open(a.a);
+  const auto tb = trace::TraceReader::open(a.b);
+  check_producer(ta, dir, "a");
+  check_producer(tb, dir, "b");
+  if (!ta.complete() || !tb.complete()) {
+    throw Error(fmt::format("trace '{}' is incomplete (complete=0: its run was interrupted)",
+                            (ta.complete() ? tb : ta).path().string()),
+                "zoom into two complete traces: run or resume the sweep first");
+  }
+  const diff::Report original = diff_with_recorded_tokenizer(ta, tb, {});
+  ZoomPlan p = make_zoom_plan(ta, tb, original, a.seqs, a.after);
+  if (std::filesystem::exists(zoom_json_path(dir))) merge_zoom_state(dir, p);
+  // everything above reads and checks; from here on DIR is written
+  std::filesystem::create_directories(dir);
+  const SweepLock lock(dir, "zoom");
+  if (!p.slurm_jobs.empty()) wait_for_jobs(a, p);
+  const std::vector<size_t> todo = prepare(dir, p, ta, tb);
+  if (!a.quiet) {
+    print_note("zoom: {} sequence(s), {} replayed with their batch neighbours; {} replay(s) to "
+               "run\n",
+               p.seqs.size(), p.replay.size(), todo.size());
+  }
+  if (!todo.empty()) {
+    if (const auto rc = run_replays(a, dir, p, todo)) return *rc;
+  }
+  analyse_zoom(dir, p, original, a.quiet);
+  return 0;
+}
+
+}  // namespace
+
+CommandRun register_zoom(CLI::App& app) {
+  auto args = std::make_shared<ZoomArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "zoom",
+      "Zoom into where two runs part: for every sequence that flipped between A and B (or "
+      "--seq), re-run A's and B's recorded configurations teacher-forced on A's tokens up to "
+      "the flip plus --after tokens, with every probe; then diff and attribute each pair "
+      "(DIR/seq-<i>/) and explain the flips in aggregate (DIR/flips.*). The cheap first pass is "
+      "a sweep with --probes none. Resumable: complete replays are kept.");
+  cmd->add_option("a", args->a, "reference trace (.h5)")->required();
+  cmd->add_option("b", args->b, "trace to compare (.h5), of the same model and prompts")
+      ->required();
+  cmd->add_option("-o,--output", args->output, "zoom directory; required");
+  cmd->add_option("--seq", args->seqs, "zoom into these sequence indices instead (e.g. 0,3)")
+      ->allow_extra_args(false)
+      ->delimiter(',');
+  cmd->add_option("--after", args->after, "tokens replayed past each flip")->capture_default_str();
+  cmd->add_option("-j,--jobs", args->jobs, "replays run at once on this machine (there are two)")
+      ->capture_default_str();
+  const char* g = "Slurm";
+  cmd->add_flag("--slurm", args->slurm,
+                "write DIR/zoom.sbatch (one array task per replay still missing) and submit it; "
+                "run zoom again once it is done for the reports")
+      ->group(g);
+  cmd->add_option("--partition", args->slurm_opt.partition, "Slurm partition")->group(g);
+  cmd->add_option("--gpus-per-task", args->slurm_opt.gpus_per_task, "GPUs per array task")
+      ->group(g);
+  cmd->add_option("--time", args->slurm_opt.time, "time limit per array task")->group(g);
+  cmd->add_flag("--wait", args->wait, "wait for the zoom's Slurm jobs, then write the reports")
+      ->group(g);
+  cmd->add_option("--poll", args->poll_s, "seconds between squeue polls while waiting")
+      ->capture_default_str()
+      ->group(g);
+  cmd->add_flag("-q,--quiet", args->quiet, "no progress lines on stderr");
+  return [args] { return run_zoom(*args); };
+}
+
+}  // namespace ds
