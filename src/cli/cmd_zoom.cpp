@@ -34,7 +34,9 @@ struct ZoomArgs {
   bool quiet = false;
 };
 
-ZoomSide& side(ZoomPlan& p, size_t i) { return i == 0 ? p.side_a : p.side_b; }
+ZoomSide& side(ZoomPlan& p, size_t i) {
+  return i == 0 ? p.side_a : p.side_b;
+}
 
 std::filesystem::path side_trace(const std::filesystem::path& dir, const ZoomSide& s) {
   return dir / (s.name + ".h5");
@@ -43,16 +45,13 @@ std::filesystem::path side_trace(const std::filesystem::path& dir, const ZoomSid
 // The replay of one side: `driftscope run` of its recorded configuration on its prompts file.
 ChildRun replay_run(const std::filesystem::path& dir, const ZoomPlan& p, const ZoomSide& s) {
   const auto abs = std::filesystem::absolute(dir);
-  std::vector<std::string> argv = {self_exe().string(),
-                                   "run",
-                                   "--config",
-                                   (abs / "configs" / (s.name + ".toml")).string(),
-                                   "--prompts",
-                                   (abs / ("prompts-" + s.name + ".jsonl")).string()};
+  std::vector<std::string> argv = {
+      self_exe().string(), "run",
+      "--config",          (abs / "configs" / (s.name + ".toml")).string(),
+      "--prompts",         (abs / ("prompts-" + s.name + ".jsonl")).string()};
   if (!p.model.empty()) argv.insert(argv.end(), {"--model", p.model});
   if (!p.tokenizer.empty()) argv.insert(argv.end(), {"--tokenizer", p.tokenizer});
-  argv.insert(argv.end(),
-              {"--probes", "all", "-o", side_trace(abs, s).string(), "--force", "-q"});
+  argv.insert(argv.end(), {"--probes", "all", "-o", side_trace(abs, s).string(), "--force", "-q"});
   return {"replay-" + s.name, argv};
 }
 
@@ -134,8 +133,8 @@ std::optional<int> run_replays(const ZoomArgs& a, const std::filesystem::path& d
                                const std::vector<size_t>& todo) {
   std::vector<ChildRun> runs = {replay_run(dir, p, p.side_a), replay_run(dir, p, p.side_b)};
   if (a.slurm) {
-    const std::string job = submit_slurm_array(dir, "zoom.sbatch", "driftscope-zoom", runs, todo,
-                                               a.slurm_opt);
+    const std::string job =
+        submit_slurm_array(dir, "zoom.sbatch", "driftscope-zoom", runs, todo, a.slurm_opt);
     p.slurm_jobs.push_back(job);
     for (size_t i : todo) side(p, i).status = "submitted";
     write_zoom_state(dir, p);
@@ -193,9 +192,10 @@ int run_zoom(const ZoomArgs& a) {
   if (!p.slurm_jobs.empty()) wait_for_jobs(a, p);
   const std::vector<size_t> todo = prepare(dir, p, ta, tb);
   if (!a.quiet) {
-    print_note("zoom: {} sequence(s), {} replayed with their batch neighbours; {} replay(s) to "
-               "run\n",
-               p.seqs.size(), p.replay.size(), todo.size());
+    print_note(
+        "zoom: {} sequence(s), {} replayed with their batch neighbours; {} replay(s) to "
+        "run\n",
+        p.seqs.size(), p.replay.size(), todo.size());
   }
   if (!todo.empty()) {
     if (const auto rc = run_replays(a, dir, p, todo)) return *rc;

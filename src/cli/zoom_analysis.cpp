@@ -38,8 +38,8 @@ bool flip_reproduced(const trace::TraceReader& b2, int replay_index, const diff:
 
 // The diff of A' and B' for one zoomed sequence, named by its index in A and B, with the first
 // flip of the original runs (the replays consume A's tokens, so they cannot flip themselves).
-diff::Report pair_diff(const trace::TraceReader& a2, const trace::TraceReader& b2,
-                       const ZoomSeq& z, const diff::Report& original) {
+diff::Report pair_diff(const trace::TraceReader& a2, const trace::TraceReader& b2, const ZoomSeq& z,
+                       const diff::Report& original) {
   diff::DiffOptions opt;
   opt.sequences = {z.replay_index};
   diff::Report r = diff_with_recorded_tokenizer(a2, b2, opt);

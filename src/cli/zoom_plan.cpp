@@ -86,14 +86,16 @@ ZoomPlan make_zoom_plan(const trace::TraceReader& a, const trace::TraceReader& b
   p.after = after;
   const auto model = nlohmann::json::parse(a.model_json(), nullptr, false);
   p.model = recorded_path(model);
-  if (model.is_object() && model.contains("tokenizer")) p.tokenizer = recorded_path(model["tokenizer"]);
+  if (model.is_object() && model.contains("tokenizer"))
+    p.tokenizer = recorded_path(model["tokenizer"]);
   p.side_a = {"a", p.a, recorded_config(a)};
   p.side_b = {"b", p.b, recorded_config(b)};
   p.seqs = chosen_seqs(d, seqs, a);
   // Batch groups are static runs of `batch` consecutive prompts: the blocks of the lcm of both
   // batches are groups (or unions of groups) on both sides, so replaying whole blocks in order
   // keeps every forward pass's rows (and with them the GEMM shapes) as they were.
-  const int block = std::lcm(std::max(1, p.side_a.config.batch), std::max(1, p.side_b.config.batch));
+  const int block =
+      std::lcm(std::max(1, p.side_a.config.batch), std::max(1, p.side_b.config.batch));
   std::map<int, int> block_steps;  // block -> generated steps its zoomed sequences need
   for (auto& z : p.seqs) {
     const int gen = a.sequence(z.seq).gen_len;
@@ -133,8 +135,8 @@ std::string replay_prompts(const ZoomPlan& p, const trace::TraceReader& a,
     const int n = (side_is_a ? p.forced_len_a : p.forced_len_b)[r];
     nlohmann::json j;
     j["ids"] = std::vector<int32_t>(s.tokens.begin(), s.tokens.begin() + s.prompt_len);
-    j["forced"] = std::vector<int32_t>(s.tokens.begin() + s.prompt_len,
-                                       s.tokens.begin() + s.prompt_len + n);
+    j["forced"] =
+        std::vector<int32_t>(s.tokens.begin() + s.prompt_len, s.tokens.begin() + s.prompt_len + n);
     out += j.dump() + "\n";
   }
   return out;
@@ -201,9 +203,9 @@ void merge_zoom_state(const std::filesystem::path& dir, ZoomPlan& p) {
   nlohmann::ordered_json mine = plan_json(p);
   for (const auto& [k, v] : mine.items()) {
     if (!j.contains(k) || j[k] != v) {
-      throw Error(fmt::format("'{}' holds another zoom (other traces, sequences or --after)",
-                              dir.string()),
-                  "choose another -o folder, or give the same traces and options to resume");
+      throw Error(
+          fmt::format("'{}' holds another zoom (other traces, sequences or --after)", dir.string()),
+          "choose another -o folder, or give the same traces and options to resume");
     }
   }
   try {

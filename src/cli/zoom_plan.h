@@ -15,16 +15,16 @@
 namespace ds {
 
 struct ZoomSeq {
-  int seq = 0;             // index in A and B
-  int flip_step = -1;      // generated step of the first flip in A vs B; -1: none (--seq)
-  int replayed = 0;        // generated tokens of A replayed (flip + 1 + after, at most A's)
-  int replay_index = 0;    // its index in the replay traces
+  int seq = 0;           // index in A and B
+  int flip_step = -1;    // generated step of the first flip in A vs B; -1: none (--seq)
+  int replayed = 0;      // generated tokens of A replayed (flip + 1 + after, at most A's)
+  int replay_index = 0;  // its index in the replay traces
 };
 
 struct ZoomSide {
-  std::string name;    // "a" or "b"
-  std::string source;  // absolute path of the original trace
-  RunConfig config;    // its recorded configuration
+  std::string name;                // "a" or "b"
+  std::string source;              // absolute path of the original trace
+  RunConfig config;                // its recorded configuration
   std::string status = "pending";  // pending, done, missing, submitted
 };
 
