@@ -31,8 +31,10 @@ TEST_CASE("trace size: bytes per token follow the documented formula", "[cli][tr
     std::string probes, dtype;
     int sites, elem;
   };
-  const std::vector<Case> cases = {{"none", "f32", 0, 4},           {"default", "f32", 2 + 3 * L, 4},
-                                   {"default", "bf16", 2 + 3 * L, 2}, {"all", "f32", 2 + 6 * L, 4},
+  const std::vector<Case> cases = {{"none", "f32", 0, 4},
+                                   {"default", "f32", 2 + 3 * L, 4},
+                                   {"default", "bf16", 2 + 3 * L, 2},
+                                   {"all", "f32", 2 + 6 * L, 4},
                                    {"all", "f16", 2 + 6 * L, 2}};
   for (const auto& c : cases) {
     INFO(c.probes << " " << c.dtype);
