@@ -2,6 +2,7 @@
 // probe, only for the sequences that flipped and only up to the flip plus --after tokens; then
 // diff and attribute each pair and explain the flips in aggregate. Resumable like sweep.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -74,6 +75,40 @@ void check_producer(const trace::TraceReader& t, const std::filesystem::path& di
                           "which does not take forced prompts ({{\"ids\", \"forced\"}}) yet",
                           t.path().string(), t.producer()),
               "once it does, the replay is: " + cmd);
+}
+
+// A trace zoom cannot replay in full: incomplete or cut short.
+void check_whole(const trace::TraceReader& ta, const trace::TraceReader& tb) {
+  for (const trace::TraceReader* t : {&ta, &tb}) {
+    if (!t->complete()) {
+      throw Error(fmt::format("trace '{}' is incomplete (complete=0: its run was interrupted)",
+                              t->path().string()),
+                  "zoom into two complete traces: run or resume the sweep first");
+    }
+    if (const auto& cut = t->cut_short()) {
+      throw Error(fmt::format("trace '{}' is damaged: cut short ({} of {} bytes on disk)",
+                              t->path().string(), cut->on_disk, cut->expected),
+                  "copy or record the trace again (driftscope show names what is missing)");
+    }
+  }
+}
+
+// Two runs zoom can compare: of one model (diff's own refusal would hint at a flag zoom does not
+// have), every sequence read (a damaged part, skipped, would read as "no flip" or zoom into less
+// than was asked).
+void check_comparable(const diff::Report& original) {
+  if (original.model_known && !original.model_equal) {
+    throw Error(fmt::format("the traces are of different models (A: {}; B: {})",
+                            fmt::join(original.a.model_files, ", "),
+                            fmt::join(original.b.model_files, ", ")),
+                "zoom replays two runs of one model: pass two traces of one sweep");
+  }
+  if (!original.skipped.empty()) {
+    const auto& s = original.skipped.front();
+    throw Error(fmt::format("a trace is damaged: seq {}, {} not read: {}", s.seq, s.what, s.why),
+                "zoom reads every sequence of both traces: record the damaged one again "
+                "(driftscope show names what is damaged)");
+  }
 }
 
 void check_flags(const ZoomArgs& a) {
@@ -178,12 +213,11 @@ int run_zoom(const ZoomArgs& a) {
   const auto tb = trace::TraceReader::open(a.b);
   check_producer(ta, dir, "a");
   check_producer(tb, dir, "b");
-  if (!ta.complete() || !tb.complete()) {
-    throw Error(fmt::format("trace '{}' is incomplete (complete=0: its run was interrupted)",
-                            (ta.complete() ? tb : ta).path().string()),
-                "zoom into two complete traces: run or resume the sweep first");
-  }
-  const diff::Report original = diff_with_recorded_tokenizer(ta, tb, {});
+  check_whole(ta, tb);
+  diff::DiffOptions opt;
+  opt.allow_model_mismatch = true;  // refused below, with zoom's hint
+  const diff::Report original = diff_with_recorded_tokenizer(ta, tb, opt);
+  check_comparable(original);
   ZoomPlan p = make_zoom_plan(ta, tb, original, a.seqs, a.after);
   if (std::filesystem::exists(zoom_json_path(dir))) merge_zoom_state(dir, p);
   // everything above reads and checks; from here on DIR is written

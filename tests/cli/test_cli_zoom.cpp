@@ -1,0 +1,205 @@
+// driftscope zoom A.h5 B.h5 -o DIR (docs/cli.md, "Zoom"). Two cheap first-pass traces of the
+// bundled model (fp32 batch 1 and bf16 batch 4, --probes none) part at two of four prompts. The
+// replays are checked against the original traces, not against zoom's own numbers: the flips are
+// where the recorded tokens differ, A's replay must reproduce A's top-K bit for bit, and B's replay
+// (on A's tokens, which are B's own up to the flip) must reproduce B's top-K bit for bit through
+// the flip row. Then resuming, and the bad input that must be refused before DIR is made.
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/paths.h"
+#include "tests/support/run_cli.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/text.h"
+#include "trace/reader.h"
+
+namespace fs = std::filesystem;
+using ds::test::check_input_error;
+using ds::test::has;
+using ds::test::run_cli;
+using nlohmann::json;
+
+namespace {
+
+constexpr int kLayers = 4;  // the bundled kjv-llama
+
+int damage(const std::string& args) {
+  const std::string cmd = "/usr/bin/python3 " + ds::test::source_dir() +
+                          "/tests/trace/damage_trace.py " + args + " >/dev/null 2>&1";
+  return std::system(cmd.c_str()) == 0 ? 0 : 1;
+}
+
+// A first-pass trace of the 4 test prompts, 24 tokens, no hidden states.
+fs::path first_pass(const ds::test::TempDir& dir, const std::string& name,
+                    const std::string& flags, int prompts = 4) {
+  const auto p = dir.path() / (name + ".txt");
+  ds::test::write_prompts(p, prompts);
+  const auto t = dir.path() / (name + ".h5");
+  const auto r = run_cli("run -q -n 24 --probes none --prompts " + p.string() + " " + flags +
+                         " -o " + t.string());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return t;
+}
+
+// The first generated step where the two traces' tokens differ, -1 when none.
+int flip_step(const ds::trace::SequenceInfo& a, const ds::trace::SequenceInfo& b) {
+  for (size_t p = a.prompt_len; p < a.tokens.size() && p < b.tokens.size(); ++p) {
+    if (a.tokens[p] != b.tokens[p]) return static_cast<int>(p) - a.prompt_len;
+  }
+  return -1;
+}
+
+// Top-K rows [0, n) of `seq_x` in x equal those of `seq_y` in y, ids and logits bit for bit.
+void check_same_topk(const ds::trace::TraceReader& x, int seq_x, const ds::trace::TraceReader& y,
+                     int seq_y, int64_t n) {
+  const auto tx = x.topk(seq_x, 0, n), ty = y.topk(seq_y, 0, n);
+  REQUIRE(tx.k == ty.k);
+  CHECK(tx.ids == ty.ids);
+  CHECK(tx.logits == ty.logits);
+}
+
+fs::file_time_type mtime(const fs::path& p) {
+  return fs::last_write_time(p);
+}
+
+}  // namespace
+
+TEST_CASE("zoom: replays reproduce the original runs up to each flip", "[cli][zoom]") {
+  ds::test::TempDir dir;
+  const auto a = first_pass(dir, "a", ""), b = first_pass(dir, "b", "--dtype bf16 --batch 4");
+  const auto z = dir.path() / "z";
+  const int after = 2;
+  const std::string zoom =
+      "zoom " + a.string() + " " + b.string() + " -o " + z.string() + " --after 2";
+  auto r = run_cli(zoom);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+
+  const auto ta = ds::trace::TraceReader::open(a), tb = ds::trace::TraceReader::open(b);
+  const auto ra = ds::trace::TraceReader::open(z / "a.h5");
+  const auto rb = ds::trace::TraceReader::open(z / "b.h5");
+  const json plan = ds::test::slurp_json(z / "zoom.json");
+  std::vector<int> flipped;
+  for (int i : ta.sequence_indices()) {
+    if (flip_step(ta.sequence(i), tb.sequence(i)) >= 0) flipped.push_back(i);
+  }
+  REQUIRE(flipped.size() >= 1);  // the test needs flips (fp32 vs bf16 part at 2 of 4 prompts)
+  REQUIRE(flipped.size() < 4);   // and a sequence that rides along in B's batch of 4
+  REQUIRE(plan["sequences"].size() == flipped.size());
+  CHECK(plan["replay"] == json({0, 1, 2, 3}));  // the whole batch group of B
+  for (size_t k = 0; k < flipped.size(); ++k) {
+    const json& zs = plan["sequences"][k];
+    const int i = flipped[k];
+    const auto sa = ta.sequence(i), sb = tb.sequence(i);
+    const int step = flip_step(sa, sb), ri = zs["replay_index"];
+    INFO("seq " << i << " flips at step " << step);
+    CHECK(zs["seq"] == i);
+    CHECK(zs["flip_step"] == step);
+    CHECK(ri == i);
+    const int replayed = std::min(sa.gen_len, step + 1 + after);
+    CHECK(zs["replayed_tokens"] == replayed);
+    // Both replays consumed A's tokens up to the flip plus --after, with every probe.
+    const auto za = ra.sequence(ri), zb = rb.sequence(ri);
+    const std::vector<int32_t> prefix(sa.tokens.begin(),
+                                      sa.tokens.begin() + sa.prompt_len + replayed);
+    CHECK(za.tokens == prefix);
+    CHECK(zb.tokens == prefix);
+    CHECK(za.sites.size() == 2 + 6 * kLayers);
+    // Same configuration, same tokens, same batch rows: the original numbers, bit for bit.
+    check_same_topk(ra, ri, ta, i, za.rows);
+    const int flip_row = sa.prompt_len + step - 1;  // the logits that chose the flipped token
+    REQUIRE(zb.rows > flip_row);
+    check_same_topk(rb, ri, tb, i, flip_row + 1);
+    // The per-sequence reports: the original flip, reproduced by B's replay; an attribution.
+    const json d = ds::test::slurp_json(z / ("seq-" + std::to_string(i)) / "diff.json");
+    CHECK(d["sequences"][0]["index"] == i);
+    CHECK(d["sequences"][0]["first_flip"]["step"] == step);
+    CHECK(has(d["sequences"][0].dump(), "B's replay reproduces it"));
+    CHECK(fs::exists(z / ("seq-" + std::to_string(i)) / "attribution.json"));
+  }
+  // The neighbours rode along on their own tokens (B's for B), as far as the group's zoom runs.
+  int longest = 0;
+  for (const auto& zs : plan["sequences"]) longest = std::max(longest, zs["replayed_tokens"].get<int>());
+  for (int i = 0; i < 4; ++i) {
+    if (std::find(flipped.begin(), flipped.end(), i) != flipped.end()) continue;
+    const auto sb = tb.sequence(i);
+    const int n = std::min(sb.gen_len, longest);
+    CHECK(plan["forced_b"][i] == n);
+    CHECK(rb.sequence(i).tokens ==
+          std::vector<int32_t>(sb.tokens.begin(), sb.tokens.begin() + sb.prompt_len + n));
+  }
+
+  // The same command again keeps both replays; another --after in the same folder is refused.
+  const auto ma = mtime(z / "a.h5"), mb = mtime(z / "b.h5");
+  const std::string state = ds::test::slurp(z / "zoom.json");
+  r = run_cli(zoom);
+  CHECK(r.exit_code == 0);
+  CHECK(has(r.err, "0 replay(s) to run"));
+  CHECK(mtime(z / "a.h5") == ma);
+  CHECK(mtime(z / "b.h5") == mb);
+  check_input_error(run_cli("zoom " + a.string() + " " + b.string() + " -o " + z.string() +
+                            " --after 3"),
+                    "holds another zoom");
+  CHECK(ds::test::slurp(z / "zoom.json") == state);
+}
+
+TEST_CASE("zoom: bad input is refused before the output folder is made", "[cli][zoom]") {
+  ds::test::TempDir dir;
+  const auto a = first_pass(dir, "a", ""), b = first_pass(dir, "b", "--dtype bf16");
+  const auto z = dir.path() / "z";
+  auto zoom = [&](const fs::path& x, const fs::path& y, const std::string& needle,
+                  const std::string& flags = "") {
+    INFO("zoom " << x.filename() << " " << y.filename() << " " << flags);
+    check_input_error(
+        run_cli("zoom " + x.string() + " " + y.string() + " -o " + z.string() + " " + flags),
+        needle);
+    CHECK_FALSE(fs::exists(z));
+  };
+  zoom(a, a, "no sequence flipped");
+  zoom(a, b, "sequence 7 is not in both traces", "--seq 7");
+  zoom(a, first_pass(dir, "two", "", 2), "different sequences (2 only in A");
+  const auto other = dir.path() / "other.txt";
+  {
+    std::ofstream out(other);
+    for (const char* s : {"In the beginning", "And the king said", "Blessed are the", "Amen"})
+      out << s << "\n";
+  }
+  const auto c = dir.path() / "c.h5";
+  REQUIRE(run_cli("run -q -n 24 --probes none --prompts " + other.string() + " -o " + c.string())
+              .exit_code == 0);
+  zoom(a, c, "prompts differ (sequence 2)");
+  const auto m = first_pass(dir, "m", "--model " + ds::test::source_dir() + "/models/kjv-mistral");
+  zoom(a, m, "different models");
+  CHECK_FALSE(has(run_cli("zoom " + a.string() + " " + m.string() + " -o " + z.string()).err,
+                  "--allow-model-mismatch"));  // diff's flag, which zoom does not have
+
+  // Damaged: cut short (a partial copy), incomplete, a chunk unreadable.
+  setenv("DRIFTSCOPE_READ_STALL_SECONDS", "2", 1);  // should a damaged read hang, fail fast
+  const auto cut = dir.path() / "cut.h5";
+  fs::copy_file(b, cut);
+  fs::resize_file(cut, fs::file_size(cut) / 2);
+  zoom(a, cut, "is damaged");
+  const auto incomplete = dir.path() / "incomplete.h5";
+  fs::copy_file(b, incomplete);
+  REQUIRE(damage("int-attr " + incomplete.string() + " / complete 0") == 0);
+  zoom(a, incomplete, "is incomplete");
+  // deflated: a zeroed compressed chunk is unreadable (diff skips the sequence, a flipped one)
+  const auto zeroed = first_pass(dir, "zeroed", "--dtype bf16 --compression deflate");
+  REQUIRE(damage("zero-chunk " + zeroed.string() + " seq/2/tokens 0") == 0);
+  zoom(a, zeroed, "seq 2, sequence not read");
+  unsetenv("DRIFTSCOPE_READ_STALL_SECONDS");
+
+  // A trace of the Python recorder: refused with the recorder's command for its replay.
+  const auto py = dir.path() / "py.h5";
+  fs::copy_file(b, py);
+  REQUIRE(damage("attr " + py.string() +
+                 " / producer 'driftscope_trace 0.1.0 (transformers 4.46.3, torch 2.5.1)'") == 0);
+  const auto r = run_cli("zoom " + a.string() + " " + py.string() + " -o " + z.string());
+  check_input_error(r, "was written by driftscope_trace");
+  CHECK(has(r.err, "python3 -m driftscope_trace.hf run"));
+  CHECK_FALSE(fs::exists(z));
+}
