@@ -1,0 +1,15 @@
+// HTML rendering of the flips' aggregate: one self-contained page (the diff report's shell, CSP
+// and escaping, docs/html-report.md) with the summary line, the histogram of first-flip steps,
+// the margins against the near-tie threshold, onset and birth histograms over layers and block
+// kinds, the drift per layer, and one row per zoomed sequence.
+#pragma once
+
+#include <string>
+
+#include "diff/flip_aggregate.h"
+
+namespace ds::viewer {
+
+std::string flips_html(const diff::FlipAggregate& a);
+
+}  // namespace ds::viewer

@@ -1,0 +1,16 @@
+// The flips' aggregate as JSON ({"format":"driftscope-flips","version":1,...}; fields in
+// docs/metrics.md §12). Numbers that are not finite are written as null.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "diff/flip_aggregate.h"
+
+namespace ds::viewer {
+
+inline constexpr const char* kFlipsJsonFormat = "driftscope-flips";
+inline constexpr int kFlipsJsonVersion = 1;
+
+nlohmann::json flips_json(const diff::FlipAggregate& a);
+
+}  // namespace ds::viewer
