@@ -25,25 +25,6 @@ double lse_of(std::span<const float> row) {
   return static_cast<float>(trace::log_sum_exp(wide));
 }
 
-// "0–4", "3", "0–2, 4"
-std::string layer_ranges(const std::vector<int>& layers) {
-  std::string out;
-  for (size_t i = 0; i < layers.size();) {
-    size_t j = i;
-    while (j + 1 < layers.size() && layers[j + 1] == layers[j] + 1) ++j;
-    if (!out.empty()) out += ", ";
-    out += j == i ? fmt::format("{}", layers[i]) : fmt::format("{}–{}", layers[i], layers[j]);
-    i = j + 1;
-  }
-  return out;
-}
-
-std::string percent(double share) {
-  const double p = 100 * share;
-  if (p > 0 && p < 0.5) return "<1%";
-  return fmt::format("{:.0f}%", p);
-}
-
 // The verdict's blocks: attention and MLP per layer when split, else whole layers; and the
 // final norm. Shares of their summed local error; ranked by local error.
 void rank_blocks(AttributionReport& r, bool split) {
@@ -166,6 +147,24 @@ std::string origins_note(const AttributionReport& r) {
 }
 
 }  // namespace
+
+std::string layer_ranges(const std::vector<int>& layers) {
+  std::string out;
+  for (size_t i = 0; i < layers.size();) {
+    size_t j = i;
+    while (j + 1 < layers.size() && layers[j + 1] == layers[j] + 1) ++j;
+    if (!out.empty()) out += ", ";
+    out += j == i ? fmt::format("{}", layers[i]) : fmt::format("{}–{}", layers[i], layers[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+std::string percent(double share) {
+  const double p = 100 * share;
+  if (p > 0 && p < 0.5) return "<1%";
+  return fmt::format("{:.0f}%", p);
+}
 
 AttributionBuilder::AttributionBuilder(const trace::TraceReader& a, int n_layers, bool split,
                                        h5::Elem b_storage)

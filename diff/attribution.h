@@ -95,6 +95,12 @@ class AttributionBuilder {
   std::map<int, int64_t> rows_;  // compared positions per sequence (B's own final_norm rows)
 };
 
+// Layer numbers (ascending) as ranges: "0–4", "3", "0–2, 4".
+std::string layer_ranges(const std::vector<int>& layers);
+
+// A share in [0, 1] as a whole percentage: "53%"; "<1%" for a positive share under 0.5%.
+std::string percent(double share);
+
 // The one-line verdict of a report's blocks (report.blocks with share and origin set).
 std::string attribution_verdict(const AttributionReport& r);
 

@@ -55,7 +55,7 @@ struct FlipCase {
   std::string onset_site;
   Place onset;
   int64_t onset_position = 0;
-  bool has_birth = false;  // a verdict block with this sequence's local error above the floor
+  bool has_birth = false;   // a verdict block with this sequence's local error above the floor
   std::string birth_block;  // the first such block in forward order ("L3 attention")
   Place birth;
   double birth_local = 0;  // its local error on this sequence
@@ -63,9 +63,9 @@ struct FlipCase {
   std::string top_block;   // the block with the largest local error on this sequence
   Place top;
   double top_share = 0;  // its local error / Σ local over the verdict blocks of this sequence
-  // per layer 0..n_layers-1: the layer view's relative L2 at the flip row (NaN when the layer or
-  // the row is not in the diff)
-  std::vector<double> layer_rel_l2;
+  // per layer 0..n_layers-1: the layer view's relative L2 at the flip row, and the noise floor
+  // of the layer view's site (NaN when the layer or the row is not in the diff)
+  std::vector<double> layer_rel_l2, layer_floor;
 };
 
 // A count per place, and the same summed per kind and per layer.
@@ -90,6 +90,11 @@ struct Spread {
   double min = 0, q1 = 0, median = 0, q3 = 0, max = 0;
 };
 
+// The spread of the values of `v` that are not NaN; quartiles interpolated linearly between the
+// sorted values (q(p) at rank p·(n−1)), so that the median of an even count is the mean of the
+// middle two.
+Spread spread_of(std::vector<double> v);
+
 struct StepSummary {
   std::vector<int> steps;  // first-flip steps, ascending
   Spread spread;
@@ -97,7 +102,7 @@ struct StepSummary {
 
 struct MarginSummary {
   int near_tie = 0, accumulated = 0, unknown = 0;  // flips per MarginClass
-  Spread margin_logit_a;  // over the flips with a known margin
+  Spread margin_logit_a;                           // over the flips with a known margin
   // flips by A's margin in multiples of the threshold t: [0, t), [t, 10t), [10t, 100t), ≥ 100t
   int decades[4] = {0, 0, 0, 0};
   Spread logit_drift;  // at the flip rows where known
@@ -107,10 +112,10 @@ struct MarginSummary {
 // layer's local error (attribution, whole-layer block) across the flips.
 struct LayerGrowth {
   int layer = 0;
-  Spread rel_l2;               // relative L2 at the flip row, over the flips that have it
-  double growth_median = 0;    // median over flips of rel(l) / rel(l−1); NaN when none
-  Spread local;                // the layer's local error per sequence
-  int above_floor = 0;         // flips whose relative L2 at this layer exceeds the noise floor
+  Spread rel_l2;             // relative L2 at the flip row, over the flips that have it
+  double growth_median = 0;  // median over flips of rel(l) / rel(l−1); NaN when none
+  Spread local;              // the layer's local error per sequence
+  int above_floor = 0;       // flips whose relative L2 at this layer exceeds the noise floor
 };
 
 struct FlipAggregate {
@@ -118,8 +123,8 @@ struct FlipAggregate {
   int pairs = 0;  // zoomed pairs given
   int flips = 0;  // of them, with a first flip: the denominator of every percentage
   int n_layers = 0;
-  std::string storage;     // the attributions' storage (the coarser of A's and B's)
-  double noise_floor = 0;  // relative L2 indistinguishable from that storage's rounding
+  std::string storage;          // the attributions' storage (the coarser of A's and B's)
+  double noise_floor = 0;       // relative L2 indistinguishable from that storage's rounding
   std::vector<FlipCase> cases;  // one per pair, in the order given
   StepSummary steps;
   MarginSummary margins;
