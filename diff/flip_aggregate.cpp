@@ -53,16 +53,28 @@ MarginClass classify(double margin, double near_tie) {
   return margin < near_tie ? MarginClass::near_tie : MarginClass::accumulated;
 }
 
-// The flip, its margin and the layer view at the flip row, from the diff.
-void read_diff(const SequenceReport& s, int n_layers, double near_tie, FlipCase& c) {
-  const FirstFlip& f = *s.first_flip;
-  c.step = f.step;
-  c.row = f.row;
-  c.margin_logit_a = f.margin_logit_a;
-  c.margin_logit_b = f.margin_logit_b;
-  c.margin = classify(f.margin_logit_a, near_tie);
-  const bool row_in = f.row >= 0 && static_cast<size_t>(f.row) < s.positions.size();
-  c.logit_drift = row_in ? s.positions[static_cast<size_t>(f.row)].logit_drift : kNaN;
+// The row of the flip: the diff's first flip, else (B teacher-forced on A's tokens, as zoom runs
+// it) the first choice row whose top-1 ids differ; -1 when neither.
+int64_t flip_row(const SequenceReport& s) {
+  if (s.first_flip) return s.first_flip->row;
+  const int64_t first_choice = std::max(0, s.prompt_len_a - 1);
+  for (size_t r = static_cast<size_t>(first_choice); r < s.positions.size(); ++r) {
+    if (s.positions[r].top1_differs) return static_cast<int64_t>(r);
+  }
+  return -1;
+}
+
+// The flip, its margin and the layer view at the flip row `row`, from the diff.
+void read_diff(const SequenceReport& s, int64_t row, int n_layers, double near_tie, FlipCase& c) {
+  const bool row_in = static_cast<size_t>(row) < s.positions.size();
+  const PositionRow* p = row_in ? &s.positions[static_cast<size_t>(row)] : nullptr;
+  c.forced = !s.first_flip.has_value();
+  c.row = row;
+  c.step = static_cast<int>(row - (s.prompt_len_a - 1));
+  c.margin_logit_a = s.first_flip ? s.first_flip->margin_logit_a : p->margin_logit_a;
+  c.margin_logit_b = s.first_flip ? s.first_flip->margin_logit_b : p->margin_logit_b;
+  c.margin = classify(c.margin_logit_a, near_tie);
+  c.logit_drift = p ? p->logit_drift : kNaN;
   if (s.onset) {
     c.has_onset = true;
     c.onset_site = s.onset->site;
@@ -73,8 +85,8 @@ void read_diff(const SequenceReport& s, int n_layers, double near_tie, FlipCase&
   c.layer_floor.assign(static_cast<size_t>(n_layers), kNaN);
   for (const auto& l : s.layers) {
     if (l.layer < 0 || l.layer >= n_layers) continue;
-    if (f.row >= 0 && static_cast<size_t>(f.row) < l.rel_l2.size()) {
-      c.layer_rel_l2[static_cast<size_t>(l.layer)] = l.rel_l2[static_cast<size_t>(f.row)];
+    if (static_cast<size_t>(row) < l.rel_l2.size()) {
+      c.layer_rel_l2[static_cast<size_t>(l.layer)] = l.rel_l2[static_cast<size_t>(row)];
     }
     for (const auto& d : s.drift) {
       if (d.site == l.site) c.layer_floor[static_cast<size_t>(l.layer)] = d.noise_floor;
@@ -144,9 +156,10 @@ void summarize_margins(FlipAggregate& a) {
     if (c.margin == MarginClass::unknown) continue;
     margins.push_back(c.margin_logit_a);
     const double t = a.near_tie_logit;
-    ++m.decades[c.margin_logit_a < t ? 0 : c.margin_logit_a < 10 * t ? 1
-                                     : c.margin_logit_a < 100 * t    ? 2
-                                                                     : 3];
+    ++m.decades[c.margin_logit_a < t         ? 0
+                : c.margin_logit_a < 10 * t  ? 1
+                : c.margin_logit_a < 100 * t ? 2
+                                             : 3];
   }
   m.margin_logit_a = spread_of(margins);
   m.logit_drift = spread_of(drifts);
@@ -181,10 +194,9 @@ std::string summary_line(const FlipAggregate& a) {
     return fmt::format("no flips among the {} zoomed sequence{}", a.pairs, a.pairs == 1 ? "" : "s");
   }
   const bool one = a.flips == 1;
-  std::string line = fmt::format("{} of the {} flip{} {} under {:g} logit",
-                                 percent(1.0 * a.margins.near_tie / a.flips), a.flips,
-                                 one ? "" : "s", one ? "was a near-tie" : "were near-ties",
-                                 a.near_tie_logit);
+  std::string line = fmt::format(
+      "{} of the {} flip{} {} under {:g} logit", percent(1.0 * a.margins.near_tie / a.flips),
+      a.flips, one ? "" : "s", one ? "was a near-tie" : "were near-ties", a.near_tie_logit);
   const KindCount* most = nullptr;
   for (const auto& k : a.birth.kinds) {
     if (most == nullptr || k.count > most->count) most = &k;
@@ -270,12 +282,12 @@ FlipAggregate aggregate_flips(const std::vector<ZoomedPair>& pairs, double near_
     if (s == nullptr || k < 0) {
       a.notes.push_back(fmt::format("sequence {} left out: not in its {}", p.seq,
                                     s == nullptr ? "diff" : "attribution"));
-    } else if (!s->first_flip) {
+    } else if (const int64_t row = flip_row(*s); row < 0) {
       a.notes.push_back(fmt::format("sequence {} left out: no flip ({})", p.seq, verdict_text(*s)));
     } else {
       c.flipped = true;
       ++a.flips;
-      read_diff(*s, a.n_layers, near_tie_logit, c);
+      read_diff(*s, row, a.n_layers, near_tie_logit, c);
       read_attribution(*p.attribution, k, c);
       if (c.has_onset) onsets.push_back(c.onset);
       if (c.has_birth) births.push_back(c.birth);
@@ -292,8 +304,8 @@ FlipAggregate aggregate_flips(const std::vector<ZoomedPair>& pairs, double near_
         a.noise_floor = p.attribution->noise_floor;
       } else if (a.noise_floor != p.attribution->noise_floor) {
         a.notes.push_back(fmt::format("sequence {}: noise floor {:.2g} ({}), not {:.2g} ({})",
-                                      p.seq, p.attribution->noise_floor,
-                                      p.attribution->storage, a.noise_floor, a.storage));
+                                      p.seq, p.attribution->noise_floor, p.attribution->storage,
+                                      a.noise_floor, a.storage));
       }
     }
     a.cases.push_back(std::move(c));

@@ -14,7 +14,8 @@
 
 namespace ds::diff {
 
-// One zoomed sequence: its diff and its attribution (not owned; both outlive the call). `seq`
+// One zoomed sequence: its diff (B running free, or teacher-forced on A's tokens as zoom runs it)
+// and its attribution (not owned; both outlive the call). `seq`
 // names the sequence: the diff's SequenceReport with index `seq` (or, when the diff holds one
 // sequence only, that one) and the attribution's entry of `seq` in sequence_ids (or its only one).
 struct ZoomedPair {
@@ -45,10 +46,12 @@ const char* margin_class_name(MarginClass c);
 // One zoomed sequence, as its two reports tell it.
 struct FlipCase {
   int seq = 0;
-  bool flipped = false;  // the diff found a first flip (the rest below is unset otherwise)
-  int step = 0;          // first-flip step (FirstFlip::step)
-  int64_t row = 0;       // the logits row that chose the flipped token
-  double margin_logit_a = 0, margin_logit_b = 0;  // at the flip (FirstFlip)
+  bool flipped = false;  // the diff shows a flip (the rest below is unset otherwise)
+  bool forced = false;   // B was teacher-forced: the flip is the first choice row whose top-1
+                         // ids differ (PositionRow::top1_differs), not a FirstFlip
+  int step = 0;          // first-flip step: row − (prompt_len_a − 1) (= FirstFlip::step)
+  int64_t row = 0;       // the logits row that chose (or, forced, would have chosen) otherwise
+  double margin_logit_a = 0, margin_logit_b = 0;  // at that row (FirstFlip, or PositionRow)
   double logit_drift = 0;  // PositionRow::logit_drift at the flip row; NaN when not compared
   MarginClass margin = MarginClass::unknown;
   bool has_onset = false;  // the diff's onset (first site above its floor)

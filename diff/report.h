@@ -66,6 +66,7 @@ struct PositionRow {
   double margin_prob_a = 0, margin_prob_b = 0;
   double logit_drift = 0;  // max |Δ logprob| over A's top-5 ids known on B
   bool at_risk = false;
+  bool top1_differs = false;  // A's and B's top-1 ids differ (teacher forcing: B would flip here)
 };
 
 // Drift at one tapped site over the compared positions.

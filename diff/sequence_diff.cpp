@@ -355,7 +355,8 @@ void SequenceDiff::measure_logits_row(const LogitsBlock& k, int64_t r, double kl
   L.logprob_bounded += bounded;
   p.kl = kl;
   p.logit_drift = logit_drift(ra, rb, L.top5_size);
-  L.top1_mismatch += ra.ids[0] != rb.ids[0];
+  p.top1_differs = ra.ids[0] != rb.ids[0];
+  L.top1_mismatch += p.top1_differs;
   if (row >= first_choice) {
     ++L.choice_rows;
     // At risk: a perturbation of the observed size acting in opposite directions on the two

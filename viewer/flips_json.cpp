@@ -13,8 +13,8 @@ json jnum(double v) {
 }
 
 json spread(const diff::Spread& s) {
-  return {{"n", s.n},           {"min", jnum(s.min)}, {"q1", jnum(s.q1)},
-          {"median", jnum(s.median)}, {"q3", jnum(s.q3)},   {"max", jnum(s.max)}};
+  return {{"n", s.n},         {"min", jnum(s.min)}, {"q1", jnum(s.q1)}, {"median", jnum(s.median)},
+          {"q3", jnum(s.q3)}, {"max", jnum(s.max)}};
 }
 
 json place(const diff::Place& p) {
@@ -39,24 +39,25 @@ json nums(const std::vector<double>& v) {
 json flip_case(const diff::FlipCase& c) {
   json j = {{"seq", c.seq}, {"flipped", c.flipped}};
   if (!c.flipped) return j;
+  j["forced"] = c.forced;
   j["step"] = c.step;
   j["row"] = c.row;
   j["margin_logit_a"] = jnum(c.margin_logit_a);
   j["margin_logit_b"] = jnum(c.margin_logit_b);
   j["logit_drift"] = jnum(c.logit_drift);
   j["margin_class"] = diff::margin_class_name(c.margin);
-  j["onset"] = c.has_onset ? json{{"site", c.onset_site},
-                                  {"place", place(c.onset)},
-                                  {"position", c.onset_position}}
-                           : json();
+  j["onset"] =
+      c.has_onset
+          ? json{{"site", c.onset_site}, {"place", place(c.onset)}, {"position", c.onset_position}}
+          : json();
   j["birth"] = c.has_birth ? json{{"block", c.birth_block},
                                   {"place", place(c.birth)},
                                   {"local", jnum(c.birth_local)}}
                            : json();
-  j["top"] = c.has_top ? json{{"block", c.top_block},
-                              {"place", place(c.top)},
-                              {"share", jnum(c.top_share)}}
-                       : json();
+  j["top"] =
+      c.has_top
+          ? json{{"block", c.top_block}, {"place", place(c.top)}, {"share", jnum(c.top_share)}}
+          : json();
   j["layer_rel_l2"] = nums(c.layer_rel_l2);
   j["layer_floor"] = nums(c.layer_floor);
   return j;
