@@ -26,8 +26,8 @@ std::string share(int count, int of) {
 std::string spread_line(const Spread& s, bool whole) {
   if (s.n == 0) return "none";
   auto v = [&](double x) { return whole ? fmt::format("{:g}", x) : sci(x); };
-  return fmt::format("min {} · q1 {} · median {} · q3 {} · max {}", v(s.min), v(s.q1),
-                     v(s.median), v(s.q3), v(s.max));
+  return fmt::format("min {} · q1 {} · median {} · q3 {} · max {}", v(s.min), v(s.q1), v(s.median),
+                     v(s.q3), v(s.max));
 }
 
 // One histogram row: label, bar scaled to the largest count, count and share of the flips.
@@ -47,8 +47,8 @@ void steps_section(TerminalText& o, const FlipAggregate& a, int width) {
   const int most = *std::max_element(count.begin(), count.end());
   for (int k = 0; k < bins.n; ++k) {
     const int64_t lo = bins.begin(k), hi = bins.end(k) - 1;
-    const std::string label = lo == hi ? fmt::format("step {}", lo)
-                                       : fmt::format("steps {}–{}", lo, hi);
+    const std::string label =
+        lo == hi ? fmt::format("step {}", lo) : fmt::format("steps {}–{}", lo, hi);
     o.line(count_row(label, count[static_cast<size_t>(k)], most, a.flips));
   }
 }
@@ -60,8 +60,8 @@ void margins_section(TerminalText& o, const FlipAggregate& a, int width) {
   const int most = std::max({m.decades[0], m.decades[1], m.decades[2], m.decades[3], m.unknown});
   o.line(count_row(fmt::format("near-tie  < {:g}", t), m.decades[0], most, a.flips));
   o.line(count_row(fmt::format("drift  {:g} – {:g}", t, 10 * t), m.decades[1], most, a.flips));
-  o.line(count_row(fmt::format("drift  {:g} – {:g}", 10 * t, 100 * t), m.decades[2], most,
-                   a.flips));
+  o.line(
+      count_row(fmt::format("drift  {:g} – {:g}", 10 * t, 100 * t), m.decades[2], most, a.flips));
   o.line(count_row(fmt::format("drift  ≥ {:g}", 100 * t), m.decades[3], most, a.flips));
   if (m.unknown > 0) o.line(count_row("margin unknown", m.unknown, most, a.flips));
   o.line(fmt::format("  near-ties {} ({}), accumulated drift {} ({}); margin {}", m.near_tie,
@@ -82,9 +82,8 @@ void places_section(TerminalText& o, const std::string& title, const PlaceHistog
   }
   if (!kinds.empty()) o.line("  by kind: " + kinds);
   for (const auto& c : h.cells) {
-    const std::string label = c.place.layer >= 0
-                                  ? fmt::format("L{} {}", c.place.layer, c.place.kind)
-                                  : c.place.kind;
+    const std::string label =
+        c.place.layer >= 0 ? fmt::format("L{} {}", c.place.layer, c.place.kind) : c.place.kind;
     o.line(count_row(label, c.count, most, a.flips));
   }
   if (h.none > 0) o.line(count_row(none, h.none, most, a.flips));
@@ -96,12 +95,11 @@ void layers_section(TerminalText& o, const FlipAggregate& a, int width) {
   o.line(fmt::format("  {:>5}  {:>9}  {:>19}  {:>9}  {:>7}  {:>11}  {:>9}", "layer", "median",
                      "q1 .. q3", "max", "growth", "above floor", "local"));
   for (const auto& l : a.layers) {
-    o.line(fmt::format("  {:>5}  {:>9}  {:>19}  {:>9}  {:>7}  {:>11}  {:>9}", l.layer,
-                       sci(l.rel_l2.median),
-                       l.rel_l2.n ? sci(l.rel_l2.q1) + " .. " + sci(l.rel_l2.q3) : "",
-                       sci(l.rel_l2.max),
-                       std::isnan(l.growth_median) ? "" : fmt::format("×{:.2f}", l.growth_median),
-                       fmt::format("{}/{}", l.above_floor, l.rel_l2.n), sci(l.local.median)));
+    o.line(fmt::format(
+        "  {:>5}  {:>9}  {:>19}  {:>9}  {:>7}  {:>11}  {:>9}", l.layer, sci(l.rel_l2.median),
+        l.rel_l2.n ? sci(l.rel_l2.q1) + " .. " + sci(l.rel_l2.q3) : "", sci(l.rel_l2.max),
+        std::isnan(l.growth_median) ? "" : fmt::format("×{:.2f}", l.growth_median),
+        fmt::format("{}/{}", l.above_floor, l.rel_l2.n), sci(l.local.median)));
   }
 }
 
@@ -111,11 +109,11 @@ void cases_section(TerminalText& o, const FlipAggregate& a, int width) {
                      "class", "onset", "born in", "most local"));
   for (const auto& c : a.cases) {
     if (!c.flipped) continue;
-    o.line(fmt::format("  {:>5}  {:>5}  {:>9}  {:<11}  {:<15}  {:<15}  {}", c.seq, c.step,
-                       sci(c.margin_logit_a), diff::margin_class_name(c.margin),
-                       c.has_onset ? c.onset_site : "–", c.has_birth ? c.birth_block : "–",
-                       c.has_top ? fmt::format("{} ({})", c.top_block, diff::percent(c.top_share))
-                                 : "–"));
+    o.line(fmt::format(
+        "  {:>5}  {:>5}  {:>9}  {:<11}  {:<15}  {:<15}  {}", c.seq, c.step, sci(c.margin_logit_a),
+        diff::margin_class_name(c.margin), c.has_onset ? c.onset_site : "–",
+        c.has_birth ? c.birth_block : "–",
+        c.has_top ? fmt::format("{} ({})", c.top_block, diff::percent(c.top_share)) : "–"));
   }
 }
 
@@ -123,9 +121,9 @@ void cases_section(TerminalText& o, const FlipAggregate& a, int width) {
 
 std::string render_flips_terminal(const FlipAggregate& a, int width) {
   TerminalText o(false, width);
-  o.line(fmt::format("driftscope flips: {} zoomed sequence{}, {} with a flip; near-tie "
-                     "threshold {:g} logit; noise floor {} ({})",
-                     a.pairs, a.pairs == 1 ? "" : "s", a.flips, a.near_tie_logit,
+  o.line(fmt::format("driftscope flips: {} sequence{} zoomed, {} flip{}", a.pairs,
+                     a.pairs == 1 ? "" : "s", a.flips, a.flips == 1 ? "" : "s"));
+  o.line(fmt::format("near-tie threshold {:g} logit; noise floor {} ({})", a.near_tie_logit,
                      sci(a.noise_floor), a.storage.empty() ? "–" : a.storage));
   o.line();
   o.line(a.summary);
@@ -135,8 +133,8 @@ std::string render_flips_terminal(const FlipAggregate& a, int width) {
     margins_section(o, a, width);
     places_section(o, "where the drift sets in (the diff's onset site)", a.onset, a, width,
                    "no onset");
-    places_section(o, "where the local error is born (first block above the noise floor)",
-                   a.birth, a, width, "none above the floor");
+    places_section(o, "where the local error is born (first block above the noise floor)", a.birth,
+                   a, width, "none above the floor");
     places_section(o, "where the most local error is added (largest block)", a.top, a, width,
                    "no local error");
     layers_section(o, a, width);
