@@ -62,10 +62,11 @@ std::string header(const FlipAggregate& a) {
 
 std::string steps_section(const FlipAggregate& a) {
   const auto& s = a.steps;
-  return fmt::format("<h3>first-flip step</h3><p class=\"spread steps\">min {:g} · q1 {:g} · "
-                     "median {:g} · q3 {:g} · max {:g}</p>{}",
-                     s.spread.min, s.spread.q1, s.spread.median, s.spread.q3, s.spread.max,
-                     svg_flip_histogram(s.steps, s.steps.back()));
+  return fmt::format(
+      "<h3>first-flip step</h3><p class=\"spread steps\">min {:g} · q1 {:g} · "
+      "median {:g} · q3 {:g} · max {:g}</p>{}",
+      s.spread.min, s.spread.q1, s.spread.median, s.spread.q3, s.spread.max,
+      svg_flip_histogram(s.steps, s.steps.back()));
 }
 
 std::string margins_section(const FlipAggregate& a) {
@@ -78,14 +79,14 @@ std::string margins_section(const FlipAggregate& a) {
       "<tr><th>margin</th><th></th><th>flips</th><th>share</th></tr>",
       m.near_tie, share(m.near_tie, a.flips), m.accumulated, share(m.accumulated, a.flips),
       spread_text(m.margin_logit_a), spread_text(m.logit_drift));
-  const std::string labels[] = {fmt::format("near-tie < {:g}", t),
-                                fmt::format("drift {:g} – {:g}", t, 10 * t),
-                                fmt::format("drift {:g} – {:g}", 10 * t, 100 * t),
-                                fmt::format("drift ≥ {:g}", 100 * t)};
+  const std::string labels[] = {
+      fmt::format("near-tie < {:g}", t), fmt::format("drift {:g} – {:g}", t, 10 * t),
+      fmt::format("drift {:g} – {:g}", 10 * t, 100 * t), fmt::format("drift ≥ {:g}", 100 * t)};
   for (int k = 0; k < 4; ++k) {
     h += count_row(fmt::format(" data-decade=\"{}\"", k), labels[k], m.decades[k], most, a.flips);
   }
-  if (m.unknown > 0) h += count_row(" data-decade=\"unknown\"", "unknown", m.unknown, most, a.flips);
+  if (m.unknown > 0)
+    h += count_row(" data-decade=\"unknown\"", "unknown", m.unknown, most, a.flips);
   return h + "</table>";
 }
 
@@ -108,9 +109,8 @@ std::string places_section(const std::string& key, const std::string& title,
       "<th>flips</th><th>share</th></tr>",
       key);
   for (const auto& c : p.cells) {
-    const std::string label = c.place.layer >= 0
-                                  ? fmt::format("L{} {}", c.place.layer, c.place.kind)
-                                  : c.place.kind;
+    const std::string label =
+        c.place.layer >= 0 ? fmt::format("L{} {}", c.place.layer, c.place.kind) : c.place.kind;
     h += count_row(fmt::format(" data-kind=\"{}\" data-layer=\"{}\"", html_escape(c.place.kind),
                                c.place.layer),
                    label, c.count, most, a.flips);
@@ -148,7 +148,8 @@ std::string cases_section(const FlipAggregate& a) {
         "<tr data-seq=\"{}\"><td class=\"num\">{}</td><td class=\"num\">{}</td>"
         "<td class=\"num\">{}</td><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td></tr>",
         c.seq, c.seq, c.step, html::sci(c.margin_logit_a), diff::margin_class_name(c.margin),
-        html_escape(c.has_onset ? c.onset_site : "–"), html_escape(c.has_birth ? c.birth_block : "–"),
+        html_escape(c.has_onset ? c.onset_site : "–"),
+        html_escape(c.has_birth ? c.birth_block : "–"),
         c.has_top ? html_escape(c.top_block) + " (" + diff::percent(c.top_share) + ")" : "–");
   }
   return h + "</table>";
@@ -164,8 +165,10 @@ std::string flips_html(const FlipAggregate& a) {
     h += margins_section(a);
     h += places_section("onset", "where the drift sets in (the diff's onset site)", a.onset, a,
                         "no onset");
-    h += places_section("birth", "where the local error is born (first block above the noise "
-                        "floor)", a.birth, a, "none above the floor");
+    h += places_section("birth",
+                        "where the local error is born (first block above the noise "
+                        "floor)",
+                        a.birth, a, "none above the floor");
     h += places_section("top", "where the most local error is added (largest block)", a.top, a,
                         "no local error");
     h += layers_section(a);
