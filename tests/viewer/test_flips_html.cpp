@@ -38,15 +38,17 @@ TEST_CASE("flips terminal: the summary line and hand-counted rows", "[viewer][fl
   const auto a = ds::diff::aggregate_flips(f.pairs(), 0.05);
   const std::string t = ds::viewer::render_flips_terminal(a, 100);
   INFO(t);
-  CHECK(has(t, "driftscope flips: 5 sequences zoomed, 4 flips\nnear-tie threshold 0.05 logit; "
-               "noise floor 1.00e-03 (bf16)\n"));
-  CHECK(has(t, "\n50% of the 4 flips were near-ties under 0.05 logit; error is born in attention "
-               "of layers 0–1 (50%)\n"));
+  CHECK(has(t,
+            "driftscope flips: 5 sequences zoomed, 4 flips\nnear-tie threshold 0.05 logit; "
+            "noise floor 1.00e-03 (bf16)\n"));
+  CHECK(has(t,
+            "\n50% of the 4 flips were near-ties under 0.05 logit; error is born in attention "
+            "of layers 0–1 (50%)\n"));
   CHECK(has(t, "min 2 · q1 2 · median 3.5 · q3 6.25 · max 10"));
   // steps 0..10 in 10 rows at most: 2 steps a row; 2, 2 | 5 | 10
   CHECK(has(t, "steps 2–3"));
   CHECK(has(t, "near-ties 2 (50%), accumulated drift 2 (50%)"));
-  CHECK(has(t, "by kind: attention 2 (50%) · mlp 1 (25%)"));  // onset and birth alike
+  CHECK(has(t, "by kind: attention 2 (50%) · mlp 1 (25%)"));         // onset and birth alike
   CHECK(count(t, "by kind: attention 2 (50%) · mlp 1 (25%)") == 3);  // top: L1 attention ×2
   CHECK(has(t, "sequence 3 left out: no flip (drift without flip)"));
   for (const auto* line : {"L0 attention", "L1 mlp", "none above the floor"}) CHECK(has(t, line));
@@ -70,8 +72,8 @@ TEST_CASE("flips json: the fixture's numbers field by field", "[viewer][flips]")
   CHECK(j["margins"]["near_tie"] == 2);
   CHECK(j["birth"]["by_layer"] == nlohmann::json({2, 1}));
   CHECK(j["birth"]["none"] == 1);
-  CHECK(j["onset"]["cells"][0] == nlohmann::json({{"kind", "attention"}, {"layer", 0},
-                                                  {"count", 2}}));
+  CHECK(j["onset"]["cells"][0] ==
+        nlohmann::json({{"kind", "attention"}, {"layer", 0}, {"count", 2}}));
   CHECK(j["layers"][1]["above_floor"] == 3);
   CHECK(j["layers"][0]["growth_median"].is_null());  // NaN is null
   const auto& s1 = j["sequences"][1];
