@@ -97,24 +97,21 @@ FlipFixture flip_fixture() {
   a.n_layers = 2;
   a.sequences = 5;
   a.sequence_ids = {0, 1, 2, 3, 4};
-  a.blocks = {block("L0 attention", "attention", 0), block("L0 mlp", "mlp", 0),
-              block("L0", "layer", 0),
-              block("L1 attention", "attention", 1),
-              block("L1 mlp", "mlp", 1),
-              block("L1", "layer", 1),
-              block("final_norm", "final_norm", -1),
-              block("logits", "logits", -1)};
+  a.blocks = {
+      block("L0 attention", "attention", 0), block("L0 mlp", "mlp", 0),    block("L0", "layer", 0),
+      block("L1 attention", "attention", 1), block("L1 mlp", "mlp", 1),    block("L1", "layer", 1),
+      block("final_norm", "final_norm", -1), block("logits", "logits", -1)};
   a.ranking = {4, 3, 0, 1, 6};  // the verdict blocks (order by pooled local: not used here)
   // local error per sequence 0..4 of each block
   const std::vector<std::vector<double>> local = {
-      {5e-3, 1e-4, 0, 0, 0},     // L0 attention
-      {1e-4, 2e-3, 0, 0, 0},     // L0 mlp
+      {5e-3, 1e-4, 0, 0, 0},           // L0 attention
+      {1e-4, 2e-3, 0, 0, 0},           // L0 mlp
       {1e-3, 2e-3, 3e-3, 4e-3, 5e-3},  // L0 (whole layer)
-      {2e-3, 1e-2, 4e-3, 0, 0},  // L1 attention
-      {8e-3, 0, 0, 0, 0},        // L1 mlp
+      {2e-3, 1e-2, 4e-3, 0, 0},        // L1 attention
+      {8e-3, 0, 0, 0, 0},              // L1 mlp
       {2e-3, 4e-3, 6e-3, 8e-3, 1e-2},  // L1 (whole layer)
-      {0, 0, 0, 0, 0},           // final_norm
-      {1, 1, 1, 1, 1},           // logits (KL; not a verdict block)
+      {0, 0, 0, 0, 0},                 // final_norm
+      {1, 1, 1, 1, 1},                 // logits (KL; not a verdict block)
   };
   for (size_t i = 0; i < a.blocks.size(); ++i) {
     a.blocks[i].local_by_seq = local[i];

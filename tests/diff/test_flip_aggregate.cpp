@@ -135,8 +135,7 @@ TEST_CASE("flip aggregate: drift per layer at the flip rows", "[diff][flips]") {
   CHECK(l1.local.n == 4);
 }
 
-TEST_CASE("flip aggregate: pairs missing from their reports and no flips at all",
-          "[diff][flips]") {
+TEST_CASE("flip aggregate: pairs missing from their reports and no flips at all", "[diff][flips]") {
   auto f = ds::test::flip_fixture();
   std::vector<ds::diff::ZoomedPair> pairs = {{&f.report, &f.attribution, 7},
                                              {&f.report, &f.attribution, 3}};
