@@ -124,23 +124,11 @@ std::vector<std::string> check_flags(const CLI::App& cmd, const SweepArgs& a) {
     writer_flags = {"--compression",
                     trace::compression_name(trace::parse_compression(a.compression))};
   }
-  if (a.poll_s < 1) {
-    throw Error(fmt::format("--poll {} must be >= 1", a.poll_s),
-                "--poll takes the seconds between squeue polls, N >= 1");
-  }
-  if (a.slurm_opt.gpus_per_task < 0) {
-    throw Error(fmt::format("--gpus-per-task {} is negative", a.slurm_opt.gpus_per_task),
-                "--gpus-per-task takes N >= 0 (0: no GPU request)");
-  }
+  check_slurm_flags(a.slurm, a.slurm_opt, a.poll_s, a.output);
   if (a.samples < 0) {
     throw Error(fmt::format("--samples {} must be >= 1", a.samples),
                 "--samples K runs K seeds per configuration; leave it out for one");
   }
-  if (!a.slurm && (!a.slurm_opt.partition.empty() || a.slurm_opt.gpus_per_task != 0 ||
-                   !a.slurm_opt.time.empty())) {
-    throw Error("--partition, --gpus-per-task and --time go with --slurm", "add --slurm");
-  }
-  if (a.slurm) check_slurm_text(a.slurm_opt, a.output);
   // the spelling only: a list naming a layer the model lacks is refused by each run
   if (!a.probes.empty()) resolve_probes(a.probes, kMaxCheckedLayers);
   return writer_flags;

@@ -118,15 +118,7 @@ void check_flags(const ZoomArgs& a) {
                 "--after N replays N tokens past each flip");
   }
   if (a.jobs < 1) throw Error(fmt::format("-j {} must be >= 1", a.jobs), "-j takes N >= 1");
-  if (a.poll_s < 1) {
-    throw Error(fmt::format("--poll {} must be >= 1", a.poll_s),
-                "--poll takes the seconds between squeue polls, N >= 1");
-  }
-  if (!a.slurm && (!a.slurm_opt.partition.empty() || a.slurm_opt.gpus_per_task != 0 ||
-                   !a.slurm_opt.time.empty())) {
-    throw Error("--partition, --gpus-per-task and --time go with --slurm", "add --slurm");
-  }
-  if (a.slurm) check_slurm_text(a.slurm_opt, a.output);
+  check_slurm_flags(a.slurm, a.slurm_opt, a.poll_s, a.output);
 }
 
 // Writes each side's configuration, prompts and the state; returns the sides still to run.

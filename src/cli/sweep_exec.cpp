@@ -204,6 +204,22 @@ void check_slurm_text(const SlurmOptions& opt, const std::filesystem::path& dir)
   check("the sweep folder (-o)", std::filesystem::absolute(dir).string());
 }
 
+void check_slurm_flags(bool slurm, const SlurmOptions& opt, int poll_s,
+                       const std::filesystem::path& dir) {
+  if (poll_s < 1) {
+    throw Error(fmt::format("--poll {} must be >= 1", poll_s),
+                "--poll takes the seconds between squeue polls, N >= 1");
+  }
+  if (opt.gpus_per_task < 0) {
+    throw Error(fmt::format("--gpus-per-task {} is negative", opt.gpus_per_task),
+                "--gpus-per-task takes N >= 0 (0: no GPU request)");
+  }
+  if (!slurm && (!opt.partition.empty() || opt.gpus_per_task != 0 || !opt.time.empty())) {
+    throw Error("--partition, --gpus-per-task and --time go with --slurm", "add --slurm");
+  }
+  if (slurm) check_slurm_text(opt, dir);
+}
+
 std::string submit_slurm_array(const std::filesystem::path& dir, const std::string& script_name,
                                const std::string& job_name, const std::vector<ChildRun>& runs,
                                const std::vector<size_t>& todo, const SlurmOptions& opt) {

@@ -69,6 +69,11 @@ struct SlurmOptions {
 // script. Called before anything of the sweep is written.
 void check_slurm_text(const SlurmOptions& opt, const std::filesystem::path& dir);
 
+// The Slurm flags of sweep and zoom: --poll >= 1, --gpus-per-task >= 0, --partition,
+// --gpus-per-task and --time only with --slurm, and check_slurm_text. Throws ds::Error with a hint.
+void check_slurm_flags(bool slurm, const SlurmOptions& opt, int poll_s,
+                       const std::filesystem::path& dir);
+
 // Writes DIR/<script> (a job array named `job_name`: one task per run at `todo`, index = its
 // position in `runs`, each exec'ing the run's command line) and submits it with
 // `sbatch --parsable`; returns the job id.

@@ -7,23 +7,19 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "tests/support/damage_trace.h"
 #include "tests/support/paths.h"
 #include "tests/support/run_cli.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/text.h"
 
 namespace fs = std::filesystem;
+using ds::test::damage;
 using ds::test::has;
 using ds::test::run_cli;
 using nlohmann::json;
 
 namespace {
-
-int damage(const std::string& args) {
-  const std::string cmd = "/usr/bin/python3 " + ds::test::source_dir() +
-                          "/tests/trace/damage_trace.py " + args + " >/dev/null 2>&1";
-  return std::system(cmd.c_str()) == 0 ? 0 : 1;
-}
 
 // A real trace of 3 story prompts with every probe and logits; copies of it get damaged. Deflated:
 // a zeroed compressed chunk is unreadable, where a zeroed unfiltered one is only zeros.

@@ -4,12 +4,14 @@
 // where the recorded tokens differ, A's replay must reproduce A's top-K bit for bit, and B's replay
 // (on A's tokens, which are B's own up to the flip) must reproduce B's top-K bit for bit through
 // the flip row. Then resuming, and the bad input that must be refused before DIR is made.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/damage_trace.h"
 #include "tests/support/paths.h"
 #include "tests/support/run_cli.h"
 #include "tests/support/temp_dir.h"
@@ -18,6 +20,7 @@
 
 namespace fs = std::filesystem;
 using ds::test::check_input_error;
+using ds::test::damage;
 using ds::test::has;
 using ds::test::run_cli;
 using nlohmann::json;
@@ -26,15 +29,9 @@ namespace {
 
 constexpr int kLayers = 4;  // the bundled kjv-llama
 
-int damage(const std::string& args) {
-  const std::string cmd = "/usr/bin/python3 " + ds::test::source_dir() +
-                          "/tests/trace/damage_trace.py " + args + " >/dev/null 2>&1";
-  return std::system(cmd.c_str()) == 0 ? 0 : 1;
-}
-
 // A first-pass trace of the 4 test prompts, 24 tokens, no hidden states.
-fs::path first_pass(const ds::test::TempDir& dir, const std::string& name,
-                    const std::string& flags, int prompts = 4) {
+fs::path first_pass(const ds::test::TempDir& dir, const std::string& name, const std::string& flags,
+                    int prompts = 4) {
   const auto p = dir.path() / (name + ".txt");
   ds::test::write_prompts(p, prompts);
   const auto t = dir.path() / (name + ".h5");
@@ -84,8 +81,12 @@ TEST_CASE("zoom: replays reproduce the original runs up to each flip", "[cli][zo
   const auto rb = ds::trace::TraceReader::open(z / "b.h5");
   const json plan = ds::test::slurp_json(z / "zoom.json");
   std::vector<int> flipped;
+  std::map<int, int> steps;
   for (int i : ta.sequence_indices()) {
-    if (flip_step(ta.sequence(i), tb.sequence(i)) >= 0) flipped.push_back(i);
+    const int step = flip_step(ta.sequence(i), tb.sequence(i));
+    if (step < 0) continue;
+    flipped.push_back(i);
+    steps[i] = step;
   }
   REQUIRE(flipped.size() >= 1);  // the test needs flips (fp32 vs bf16 part at 2 of 4 prompts)
   REQUIRE(flipped.size() < 4);   // and a sequence that rides along in B's batch of 4
@@ -123,7 +124,8 @@ TEST_CASE("zoom: replays reproduce the original runs up to each flip", "[cli][zo
   }
   // The neighbours rode along on their own tokens (B's for B), as far as the group's zoom runs.
   int longest = 0;
-  for (const auto& zs : plan["sequences"]) longest = std::max(longest, zs["replayed_tokens"].get<int>());
+  for (const auto& zs : plan["sequences"])
+    longest = std::max(longest, zs["replayed_tokens"].get<int>());
   for (int i = 0; i < 4; ++i) {
     if (std::find(flipped.begin(), flipped.end(), i) != flipped.end()) continue;
     const auto sb = tb.sequence(i);
@@ -141,9 +143,9 @@ TEST_CASE("zoom: replays reproduce the original runs up to each flip", "[cli][zo
   CHECK(has(r.err, "0 replay(s) to run"));
   CHECK(mtime(z / "a.h5") == ma);
   CHECK(mtime(z / "b.h5") == mb);
-  check_input_error(run_cli("zoom " + a.string() + " " + b.string() + " -o " + z.string() +
-                            " --after 3"),
-                    "holds another zoom");
+  check_input_error(
+      run_cli("zoom " + a.string() + " " + b.string() + " -o " + z.string() + " --after 3"),
+      "holds another zoom");
   CHECK(ds::test::slurp(z / "zoom.json") == state);
 }
 
@@ -159,6 +161,8 @@ TEST_CASE("zoom: bad input is refused before the output folder is made", "[cli][
         needle);
     CHECK_FALSE(fs::exists(z));
   };
+  zoom(a, b, "--gpus-per-task -1 is negative", "--slurm --gpus-per-task -1");
+  zoom(a, b, "go with --slurm", "--partition p");
   zoom(a, a, "no sequence flipped");
   zoom(a, b, "sequence 7 is not in both traces", "--seq 7");
   zoom(a, first_pass(dir, "two", "", 2), "different sequences (2 only in A");
