@@ -11,7 +11,8 @@
 
 namespace ds {
 
-// `diffs[i]` and (when B ran on the CPU) `attributions[i]` belong to plan.seqs[i].
+// `diffs[i]` and (when B ran on the CPU) `attributions[i]` belong to plan.seqs[i]. Without the
+// attributions there is no aggregate: one verdict line per sequence on stdout, and a note.
 void write_zoom_flips(const std::filesystem::path& dir, const ZoomPlan& plan,
                       const std::vector<diff::Report>& diffs,
                       const std::vector<diff::AttributionReport>& attributions, bool quiet);

@@ -59,6 +59,82 @@ void check_same_topk(const ds::trace::TraceReader& x, int seq_x, const ds::trace
   CHECK(tx.logits == ty.logits);
 }
 
+// The verdict blocks of an attribution report in forward order (attention and MLP per layer when
+// split, else whole layers; final_norm), as docs/metrics.md §10 and §12 define them.
+std::vector<json> verdict_blocks(const json& attribution) {
+  std::vector<json> out;
+  for (const auto& b : attribution["blocks"]) {
+    const std::string kind = b["kind"];
+    if (kind == "logits" || kind == "embed") continue;
+    if (attribution["split"].get<bool>() == (kind == "layer")) continue;
+    out.push_back(b);
+  }
+  return out;
+}
+
+// DIR/flips.json against the per-sequence reports zoom wrote (seq-<i>/diff.json and
+// attribution.json) and the flips found from the traces' tokens (`steps`: seq -> step), each
+// number recomputed here from those (docs/metrics.md §12).
+void check_aggregate(const fs::path& z, const std::map<int, int>& steps) {
+  const json agg = ds::test::slurp_json(z / "flips.json");
+  REQUIRE(agg["format"] == "driftscope-flips");
+  CHECK(agg["pairs"] == steps.size());
+  CHECK(agg["flips"] == steps.size());
+  const double t = agg["near_tie_logit"];
+  std::vector<int> sorted;
+  int near = 0, born_none = 0;
+  REQUIRE(agg["sequences"].size() == steps.size());
+  for (const json& c : agg["sequences"]) {
+    const int i = c["seq"];
+    INFO("seq " << i);
+    REQUIRE(steps.count(i) == 1);
+    const fs::path d = z / ("seq-" + std::to_string(i));
+    const json sd = ds::test::slurp_json(d / "diff.json")["sequences"][0];
+    const json at = ds::test::slurp_json(d / "attribution.json");
+    CHECK(c["flipped"] == true);
+    CHECK(c["step"] == steps.at(i));
+    const int row = sd["prompt_len"][0].get<int>() + steps.at(i) - 1;
+    CHECK(c["row"] == row);
+    const double margin = sd["first_flip"]["margin_logit_a"];
+    CHECK(c["margin_logit_a"].get<double>() == Approx(margin).margin(1e-12));
+    CHECK(c["margin_class"] == (margin < t ? "near_tie" : "accumulated"));
+    near += margin < t;
+    sorted.push_back(steps.at(i));
+    CHECK(c["onset"].is_null() == sd["onset"].is_null());
+    if (!sd["onset"].is_null()) CHECK(c["onset"]["site"] == sd["onset"]["site"]);
+    for (const json& l : sd["layers"]) {
+      CHECK(c["layer_rel_l2"][l["layer"].get<int>()].get<double>() ==
+            Approx(l["rel_l2"][row].get<double>()).margin(1e-12));
+    }
+    // born in: the first verdict block above the floor; most local: the largest, and its share
+    const double floor = at["noise_floor"];
+    json born, top;
+    double sum = 0;
+    for (const json& b : verdict_blocks(at)) {
+      const double local = b["by_sequence"]["local"][0];
+      sum += local;
+      if (born.is_null() && local > floor) born = b;
+      if (top.is_null() || local > top["by_sequence"]["local"][0].get<double>()) top = b;
+    }
+    born_none += born.is_null();
+    CHECK(c["birth"].is_null() == born.is_null());
+    if (!born.is_null()) CHECK(c["birth"]["block"] == born["name"]);
+    REQUIRE(!top.is_null());
+    CHECK(c["top"]["block"] == top["name"]);
+    CHECK(c["top"]["share"].get<double>() ==
+          Approx(top["by_sequence"]["local"][0].get<double>() / sum).epsilon(1e-9));
+  }
+  std::sort(sorted.begin(), sorted.end());
+  CHECK(agg["steps"]["values"] == json(sorted));
+  CHECK(agg["margins"]["near_tie"] == near);
+  CHECK(agg["margins"]["accumulated"] == static_cast<int>(steps.size()) - near);
+  CHECK(agg["birth"]["none"] == born_none);
+  const std::string near_ties = std::to_string(steps.size()) + " flips were near-ties under";
+  CHECK(has(agg["summary"].get<std::string>(), near_ties));
+  CHECK(has(ds::test::slurp(z / "flips.txt"), near_ties));  // the summary, wrapped
+  CHECK(has(ds::test::slurp(z / "flips.html"), "<html"));
+}
+
 fs::file_time_type mtime(const fs::path& p) {
   return fs::last_write_time(p);
 }
@@ -134,6 +210,9 @@ TEST_CASE("zoom: replays reproduce the original runs up to each flip", "[cli][zo
     CHECK(rb.sequence(i).tokens ==
           std::vector<int32_t>(sb.tokens.begin(), sb.tokens.begin() + sb.prompt_len + n));
   }
+
+  check_aggregate(z, steps);
+  CHECK(r.out == ds::test::slurp(z / "flips.txt"));
 
   // The same command again keeps both replays; another --after in the same folder is refused.
   const auto ma = mtime(z / "a.h5"), mb = mtime(z / "b.h5");
