@@ -3,7 +3,8 @@
 // replays are checked against the original traces, not against zoom's own numbers: the flips are
 // where the recorded tokens differ, A's replay must reproduce A's top-K bit for bit, and B's replay
 // (on A's tokens, which are B's own up to the flip) must reproduce B's top-K bit for bit through
-// the flip row. Then resuming, and the bad input that must be refused before DIR is made.
+// the flip row. The aggregate (flips.json) is recomputed from the per-sequence reports zoom
+// wrote. Then resuming, --seq, and the bad input that must be refused before DIR is made.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
@@ -135,39 +136,16 @@ void check_aggregate(const fs::path& z, const std::map<int, int>& steps) {
   CHECK(has(ds::test::slurp(z / "flips.html"), "<html"));
 }
 
-fs::file_time_type mtime(const fs::path& p) {
-  return fs::last_write_time(p);
-}
-
-}  // namespace
-
-TEST_CASE("zoom: replays reproduce the original runs up to each flip", "[cli][zoom]") {
-  ds::test::TempDir dir;
-  const auto a = first_pass(dir, "a", ""), b = first_pass(dir, "b", "--dtype bf16 --batch 4");
-  const auto z = dir.path() / "z";
-  const int after = 2;
-  const std::string zoom =
-      "zoom " + a.string() + " " + b.string() + " -o " + z.string() + " --after 2";
-  auto r = run_cli(zoom);
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-
-  const auto ta = ds::trace::TraceReader::open(a), tb = ds::trace::TraceReader::open(b);
+// The replays in z against the original traces: each flipped sequence (`steps`: seq -> step)
+// replayed on A's tokens to its flip + `after`, every probe, A's and B's top-K bit for bit (B's
+// through the flip row), its reports; the neighbours on their own tokens (B's for B).
+void check_replays(const fs::path& z, const ds::trace::TraceReader& ta,
+                   const ds::trace::TraceReader& tb, const std::map<int, int>& steps, int after) {
   const auto ra = ds::trace::TraceReader::open(z / "a.h5");
   const auto rb = ds::trace::TraceReader::open(z / "b.h5");
   const json plan = ds::test::slurp_json(z / "zoom.json");
   std::vector<int> flipped;
-  std::map<int, int> steps;
-  for (int i : ta.sequence_indices()) {
-    const int step = flip_step(ta.sequence(i), tb.sequence(i));
-    if (step < 0) continue;
-    flipped.push_back(i);
-    steps[i] = step;
-  }
-  REQUIRE(flipped.size() >= 1);  // the test needs flips (fp32 vs bf16 part at 2 of 4 prompts)
-  REQUIRE(flipped.size() < 4);   // and a sequence that rides along in B's batch of 4
-  REQUIRE(plan["sequences"].size() == flipped.size());
-  CHECK(plan["replay"] == json({0, 1, 2, 3}));  // the whole batch group of B
+  for (const auto& [i, step] : steps) flipped.push_back(i);
   for (size_t k = 0; k < flipped.size(); ++k) {
     const json& zs = plan["sequences"][k];
     const int i = flipped[k];
@@ -210,7 +188,40 @@ TEST_CASE("zoom: replays reproduce the original runs up to each flip", "[cli][zo
     CHECK(rb.sequence(i).tokens ==
           std::vector<int32_t>(sb.tokens.begin(), sb.tokens.begin() + sb.prompt_len + n));
   }
+}
 
+fs::file_time_type mtime(const fs::path& p) {
+  return fs::last_write_time(p);
+}
+
+}  // namespace
+
+TEST_CASE("zoom: replays reproduce the original runs up to each flip", "[cli][zoom]") {
+  ds::test::TempDir dir;
+  const auto a = first_pass(dir, "a", ""), b = first_pass(dir, "b", "--dtype bf16 --batch 4");
+  const auto z = dir.path() / "z";
+  const int after = 2;
+  const std::string zoom =
+      "zoom " + a.string() + " " + b.string() + " -o " + z.string() + " --after 2";
+  auto r = run_cli(zoom);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+
+  const auto ta = ds::trace::TraceReader::open(a), tb = ds::trace::TraceReader::open(b);
+  const json plan = ds::test::slurp_json(z / "zoom.json");
+  std::vector<int> flipped;
+  std::map<int, int> steps;
+  for (int i : ta.sequence_indices()) {
+    const int step = flip_step(ta.sequence(i), tb.sequence(i));
+    if (step < 0) continue;
+    flipped.push_back(i);
+    steps[i] = step;
+  }
+  REQUIRE(flipped.size() >= 1);  // the test needs flips (fp32 vs bf16 part at 2 of 4 prompts)
+  REQUIRE(flipped.size() < 4);   // and a sequence that rides along in B's batch of 4
+  REQUIRE(plan["sequences"].size() == flipped.size());
+  CHECK(plan["replay"] == json({0, 1, 2, 3}));  // the whole batch group of B
+  check_replays(z, ta, tb, steps, after);
   check_aggregate(z, steps);
   CHECK(r.out == ds::test::slurp(z / "flips.txt"));
 
@@ -226,6 +237,22 @@ TEST_CASE("zoom: replays reproduce the original runs up to each flip", "[cli][zo
       run_cli("zoom " + a.string() + " " + b.string() + " -o " + z.string() + " --after 3"),
       "holds another zoom");
   CHECK(ds::test::slurp(z / "zoom.json") == state);
+
+  // --seq: a sequence that did not flip is replayed whole and left out of the aggregate, named.
+  REQUIRE(steps.count(0) == 0);
+  const auto z2 = dir.path() / "z2";
+  r = run_cli("zoom -q " + a.string() + " " + b.string() + " -o " + z2.string() + " --seq 0," +
+              std::to_string(flipped[0]));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const json p2 = ds::test::slurp_json(z2 / "zoom.json");
+  REQUIRE(p2["sequences"].size() == 2);
+  CHECK(p2["sequences"][0]["flip_step"].is_null());
+  CHECK(p2["sequences"][0]["replayed_tokens"] == ta.sequence(0).gen_len);
+  const json agg2 = ds::test::slurp_json(z2 / "flips.json");
+  CHECK(agg2["pairs"] == 2);
+  CHECK(agg2["flips"] == 1);
+  CHECK(agg2["notes"] == json({"sequence 0 left out: no flip (drift without flip)"}));
 }
 
 TEST_CASE("zoom: bad input is refused before the output folder is made", "[cli][zoom]") {
