@@ -27,10 +27,18 @@ inline std::string printable(std::string_view s, bool keep_newlines = false) {
       out += '\n';
     } else if (c < 0x20 || c == 0x7F) {
       switch (c) {
-        case '\n': out += "\\n"; break;
-        case '\t': out += "\\t"; break;
-        case '\r': out += "\\r"; break;
-        case 0x1B: out += "\\e"; break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        case 0x1B:
+          out += "\\e";
+          break;
         default:
           out += "\\x";
           out += kHex[c >> 4];

@@ -13,8 +13,9 @@ TEST_CASE("printable escapes control characters and keeps text", "[common][print
   CHECK(printable("x\x1b[31mred") == "x\\e[31mred");
   CHECK(printable("a\nb\tc\rd") == "a\\nb\\tc\\rd");
   CHECK(printable(std::string("n\0l\x7f", 4)) == "n\\x00l\\x7f");
-  CHECK(printable("c1 \xc2\x9b" "2J") == "c1 \\u009b2J");  // U+009B, the 8-bit CSI
-  CHECK(printable("\xc2\xa0") == "\xc2\xa0");               // U+00A0 is no control
+  CHECK(printable("c1 \xc2\x9b"
+                  "2J") == "c1 \\u009b2J");    // U+009B, the 8-bit CSI
+  CHECK(printable("\xc2\xa0") == "\xc2\xa0");  // U+00A0 is no control
   CHECK(printable("back\\slash") == "back\\slash");
   CHECK(printable("two\nlines\x1b", true) == "two\nlines\\e");
 }
