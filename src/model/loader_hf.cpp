@@ -91,6 +91,11 @@ Model load_hf_model(const fs::path& dir) {
   m.config = parse_hf_config(cj, config_path.string());
   const ModelConfig& c = m.config;
 
+  // Before any weight file is opened: even in the smallest stored format (2 bytes a value) the
+  // weights must fit; the exact figure is checked once the files are mapped.
+  check_load_memory(c, weight_bytes(c, 2),
+                    "at the least (2 bytes a value, before the files say their format)",
+                    dir.string());
   auto ck = SafetensorsCheckpoint::open(dir);
   m.weight_files = ck.files();
   TensorLoader tl(ck);

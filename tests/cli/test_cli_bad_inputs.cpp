@@ -133,8 +133,9 @@ TEST_CASE("a model within the limits but too large for memory says how much it n
   // Every size at its limit: dim D = 2^16, MLP F = 2^18, 2^10 layers, 512 heads of 128 (so
   // q_dim = kv_dim = 2^16), vocabulary V = 2^22, untied. Parameters: embedding and lm_head
   // 2 x V x D = 2^39; per layer 2 norms 2D = 2^17, q/k/v/o 4 x D x D = 2^34, MLP 3 x D x F =
-  // 3 x 2^34, so 2^36 + 2^17, times 2^10 layers = 2^46 + 2^27; final norm 2^16. Loading needs
-  // float32 twice: 8 bytes a parameter = 2^49 + 2^42 + 2^30 + 2^19 bytes = 516.001 TiB.
+  // 3 x 2^34, so 2^36 + 2^17, times 2^10 layers = 2^46 + 2^27; final norm 2^16. Before its
+  // files are opened it needs at least 2 bytes a parameter = 2^47 + 2^40 + 2^28 + 2^17 bytes =
+  // 129.0 TiB.
   const fs::path m =
       config_only_model(dir.path() / "m", R"("hidden_size": 65536, "intermediate_size": 262144,
       "num_hidden_layers": 1024, "num_attention_heads": 512, "num_key_value_heads": 512,
@@ -142,7 +143,7 @@ TEST_CASE("a model within the limits but too large for memory says how much it n
   ::setenv("DRIFTSCOPE_MEM_AVAILABLE", "17179869184", 1);  // 16 GiB
   auto r = run_cli("generate --prompt-ids 1 --model " + m.string());
   ::unsetenv("DRIFTSCOPE_MEM_AVAILABLE");
-  check_input_error(r, "needs 516.0 TiB of memory; 16.0 GiB is available");
+  check_input_error(r, "needs 129.0 TiB of memory; 16.0 GiB is available");
 }
 
 TEST_CASE("llama2.c headers with sizes out of range are refused before any allocation",
