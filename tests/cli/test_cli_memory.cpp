@@ -41,8 +41,7 @@ TEST_CASE("a Qwen2-7B-shaped model is refused before loading when memory is shor
   // at least 2 bytes a value: 15231233024 bytes = 14.2 GiB. KV cache: 2 (k, v) x 28 layers x 512
   // (4 KV heads x 128) x 4 bytes = 112 KiB per token.
   check_input_error(r, "needs 14.2 GiB of memory; 8.0 GiB is available");
-  CHECK(r.err.find("7615616512 parameters: 14.2 GiB of weights at the least") !=
-        std::string::npos);
+  CHECK(r.err.find("7615616512 parameters: 14.2 GiB of weights at the least") != std::string::npos);
   CHECK(r.err.find("112.0 KiB of KV cache per token") != std::string::npos);
 }
 
