@@ -9,6 +9,7 @@
 #include "kernels/chunks.h"
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -270,7 +271,13 @@ struct IsPacked<Packed<W>> : std::true_type {};
 }  // namespace
 
 bool gemm_lanes_available() {
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  // F16C (fp16 weights widened in registers): CPUID leaf 1, ECX bit 29 (clang's
+  // __builtin_cpu_supports does not know "f16c"); every AVX2 CPU so far has it
+  static const bool ok = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    const bool f16c = __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & (1u << 29)) != 0;
+    return __builtin_cpu_supports("avx2") && f16c;
+  }();
   return ok;
 }
 
