@@ -66,13 +66,24 @@ class _Ggml:
         return ctypes.c_int32.from_address(t).value  # struct ggml_tensor's first field
 
 
+_LOG = []
+
+
+def _quiet_log(L):
+    """A log callback that drops llama.cpp's messages, kept for the life of the process: llama.cpp
+    holds the pointer, and a ctypes callback freed while it does crashes the next log line."""
+    if not _LOG:
+        _LOG.append(L.llama_log_callback(lambda level, text, data: None))
+    return _LOG[0]
+
+
 class Engine:
     """A llama.cpp model and context with the eval callback taking the wanted sites."""
 
     def __init__(self, path, kv_type, threads, n_ctx, sites):
         import llama_cpp as L
         self.L, self.g = L, _Ggml()
-        L.llama_log_set(L.llama_log_callback(lambda level, text, data: None), ctypes.c_void_p(0))
+        L.llama_log_set(_quiet_log(L), ctypes.c_void_p(0))
         L.llama_backend_init()
         mp = L.llama_model_default_params()
         mp.n_gpu_layers = 0
@@ -139,6 +150,13 @@ class Engine:
         logits = np.ctypeslib.as_array(self.L.llama_get_logits(self.ctx), shape=(n * self.n_vocab,))
         return logits.reshape(n, self.n_vocab).astype(np.float64)
 
+    def require_sites(self, sites):
+        """A UsageError naming the first of `sites` the last decode's graph did not compute."""
+        missing = [s for s in sites if s not in self.taken]
+        if missing:
+            raise UsageError("llama.cpp's graph has no tensor for %s (architecture %s): leave it out "
+                             "of --probes" % (missing[0], self.arch))
+
     def tokenize(self, text):
         raw = text.encode()
         buf = (self.L.llama_token * (len(raw) + 8))()
@@ -159,9 +177,7 @@ def generate_one(engine, w, index, prompt, forced, sites, a, eos):
     tokens, feed, generated = list(prompt), list(prompt), 0
     while True:
         logits = engine.decode(feed, len(tokens) - len(feed))
-        missing = [s for s in sites if s not in engine.taken]
-        if missing:
-            raise UsageError("llama.cpp's graph has no tensor for %s (architecture %s)" % (missing[0], engine.arch))
+        engine.require_sites(sites)
         hidden = {s: engine.taken[s] for s in sites}
         if (forced is not None and len(forced) == 0) or (forced is None and a.max_new == 0):
             w.append(index, hidden, logits, [])
@@ -265,6 +281,10 @@ def record(a):
               "trace": {"probes": a.probes, "hidden_dtype": a.hidden_dtype, "topk": a.topk,
                         "full_logits": a.full_logits, "kernels": "off", "force_tokens": a.force_tokens,
                         "compression": "none" if a.compression == "none" else "deflate1"}}
+    # one forward pass before the trace is opened: a site the graph does not name is refused
+    # with nothing written
+    engine.decode(prompts[0][1][:1], 0)
+    engine.require_sites(sites)
     mjson = gguf_model_json(a, engine)
     producer = "driftscope_trace %s (llama.cpp, llama-cpp-python %s)" % (schema.PACKAGE_VERSION, llama_cpp.__version__)
     env = env_json({"driftscope_trace_version": schema.PACKAGE_VERSION, "llama_cpp_python_version": llama_cpp.__version__,

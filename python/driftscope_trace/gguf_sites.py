@@ -3,7 +3,8 @@ graph as it builds them (cb(cur, "attn_norm", il) in src/models/*.cpp gives "att
 and its eval callback (ggml_backend_sched_eval_callback, the mechanism of examples/eval-callback)
 sees each one once computed. For the Llama and Qwen2 graphs:
 
-  inp_embd        embed            the token embeddings
+  embd            embed            the token embeddings (inp_embd is the graph's input slot for
+                                   embeddings given as vectors, not the rows looked up)
   attn_norm-<l>   L<l>/attn_norm   the normalised input of the q/k/v projections
   attn_out-<l>    L<l>/attn_out    the attention output after wo, before the residual add
   ffn_inp-<l>     L<l>/resid_mid   the residual after attention
@@ -15,7 +16,9 @@ sees each one once computed. For the Llama and Qwen2 graphs:
 
 llama.cpp's Qwen2 graph (src/models/qwen2.cpp) names no attn_out tensor: L<l>/attn_out is not
 recorded there ("default" and "all" leave it out; asking for it is refused before anything is
-written). The names were read in llama.cpp's source as llama-cpp-python 0.3.36 vendors it.
+written). The names were read in llama.cpp's source as llama-cpp-python 0.3.36 vendors it and
+checked against the names its eval callback sees (tests/engines/test_llamacpp.py records every
+site).
 """
 import re
 
@@ -30,7 +33,7 @@ _NAMED = re.compile(r"^([a-z_]+)-(\d+)$")
 
 def site_of(name):
     """driftscope's site of a llama.cpp graph tensor name, or None."""
-    if name == "inp_embd":
+    if name == "embd":
         return "embed"
     if name == "result_norm":
         return "final_norm"
