@@ -274,6 +274,9 @@ def record(a):
            "architecture": engine.arch, "weights": FILE_TYPES.get(ftype, "ftype %d" % ftype),
            "kv_type": a.kv_type, "flash_attn": "off", "threads": a.threads, "device": "cpu",
            "gguf": os.path.basename(a.model)}
+    window = unapplied_window(a, prompts)
+    if window:
+        eng["sliding_window"] = "none (source model: %d)" % window
     config = {"device": "cpu", "dtype": "fp32", "batch": 1, "tp": 1, "prefill_chunk": 0, "prefix_cache": "off",
               "tie_break": a.tie_break, "add_bos": a.add_bos, "repetition_penalty": a.repetition_penalty,
               "max_new": a.max_new, "temperature": a.temperature, "top_p": a.top_p, "top_k": a.top_k,
@@ -304,6 +307,26 @@ def record(a):
         print("driftscope_trace: wrote %s (%d sequences, %d generated tokens, %d hidden sites, llama.cpp %s)"
               % (a.output, len(prompts), n_gen, len(sites), eng["weights"]), file=sys.stderr)
     return 0
+
+
+def unapplied_window(a, prompts):
+    """The source model's sliding window when the run reaches past it, with a note on stderr:
+    llama.cpp's converter writes a Mistral as architecture llama with no window, and the llama
+    graph attends to every position, so from that position on llama.cpp computes another model
+    (measured on kjv-mistral, window 32: positions 0-31 agree with driftscope to 8e-7, every
+    sequence flips by position 56)."""
+    if not a.source_model:
+        return None
+    with open(os.path.join(a.source_model, "config.json")) as f:
+        window = json.load(f).get("sliding_window")
+    reach = max(len(ids) + (len(forced) if forced is not None else a.max_new) for _, ids, forced in prompts)
+    if not isinstance(window, int) or isinstance(window, bool) or window <= 0 or reach <= window:
+        return None
+    if not a.quiet:
+        print("driftscope_trace: note: %s attends within a sliding window of %d positions; llama.cpp's graph "
+              "of this GGUF attends to every position, so from position %d on it computes another model "
+              "(recorded as engine.sliding_window)" % (a.source_model, window, window), file=sys.stderr)
+    return window
 
 
 def gguf_model_json(a, engine):
