@@ -6,7 +6,8 @@
 #   .venv          Debian's python3-torch 1.13, numpy and h5py through --system-site-packages,
 #                  transformers 4.46.3 from the pinned python/requirements.txt
 #   .venv-current  torch 2.15 and transformers 5.x from PyPI, python/requirements-current.txt
-#                  (torch's CUDA libraries from the machine's CUDA 13 toolkit where it has them)
+#                  (torch's CUDA libraries from the machine's CUDA 13 toolkit where it has them),
+#                  and llama-cpp-python (python/requirements-llamacpp.txt, compiled from its sdist)
 # Idempotent: installs missing Debian packages, makes each venv once, re-installs requirements
 # only when their file changed and the package only when python/ changed. The CTest tests find
 # the venvs at .venv/bin/python and .venv-current/bin/python.
@@ -50,6 +51,33 @@ install_requirements() {  # VENV FILE: the pinned requirements, when FILE change
   fi
 }
 
+# llama-cpp-python (the llama.cpp recorder's tests, .venv-current) compiles llama.cpp from its
+# sdist: a wheel built in the background while the venvs' downloads run, installed at the end.
+# -O0 halves the build (461 CPU-s against 776 at the default -O3, 2 cores); its numerics differ
+# from an -O3 build only where -O3 contracts multiply-adds into FMA (1e-7 relative), inside the
+# tests' 1e-5 (docs/engines.md, "llama.cpp"). The sdist's vendor/llama.cpp (the converter and
+# gguf-py) stays in .venv-current/llama.cpp for the tests.
+llamacpp_file=python/requirements-llamacpp.txt
+llamacpp_dir=.venv-current/llama-cpp-python
+build_llamacpp() {
+  local pin
+  pin=$(grep '^llama-cpp-python==' "$llamacpp_file")
+  rm -rf "$llamacpp_dir" && mkdir -p "$llamacpp_dir"
+  /usr/bin/python3 -m pip download -q --disable-pip-version-check --no-deps --no-binary llama-cpp-python \
+    "$pin" -d "$llamacpp_dir"
+  tar -xzf "$llamacpp_dir"/*.tar.gz -C "$llamacpp_dir"
+  CMAKE_ARGS="-DLLAVA_BUILD=OFF -DCMAKE_C_FLAGS_RELEASE=-O0 -DCMAKE_CXX_FLAGS_RELEASE=-O0" \
+    CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" /usr/bin/python3 -m pip wheel -q \
+    --disable-pip-version-check --no-deps -w "$llamacpp_dir/wheel" "$llamacpp_dir"/*.tar.gz
+}
+llamacpp_pid=""
+if ! cmp -s "$llamacpp_file" .venv-current/llamacpp.installed 2>/dev/null; then
+  mkdir -p .venv-current
+  llamacpp_start=$(date +%s)
+  build_llamacpp > .venv-current/llamacpp-build.log 2>&1 &
+  llamacpp_pid=$!
+fi
+
 # .venv: Debian's interpreter, not one earlier on PATH: its site-packages hold python3-torch.
 [ -x .venv/bin/python ] || /usr/bin/python3 -m venv --system-site-packages .venv
 install_requirements .venv python/requirements.txt
@@ -71,3 +99,19 @@ install_package .venv-current
 .venv-current/bin/python -c "import torch, transformers, tokenizers, h5py, numpy, driftscope_trace" \
   || { echo "setup_python: .venv-current cannot import torch/transformers/tokenizers/h5py/numpy/driftscope_trace" >&2; exit 1; }
 echo "setup_python: .venv-current ready ($(($(date +%s) - start)) s)"
+
+if [ -n "$llamacpp_pid" ]; then
+  wait "$llamacpp_pid" || {
+    tail -40 .venv-current/llamacpp-build.log >&2
+    echo "setup_python: building llama-cpp-python failed (log: .venv-current/llamacpp-build.log)" >&2
+    exit 1
+  }
+  .venv-current/bin/python -m pip install -q --disable-pip-version-check --no-deps \
+    "$llamacpp_dir"/wheel/llama_cpp_python-*.whl -r "$llamacpp_file"
+  ln -sfn "$(cd "$llamacpp_dir"/llama_cpp_python-*/vendor/llama.cpp && pwd)" .venv-current/llama.cpp
+  rm -rf "$llamacpp_dir"/wheel "$llamacpp_dir"/*.tar.gz
+  cp "$llamacpp_file" .venv-current/llamacpp.installed
+  echo "setup_python: llama-cpp-python ready ($(($(date +%s) - llamacpp_start)) s)"
+fi
+.venv-current/bin/python -c "import llama_cpp" \
+  || { echo "setup_python: .venv-current cannot import llama_cpp" >&2; exit 1; }
