@@ -18,7 +18,8 @@ def add_common_flags(p):
     g = p.add_mutually_exclusive_group()
     g.add_argument("-p", "--prompt", help="prompt text (BOS as the tokenizer's config says)")
     g.add_argument("--prompt-ids", help="prompt as token ids, e.g. 1,403,407 (used as given)")
-    g.add_argument("--prompts", help="file of prompts: one per line, or JSONL {\"text\"}/{\"ids\"}")
+    g.add_argument("--prompts", help="file of prompts: one per line, or JSONL {\"text\"}/{\"ids\"}, "
+                   "{\"ids\", \"forced\"} teacher-forced")
     g.add_argument("--force-tokens", help="teacher forcing: consume this trace's prompts and tokens")
     p.add_argument("--probes", default="default", help="default, all, none, or a list like embed,L*/out")
     p.add_argument("--hidden-dtype", default="f32", choices=writer.HIDDEN_DTYPES)
@@ -81,7 +82,7 @@ def select_prompts(a, encode, bos, vocab, ctx, no_tokenizer):
     if a.force_tokens:
         prompts = forced_prompts(a.force_tokens)
     elif a.prompts:
-        prompts = [(t, ids, None) for t, ids in read_prompts_file(a.prompts, encode)]
+        prompts = read_prompts_file(a.prompts, encode)
     elif a.prompt_ids:
         prompts = [(None, parse_ids(a.prompt_ids), None)]
     elif a.prompt is not None:

@@ -16,6 +16,7 @@ import torch
 from engines_common import ROOT, check, recorder_command, stack
 from driftscope_trace import TraceWriter
 from driftscope_trace.hf_sites import LayoutError, site_table
+from driftscope_trace.prompts import PromptError, read_prompts_file
 from driftscope_trace.writer import bf16_bits
 
 
@@ -135,6 +136,48 @@ def refusals(work):
     return ok
 
 
+def forced_prompts_reader(exe, work):
+    """{"ids", "forced"} lines read as driftscope reads them: the prompts and continuations as
+    written here, and every line driftscope run refuses refused by the recorder too (exit 2 from
+    both, the recorder's message naming the line)."""
+    ok = True
+    path = os.path.join(work, "forced.jsonl")
+    with open(path, "w") as f:
+        f.write('{"ids": [1, 403], "forced": [407, 9]}\n\n{"ids": [5]}\n{"ids": [7], "forced": []}\n'
+                'plain text\n')
+    got = read_prompts_file(path, lambda text: [1, len(text)])
+    want = [(None, [1, 403], [407, 9]), (None, [5], None), (None, [7], []), ("plain text", [1, 10], None)]
+    ok &= check(got == want, "forced JSONL read: prompt, continuation (or None, or []) per line: %s" % got)
+    bundled = os.path.join(ROOT, "models", "kjv-llama")
+    bad = {'{"text": "a", "forced": [3]}': '"forced" goes with "ids"',
+           '{"ids": [1], "forced": 3}': '"forced" goes with "ids"',
+           '{"ids": [1], "forced": [2, -1]}': '"forced" holds -1, not a token id',
+           '{"ids": [1], "forced": [2.0]}': '"forced" holds 2.0, not a token id',
+           '{"ids": [1], "forced": [true]}': '"forced" holds true, not a token id',
+           '{"ids": [1], "forced": ["2"]}': '"forced" holds "2", not a token id',
+           '{"ids": [1], "forced": [4294967297]}': '"forced" holds 4294967297, not a token id',
+           '{"ids": [-1], "forced": [2]}': '"ids" holds -1, not a token id',
+           '{"ids": [1], "text": "a", "forced": [2]}': 'give "text" or "ids", not both',
+           '{"ids": 1, "forced": [2]}': 'needs a "text" string or an "ids" list',
+           '{"forced": [2]}': '"forced" goes with "ids"'}
+    for n, (line, message) in enumerate(bad.items()):
+        path = os.path.join(work, "bad-%d.jsonl" % n)
+        with open(path, "w") as f:
+            f.write('{"ids": [1]}\n' + line + "\n")
+        try:
+            read_prompts_file(path, None)
+            mine = None
+        except PromptError as e:
+            mine = str(e)
+        out = os.path.join(work, "bad-%d.h5" % n)
+        p = subprocess.run([exe, "run", "--model", bundled, "--prompts", path, "-n", "1", "-q", "-o", out],
+                           capture_output=True, text=True)
+        ok &= check(mine is not None and mine.startswith(path + ":2: ") and message in mine
+                    and p.returncode == 2 and message in p.stderr and not os.path.exists(out),
+                    "%s: refused by the recorder (%s) and by driftscope run (exit %d)" % (line, mine, p.returncode))
+    return ok
+
+
 def packaging(work):
     """The console command, and the missing optional dependencies named with their pip command."""
     ok = True
@@ -163,6 +206,7 @@ def main(exe, work):
     torch.set_num_threads(1)
     ok = writer_traces(exe, work)
     ok &= refusals(work)
+    ok &= forced_prompts_reader(exe, work)
     ok &= packaging(work)
     print("(%s)" % stack())
     return ok
