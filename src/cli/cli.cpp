@@ -26,16 +26,6 @@ namespace ds {
 namespace {
 std::string g_invocation;
 
-std::string shell_quote(const std::string& s) {
-  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                        "0123456789-_./=,:+@%") == std::string::npos) {
-    return s;
-  }
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 // "driftscope: <message>" and "hint: <hint>" on stderr; 2, the exit code of an input error.
 // When stderr itself cannot be written, only the exit code is left to tell.
 int report_error(const std::string& message, const std::string& hint) {
@@ -104,6 +94,22 @@ std::string out_of_memory_hint(const std::string& command) {
 }
 
 }  // namespace
+
+std::string shell_quote(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                        "0123456789-_./=,:+@%") == std::string::npos) {
+    return s;
+  }
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string shell_command(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const auto& a : argv) s += (s.empty() ? "" : " ") + shell_quote(a);
+  return s;
+}
 
 const std::string& invocation() {
   return g_invocation;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace ds {
 
@@ -9,6 +10,11 @@ namespace ds {
 // 3 internal error; 130 a run interrupted by Ctrl-C; 141 stdout closed by its reader (| head).
 // Errors print "driftscope: <message>" and, when the user can fix it, "hint: ...".
 int cli_main(int argc, char** argv);
+
+// `s` as a shell word: as is when it holds only safe characters, else in single quotes.
+std::string shell_quote(const std::string& s);
+// A command line as one shell command: its words shell-quoted, joined by spaces.
+std::string shell_command(const std::vector<std::string>& argv);
 
 // The command line this process was started with, shell-quoted where needed (for traces).
 const std::string& invocation();

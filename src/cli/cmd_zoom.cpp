@@ -7,7 +7,6 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <filesystem>
-#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "common/error.h"
@@ -39,42 +38,34 @@ ZoomSide& side(ZoomPlan& p, size_t i) {
   return i == 0 ? p.side_a : p.side_b;
 }
 
-std::filesystem::path side_trace(const std::filesystem::path& dir, const ZoomSide& s) {
-  return dir / (s.name + ".h5");
-}
-
-// The replay of one side: `driftscope run` of its recorded configuration on its prompts file.
+// The replay of one side: `driftscope run` of its recorded configuration on its prompts file, or
+// the recorder's command for a recorder trace.
 ChildRun replay_run(const std::filesystem::path& dir, const ZoomPlan& p, const ZoomSide& s) {
   const auto abs = std::filesystem::absolute(dir);
+  if (s.recorder) {
+    return {"replay-" + s.name,
+            recorder_argv(*s.recorder, side_prompts(abs, s), side_trace(abs, s)),
+            /*sets_threads=*/true};
+  }
   std::vector<std::string> argv = {
       self_exe().string(), "run",
       "--config",          (abs / "configs" / (s.name + ".toml")).string(),
-      "--prompts",         (abs / ("prompts-" + s.name + ".jsonl")).string()};
+      "--prompts",         side_prompts(abs, s).string()};
   if (!p.model.empty()) argv.insert(argv.end(), {"--model", p.model});
   if (!p.tokenizer.empty()) argv.insert(argv.end(), {"--tokenizer", p.tokenizer});
   argv.insert(argv.end(), {"--probes", "all", "-o", side_trace(abs, s).string(), "--force", "-q"});
   return {"replay-" + s.name, argv};
 }
 
-// A trace written by the Python recorder is replayed by the recorder: refused, with its command.
-void check_producer(const trace::TraceReader& t, const std::filesystem::path& dir,
-                    const std::string& name) {
-  if (t.producer().rfind("driftscope ", 0) == 0 || t.producer().empty()) return;
-  const auto c = nlohmann::json::parse(t.config_json(), nullptr, false);
-  const auto m = nlohmann::json::parse(t.model_json(), nullptr, false);
-  auto field = [](const nlohmann::json& j, const char* k) {
-    return j.is_object() && j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : "?";
-  };
+// The recorder of each recorder side still to replay, found before anything is written (or
+// refused, with how to install it and the exact command).
+void find_recorders(const std::filesystem::path& dir, ZoomPlan& p) {
   const auto abs = std::filesystem::absolute(dir);
-  const std::string cmd = fmt::format(
-      "python3 -m driftscope_trace.hf run -m {} --prompts {} --probes all --dtype {} --device {} "
-      "-o {} --force",
-      field(m, "path"), (abs / ("prompts-" + name + ".jsonl")).string(), field(c, "dtype"),
-      field(c, "device"), (abs / (name + ".h5")).string());
-  throw Error(fmt::format("trace '{}' was written by {}: zoom replays it with that recorder, "
-                          "which does not take forced prompts ({{\"ids\", \"forced\"}}) yet",
-                          t.path().string(), t.producer()),
-              "once it does, the replay is: " + cmd);
+  for (size_t i = 0; i < 2; ++i) {
+    ZoomSide& s = side(p, i);
+    if (!s.recorder || replay_done(dir, s)) continue;
+    find_recorder(*s.recorder, s.source, side_prompts(abs, s), side_trace(abs, s));
+  }
 }
 
 // A trace zoom cannot replay in full: incomplete or cut short.
@@ -129,10 +120,10 @@ std::vector<size_t> prepare(const std::filesystem::path& dir, ZoomPlan& p,
   std::vector<size_t> todo;
   for (size_t i = 0; i < 2; ++i) {
     ZoomSide& s = side(p, i);
-    write_file_or_fail(dir / "configs" / (s.name + ".toml"), to_toml(s.config), hint);
-    write_file_or_fail(dir / ("prompts-" + s.name + ".jsonl"),
-                       replay_prompts(p, ta, i == 0 ? ta : tb, i == 0), hint);
-    if (trace_done(side_trace(dir, s), s.config, "all")) {
+    if (!s.recorder)
+      write_file_or_fail(dir / "configs" / (s.name + ".toml"), to_toml(s.config), hint);
+    write_file_or_fail(side_prompts(dir, s), replay_prompts(p, ta, i == 0 ? ta : tb, i == 0), hint);
+    if (replay_done(dir, s)) {
       s.status = "done";
     } else {
       if (s.status != "submitted") s.status = "missing";
@@ -174,7 +165,7 @@ std::optional<int> run_replays(const ZoomArgs& a, const std::filesystem::path& d
     const bool interrupted =
         run_children(dir, mine, a.jobs, a.quiet, "zoom", [&](size_t k, bool exited_ok) {
           ZoomSide& s = side(p, todo[k]);
-          const bool ok = exited_ok && trace_done(side_trace(dir, s), s.config, "all");
+          const bool ok = exited_ok && replay_done(dir, s);
           s.status = ok ? "done" : "missing";
           write_zoom_state(dir, p);
           return ok;
@@ -187,7 +178,7 @@ std::optional<int> run_replays(const ZoomArgs& a, const std::filesystem::path& d
   std::string missing;
   for (size_t i = 0; i < 2; ++i) {
     ZoomSide& s = side(p, i);
-    s.status = trace_done(side_trace(dir, s), s.config, "all") ? "done" : "missing";
+    s.status = replay_done(dir, s) ? "done" : "missing";
     if (s.status == "missing") missing += (missing.empty() ? "" : ", ") + s.name;
   }
   write_zoom_state(dir, p);
@@ -203,8 +194,6 @@ int run_zoom(const ZoomArgs& a) {
   const std::filesystem::path dir = a.output;
   const auto ta = trace::TraceReader::open(a.a);
   const auto tb = trace::TraceReader::open(a.b);
-  check_producer(ta, dir, "a");
-  check_producer(tb, dir, "b");
   check_whole(ta, tb);
   diff::DiffOptions opt;
   opt.allow_model_mismatch = true;  // refused below, with zoom's hint
@@ -212,6 +201,7 @@ int run_zoom(const ZoomArgs& a) {
   check_comparable(original);
   ZoomPlan p = make_zoom_plan(ta, tb, original, a.seqs, a.after);
   if (std::filesystem::exists(zoom_json_path(dir))) merge_zoom_state(dir, p);
+  find_recorders(dir, p);
   // everything above reads and checks; from here on DIR is written
   std::filesystem::create_directories(dir);
   const SweepLock lock(dir, "zoom");
@@ -239,8 +229,10 @@ CommandRun register_zoom(CLI::App& app) {
       "Zoom into where two runs part: for every sequence that flipped between A and B (or "
       "--seq), re-run A's and B's recorded configurations teacher-forced on A's tokens up to "
       "the flip plus --after tokens, with every probe; then diff and attribute each pair "
-      "(DIR/seq-<i>/) and explain the flips in aggregate (DIR/flips.*). The cheap first pass is "
-      "a sweep with --probes none. Resumable: complete replays are kept.");
+      "(DIR/seq-<i>/) and explain the flips in aggregate (DIR/flips.*). A trace of the Python "
+      "recorder is replayed by the recorder (driftscope-trace on PATH, or $DRIFTSCOPE_TRACE). "
+      "The cheap first pass is a sweep with --probes none. Resumable: complete replays are "
+      "kept.");
   cmd->add_option("a", args->a, "reference trace (.h5)")->required();
   cmd->add_option("b", args->b, "trace to compare (.h5), of the same model and prompts")
       ->required();

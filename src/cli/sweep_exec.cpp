@@ -136,8 +136,10 @@ bool run_children(const std::filesystem::path& dir, const std::vector<ChildRun>&
            static_cast<int>(running.size()) < jobs) {
       // the CPU threads (--threads, else every core) shared among the runs going at once
       std::vector<std::string> argv = runs[next].argv;
-      argv.insert(argv.end(),
-                  {"--threads", std::to_string(std::max(1, ops::cpu_threads() / jobs))});
+      if (!runs[next].sets_threads) {
+        argv.insert(argv.end(),
+                    {"--threads", std::to_string(std::max(1, ops::cpu_threads() / jobs))});
+      }
       const pid_t pid = spawn(argv, dir / "logs" / (runs[next].name + ".log"));
       running[pid] = {next, std::chrono::steady_clock::now()};
       ++next;

@@ -37,12 +37,14 @@ std::vector<std::string> run_argv(const std::filesystem::path& dir, const SweepS
 struct ChildRun {
   std::string name;
   std::vector<std::string> argv;  // the executable first
+  bool sets_threads = false;      // argv holds its own --threads (the recorder's, which it records)
 };
 
 // This executable, for the command lines of the runs.
 std::filesystem::path self_exe();
 
-// Runs `runs`, `jobs` at a time (each with --threads the CPU threads / jobs appended), each with
+// Runs `runs`, `jobs` at a time (each with --threads the CPU threads / jobs appended unless it
+// sets_threads), each with
 // its stdout and stderr in DIR/logs/<name>.log. When one ends, `finished(i, exited_ok)` says
 // whether run i's output is complete (and records it). Prints "<label>: [k/n] NAME done (S s)"
 // on stderr per finished run unless `quiet`. Signals as run_local; returns true when interrupted.

@@ -77,7 +77,7 @@ void analyse_zoom(const std::filesystem::path& dir, const ZoomPlan& plan,
     write_in(seq_dir(dir, z.seq) / "diff.txt", viewer::render_terminal(diffs.back(), t));
   }
   std::vector<diff::AttributionReport> attributions;
-  if (plan.side_b.config.device == "cpu") {
+  if (!plan.side_b.recorder && plan.side_b.config.device == "cpu") {
     ModelArgs ma;
     ma.model = plan.model;
     ma.tokenizer = plan.tokenizer;
@@ -95,6 +95,11 @@ void analyse_zoom(const std::filesystem::path& dir, const ZoomPlan& plan,
       write_in(d / "attribution.json", viewer::render_attribution_json(attributions[i]));
       write_in(d / "attribution.txt", viewer::render_attribution_terminal(attributions[i], 100));
     }
+  } else if (!quiet && plan.side_b.recorder) {
+    print_note(
+        "zoom: no attribution (B was recorded by {}; attribute runs B's configuration in "
+        "driftscope, on the CPU)\n",
+        plan.side_b.recorder->engine);
   } else if (!quiet) {
     print_note("zoom: no attribution (B runs on {}; attribute runs on the CPU only)\n",
                plan.side_b.config.device);

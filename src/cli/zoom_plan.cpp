@@ -12,6 +12,8 @@
 
 #include "common/error.h"
 #include "common/output_file.h"
+#include "src/cli/cli.h"
+#include "src/experiment/sweep.h"
 
 namespace ds {
 namespace {
@@ -59,6 +61,23 @@ std::vector<ZoomSeq> chosen_seqs(const diff::Report& d, const std::vector<int>& 
   return out;
 }
 
+// A side of the zoom: a driftscope trace's configuration, or a recorder trace's replay (whose
+// batch groups and device matter to the plan and the attribution).
+ZoomSide make_side(const std::string& name, const std::string& source,
+                   const trace::TraceReader& t) {
+  ZoomSide s;
+  s.name = name;
+  s.source = source;
+  if (written_by_recorder(t)) {
+    s.recorder = recorder_replay(t);
+    s.config.batch = s.recorder->batch;
+    s.config.device = s.recorder->device;
+  } else {
+    s.config = recorded_config(t);
+  }
+  return s;
+}
+
 }  // namespace
 
 RunConfig recorded_config(const trace::TraceReader& t) {
@@ -88,8 +107,8 @@ ZoomPlan make_zoom_plan(const trace::TraceReader& a, const trace::TraceReader& b
   p.model = recorded_path(model);
   if (model.is_object() && model.contains("tokenizer"))
     p.tokenizer = recorded_path(model["tokenizer"]);
-  p.side_a = {"a", p.a, recorded_config(a)};
-  p.side_b = {"b", p.b, recorded_config(b)};
+  p.side_a = make_side("a", p.a, a);
+  p.side_b = make_side("b", p.b, b);
   p.seqs = chosen_seqs(d, seqs, a);
   // Batch groups are static runs of `batch` consecutive prompts: the blocks of the lcm of both
   // batches are groups (or unions of groups) on both sides, so replaying whole blocks in order
@@ -142,6 +161,19 @@ std::string replay_prompts(const ZoomPlan& p, const trace::TraceReader& a,
   return out;
 }
 
+std::filesystem::path side_trace(const std::filesystem::path& dir, const ZoomSide& s) {
+  return dir / (s.name + ".h5");
+}
+
+std::filesystem::path side_prompts(const std::filesystem::path& dir, const ZoomSide& s) {
+  return dir / ("prompts-" + s.name + ".jsonl");
+}
+
+bool replay_done(const std::filesystem::path& dir, const ZoomSide& s) {
+  return s.recorder ? recorder_replay_done(side_trace(dir, s), *s.recorder)
+                    : trace_done(side_trace(dir, s), s.config, "all");
+}
+
 std::filesystem::path zoom_json_path(const std::filesystem::path& dir) {
   return dir / "zoom.json";
 }
@@ -178,12 +210,19 @@ void write_zoom_state(const std::filesystem::path& dir, const ZoomPlan& p) {
   nlohmann::ordered_json j = plan_json(p);
   nlohmann::ordered_json runs = nlohmann::ordered_json::array();
   for (const ZoomSide* s : {&p.side_a, &p.side_b}) {
-    runs.push_back({{"name", s->name},
-                    {"source", s->source},
-                    {"config", "configs/" + s->name + ".toml"},
-                    {"prompts", "prompts-" + s->name + ".jsonl"},
-                    {"trace", s->name + ".h5"},
-                    {"status", s->status}});
+    nlohmann::ordered_json run = {{"name", s->name}, {"source", s->source}};
+    if (s->recorder) {  // replayed by the recorder: its command line, no configuration file
+      const auto abs = std::filesystem::absolute(dir);
+      run["config"] = nullptr;
+      run["command"] =
+          shell_command(recorder_argv(*s->recorder, side_prompts(abs, *s), side_trace(abs, *s)));
+    } else {
+      run["config"] = "configs/" + s->name + ".toml";
+    }
+    run["prompts"] = "prompts-" + s->name + ".jsonl";
+    run["trace"] = s->name + ".h5";
+    run["status"] = s->status;
+    runs.push_back(run);
   }
   j["runs"] = runs;
   j["slurm_jobs"] = p.slurm_jobs;

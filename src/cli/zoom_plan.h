@@ -5,10 +5,12 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "diff/report.h"
+#include "src/cli/zoom_recorder.h"
 #include "src/experiment/run_config.h"
 #include "trace/reader.h"
 
@@ -22,10 +24,11 @@ struct ZoomSeq {
 };
 
 struct ZoomSide {
-  std::string name;                // "a" or "b"
-  std::string source;              // absolute path of the original trace
-  RunConfig config;                // its recorded configuration
-  std::string status = "pending";  // pending, done, missing, submitted
+  std::string name;    // "a" or "b"
+  std::string source;  // absolute path of the original trace
+  RunConfig config;    // its recorded configuration (of a recorder trace: batch, device)
+  std::optional<RecorderReplay> recorder;  // a trace of the Python recorder, replayed by it
+  std::string status = "pending";          // pending, done, missing, submitted
 };
 
 struct ZoomPlan {
@@ -39,8 +42,8 @@ struct ZoomPlan {
   std::vector<std::string> slurm_jobs;
 };
 
-// A run configuration from a trace's recorded config_json (the "trace" object and test-only keys
-// left out). Throws ds::Error naming the trace when a field is unknown or invalid.
+// A run configuration from a driftscope trace's recorded config_json (the "trace" object and
+// test-only keys left out). Throws ds::Error naming the trace when a field is unknown or invalid.
 RunConfig recorded_config(const trace::TraceReader& t);
 
 // The plan from the two traces and the diff of A vs B (`d`, every sequence): `seqs` when given,
@@ -53,6 +56,14 @@ ZoomPlan make_zoom_plan(const trace::TraceReader& a, const trace::TraceReader& b
 // A's tokens for a zoomed sequence, the side's own for a neighbour.
 std::string replay_prompts(const ZoomPlan& p, const trace::TraceReader& a,
                            const trace::TraceReader& side, bool side_is_a);
+
+// DIR/<side>.h5 and DIR/prompts-<side>.jsonl: a side's replay and its prompts.
+std::filesystem::path side_trace(const std::filesystem::path& dir, const ZoomSide& s);
+std::filesystem::path side_prompts(const std::filesystem::path& dir, const ZoomSide& s);
+
+// Whether DIR holds a complete replay of side `s` with every probe: of its recorded configuration
+// by driftscope, or by its recorder with the same options.
+bool replay_done(const std::filesystem::path& dir, const ZoomSide& s);
 
 std::filesystem::path zoom_json_path(const std::filesystem::path& dir);
 void write_zoom_state(const std::filesystem::path& dir, const ZoomPlan& p);

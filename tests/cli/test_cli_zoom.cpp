@@ -302,14 +302,71 @@ TEST_CASE("zoom: bad input is refused before the output folder is made", "[cli][
   REQUIRE(damage("zero-chunk " + zeroed.string() + " seq/2/tokens 0") == 0);
   zoom(a, zeroed, "seq 2, sequence not read");
   unsetenv("DRIFTSCOPE_READ_STALL_SECONDS");
+}
 
-  // A trace of the Python recorder: refused with the recorder's command for its replay.
+// A trace of the Python recorder (a driftscope trace given its producer and configuration): its
+// replay is the recorder's command with the recorded options, found as $DRIFTSCOPE_TRACE (here a
+// script that writes its arguments and fails) or driftscope-trace on PATH; without either, zoom
+// refuses before DIR is made, naming the recorder, how to install it and the exact command.
+TEST_CASE("zoom: a recorder trace is replayed by the recorder or refused without it",
+          "[cli][zoom]") {
+  ds::test::TempDir dir;
+  const auto a = first_pass(dir, "a", ""), b = first_pass(dir, "b", "--dtype bf16");
   const auto py = dir.path() / "py.h5";
   fs::copy_file(b, py);
+  const std::string config = R"({"device": "cpu", "dtype": "bf16", "batch": 1,
+      "tie_break": "lowest_id", "add_bos": "auto", "repetition_penalty": 1.0, "max_new": 24,
+      "temperature": 0.0, "top_p": 1.0, "top_k": 0, "seed": 0,
+      "engine": {"name": "transformers", "device": "cpu", "attn_implementation": "sdpa",
+                 "threads": 3},
+      "trace": {"probes": "none", "hidden_dtype": "bf16", "topk": 20, "full_logits": false,
+                "compression": "deflate1"}})";
   REQUIRE(damage("attr " + py.string() +
                  " / producer 'driftscope_trace 0.1.0 (transformers 4.46.3, torch 2.5.1)'") == 0);
+  REQUIRE(damage("attr " + py.string() + " /meta config_json '" + config + "'") == 0);
+  const auto z = dir.path() / "z";
+  const json model = json::parse(ds::trace::TraceReader::open(b).model_json());
+  // no word of this test needs quoting: the command line is its words joined by spaces
+  const std::string cmd =
+      "run -m " + model["path"].get<std::string>() + " --tokenizer " +
+      model["tokenizer"]["path"].get<std::string>() +
+      " --dtype bf16 --device cpu --batch 1 --attn-implementation sdpa --threads 3 --tie-break "
+      "lowest_id --add-bos auto --repetition-penalty 1.0 --temperature 0.0 --top-p 1.0 --top-k 0 "
+      "--seed 0 -n 24 --hidden-dtype bf16 --trace-topk 20 --compression deflate --prompts " +
+      (z / "prompts-b.jsonl").string() + " --probes all -o " + (z / "b.h5").string() +
+      " --force -q";
+
+  const std::string path = std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin";
+  setenv("PATH", dir.path().c_str(), 1);  // no driftscope-trace there
+  unsetenv("DRIFTSCOPE_TRACE");
   const auto r = run_cli("zoom " + a.string() + " " + py.string() + " -o " + z.string());
-  check_input_error(r, "was written by driftscope_trace");
-  CHECK(has(r.err, "python3 -m driftscope_trace.hf run"));
+  setenv("PATH", path.c_str(), 1);
+  check_input_error(r, "was written by driftscope_trace 0.1.0 (transformers");
+  CHECK(has(r.err, "driftscope-trace is not on PATH"));
+  CHECK(has(r.err, "pip install './python[transformers]'"));
+  CHECK(has(r.err, "its replay is: driftscope-trace " + cmd));
   CHECK_FALSE(fs::exists(z));
+
+  const auto fake = dir.path() / "fake-recorder";
+  const auto args = dir.path() / "args.txt";
+  {
+    std::ofstream out(fake);
+    out << "#!/bin/sh\nprintf '%s\\n' \"$@\" > " << args.string() << "\nexit 3\n";
+  }
+  fs::permissions(fake, fs::perms::owner_all);
+  setenv("DRIFTSCOPE_TRACE", fake.c_str(), 1);
+  const auto failed = run_cli("zoom -q " + a.string() + " " + py.string() + " -o " + z.string());
+  unsetenv("DRIFTSCOPE_TRACE");
+  INFO(failed.err);
+  CHECK(failed.exit_code == 1);
+  CHECK(has(failed.err, "zoom replay(s) missing: b"));
+  std::string got;  // the arguments the recorder was given, one a line
+  std::ifstream in(args);
+  for (std::string line; std::getline(in, line);) got += (got.empty() ? "" : " ") + line;
+  CHECK(got == cmd);  // the recorded --threads, none appended
+  const json state = json::parse(std::ifstream(z / "zoom.json"));
+  CHECK(state["runs"][1]["config"].is_null());
+  CHECK(state["runs"][1]["command"] == fake.string() + " " + cmd);
+  CHECK(state["runs"][0]["status"] == "done");
+  CHECK(state["runs"][1]["status"] == "missing");
 }
