@@ -1,7 +1,8 @@
 """The Python TraceWriter read by driftscope (whose reader validates a foreign producer's trace
 against format v1 on open), bf16 storage against torch's own bfloat16 rounding, and the
 recorder's refusals: a model family it does not know, a module layout it cannot map, bad input.
-Nothing is written as if it were complete.
+Nothing is written as if it were complete. The prompts file reader against driftscope run's:
+{"ids", "forced"} lines, and the lines both refuse.
 
   python tests/engines/test_recorder_basics.py DRIFTSCOPE_EXE WORK_DIR
 """
