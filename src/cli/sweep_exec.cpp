@@ -230,7 +230,7 @@ std::string submit_slurm_array(const std::filesystem::path& dir, const std::stri
   std::string indices;
   for (size_t i : todo) indices += fmt::format("{}{}", indices.empty() ? "" : ",", i);
   std::string script = "#!/bin/bash\n";
-  script += fmt::format("# {}: one array task per run, each a `driftscope run`.\n", job_name);
+  script += fmt::format("# {}: one array task per run, each the command line below.\n", job_name);
   script += fmt::format("#SBATCH --job-name={}\n", job_name);
   script += fmt::format("#SBATCH --array={}\n", indices);
   script += "#SBATCH --ntasks=1\n#SBATCH --cpus-per-task=1\n";

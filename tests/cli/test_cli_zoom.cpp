@@ -7,6 +7,7 @@
 // wrote. Then resuming, --seq, and the bad input that must be refused before DIR is made.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -369,4 +370,44 @@ TEST_CASE("zoom: a recorder trace is replayed by the recorder or refused without
   CHECK(state["runs"][1]["command"] == fake.string() + " " + cmd);
   CHECK(state["runs"][0]["status"] == "done");
   CHECK(state["runs"][1]["status"] == "missing");
+
+  // The llama.cpp recorder's replay: the GGUF of model_json's "gguf", its Hugging Face source,
+  // the KV cache type and threads of the engine block.
+  const std::string llama = R"({"device": "cpu", "dtype": "fp32", "batch": 1,
+      "tie_break": "highest_id", "add_bos": "on", "repetition_penalty": 1.1, "max_new": 24,
+      "temperature": 0.5, "top_p": 0.9, "top_k": 40, "seed": 7,
+      "engine": {"name": "llama.cpp", "kv_type": "f16", "threads": 2, "device": "cpu"},
+      "trace": {"probes": "none", "hidden_dtype": "f32", "topk": 8, "full_logits": true,
+                "compression": "none"}})";
+  json gguf_model = model;
+  gguf_model["gguf"] = {{"path", "/models/m-Q8_0.gguf"}, {"sha256", "00"}};
+  std::string hex = "hex:";
+  for (unsigned char c : gguf_model.dump()) {
+    char byte[3];
+    std::snprintf(byte, sizeof byte, "%02x", c);
+    hex += byte;
+  }
+  REQUIRE(damage("attr " + py.string() + " /meta config_json '" + llama + "'") == 0);
+  REQUIRE(damage("attr " + py.string() + " /meta model_json " + hex) == 0);
+  const auto z2 = dir.path() / "z2";
+  setenv("DRIFTSCOPE_TRACE", (dir.path() / "missing").c_str(), 1);
+  const auto refused = run_cli("zoom " + a.string() + " " + py.string() + " -o " + z2.string());
+  check_input_error(
+      refused, "DRIFTSCOPE_TRACE='" + (dir.path() / "missing").string() + "' names no executable");
+  CHECK(has(refused.err, "pip install './python[llamacpp]'"));
+  CHECK_FALSE(fs::exists(z2));
+  setenv("DRIFTSCOPE_TRACE", (fake.string() + " --extra-word").c_str(), 1);  // a command's words
+  CHECK(run_cli("zoom -q " + a.string() + " " + py.string() + " -o " + z2.string()).exit_code == 1);
+  unsetenv("DRIFTSCOPE_TRACE");
+  got.clear();
+  std::ifstream in2(args);
+  for (std::string line; std::getline(in2, line);) got += (got.empty() ? "" : " ") + line;
+  CHECK(got == "--extra-word llamacpp -m /models/m-Q8_0.gguf --source-model " +
+                   model["path"].get<std::string>() +
+                   " --kv-type f16 --threads 2 --tie-break highest_id --add-bos on "
+                   "--repetition-penalty 1.1 --temperature 0.5 --top-p 0.9 --top-k 40 --seed 7 -n "
+                   "24 --hidden-dtype f32 --trace-topk 8 --full-logits --compression none "
+                   "--prompts " +
+                   (z2 / "prompts-b.jsonl").string() + " --probes all -o " +
+                   (z2 / "b.h5").string() + " --force -q");
 }
