@@ -98,7 +98,9 @@ RecorderReplay recorder_replay(const trace::TraceReader& t) {
   const auto& engine = r.object(c, "engine");
   RecorderReplay out;
   out.producer = t.producer();
-  out.engine = engine.value("name", "");
+  out.engine = engine.contains("name") && engine["name"].is_string()
+                   ? engine["name"].get<std::string>()
+                   : "";
   auto& o = out.options;
   if (out.engine == "transformers") {
     out.device = r.text(engine, "device", "config_json.engine");
@@ -109,11 +111,12 @@ RecorderReplay recorder_replay(const trace::TraceReader& t) {
                        "--batch", r.text(c, "batch", "config_json"), "--attn-implementation",
                        r.text(engine, "attn_implementation", "config_json.engine"), "--threads",
                        r.text(engine, "threads", "config_json.engine")});
-    out.batch = json_integer<int>(c["batch"], 1).value_or(1);
+    out.batch = json_integer<int>(c.at("batch"), 1).value_or(1);  // there: text() found it
   } else if (out.engine == "llama.cpp") {
     out.device = "cpu";
     o = {"llamacpp", "-m", r.text(r.object(r.model(), "gguf"), "path", "model_json.gguf")};
-    if (r.model()["format"] != "gguf") {  // the Hugging Face source's identity
+    const auto& m = r.model();  // an object: text() found the gguf path in it
+    if (!m.contains("format") || m["format"] != "gguf") {  // the Hugging Face source's identity
       o.insert(o.end(), {"--source-model", r.text(r.model(), "path", "model_json")});
     }
     o.insert(o.end(), {"--kv-type", r.text(engine, "kv_type", "config_json.engine"), "--threads",
