@@ -67,7 +67,8 @@ def replays(exe, work, a_path, b_path, env):
     a, b = h5py.File(a_path, "r"), h5py.File(b_path, "r")
     a2, b2 = h5py.File(os.path.join(z, "a.h5"), "r"), h5py.File(os.path.join(z, "b.h5"), "r")
     flips = first_flips(a, b)
-    ok &= check(len(flips) >= 2, "A and B part at %d of %d prompts: %s" % (len(flips), len(PROMPTS), flips))
+    # 3 of 4 here (near-ties of 0.003 to 0.006 logit); another CPU's bf16 may part elsewhere
+    ok &= check(len(flips) >= 1, "A and B part at %d of %d prompts: %s" % (len(flips), len(PROMPTS), flips))
     # batch groups: blocks of lcm(1, 2) = 2 prompts; every block holding a flip is replayed
     replayed = sorted(i for i in range(len(PROMPTS)) if any(j // 2 == i // 2 for j in flips))
     for name, t2 in (("a", a2), ("b", b2)):
