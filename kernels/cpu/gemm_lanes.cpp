@@ -174,17 +174,20 @@ __attribute__((target("avx2,f16c"))) void tile_packed(const float* x, int ldx, c
   }
 }
 
-// Every row of x against NB packed blocks starting at output feature n.
+// Every row of x against NB packed blocks starting at output feature n (four rows of x at a time
+// only for NB <= 2: 4 x 4 accumulators would not fit the 16 registers).
 template <int NB, typename W>
 __attribute__((target("avx2,f16c"))) void rows_packed(float* y, const float* x, int ldx,
                                                       const W pk[NB], const float* b, int M, int N,
                                                       int K, int splits, Storage out, int n) {
   const float* bias = b != nullptr ? b + n : nullptr;
   int m = 0;
-  for (; m + 4 <= M; m += 4) {
-    __m256 total[4][NB];
-    tile_packed<4, NB, W>(x + static_cast<size_t>(m) * ldx, ldx, pk, K, splits, total);
-    store<4, NB>(y + static_cast<size_t>(m) * N + n, N, bias, out, total);
+  if constexpr (NB <= 2) {
+    for (; m + 4 <= M; m += 4) {
+      __m256 total[4][NB];
+      tile_packed<4, NB, W>(x + static_cast<size_t>(m) * ldx, ldx, pk, K, splits, total);
+      store<4, NB>(y + static_cast<size_t>(m) * N + n, N, bias, out, total);
+    }
   }
   for (; m < M; ++m) {
     __m256 total[1][NB];
@@ -223,6 +226,15 @@ void matmul_packed(float* y, const float* x, int ldx, Packed<W> w, int ldw, cons
                    int N, int K, int splits, Storage out, int n_begin, int n_end) {
   auto block = [&](int n) { return w.base + static_cast<size_t>(n / 8) * ldw * 8; };
   int n = n_begin;
+  if (M < 4) {
+    // few rows of x (decode): four blocks at once, four independent add chains per row of x
+    // (two leave 16-bit weights waiting on the adds' latency); each block is one sequential
+    // stream, so four streams, not the 32 of row-major weights
+    for (; n + 32 <= n_end; n += 32) {
+      const W pk[4] = {block(n), block(n + 8), block(n + 16), block(n + 24)};
+      rows_packed<4, W>(y, x, ldx, pk, b, M, N, K, splits, out, n);
+    }
+  }
   for (; n + 16 <= n_end; n += 16) {
     const W pk[2] = {block(n), block(n + 8)};
     rows_packed<2, W>(y, x, ldx, pk, b, M, N, K, splits, out, n);

@@ -97,6 +97,51 @@ TEST_CASE("matmul on bf16 and fp16 weights as stored equals matmul on their floa
   }
 }
 
+// Packed matrices (ops::pack_weights) against the reference loops on the row-major float32
+// widening: few rows of x (decode: four blocks of 8 output features at once, then two, then one)
+// and many (four rows of x share each load), every N mod 32 class, split-K with odd parts.
+TEST_CASE("packed 16-bit and float32 matrices give the bits of the reference loops",
+          "[kernels][stored]") {
+  ExecGuard guard;
+  std::mt19937 rng(31);
+  for (ds::Storage format : {ds::Storage::native, ds::Storage::bf16, ds::Storage::f16}) {
+    for (int N : {8, 24, 32, 40, 56, 72, 96, 99}) {
+      const int K = 37;
+      const auto w16 =
+          random_halves(static_cast<size_t>(N) * K,
+                        format == ds::Storage::native ? ds::Storage::bf16 : format, rng);
+      const auto w32 = widened(w16, format == ds::Storage::f16 ? format : ds::Storage::bf16);
+      const void* stored = format == ds::Storage::native ? static_cast<const void*>(w32.data())
+                                                         : static_cast<const void*>(w16.data());
+      std::vector<uint8_t> packed(ds::ops::packed_values(N, K) *
+                                  (format == ds::Storage::native ? 4 : 2));
+      ds::ops::pack_weights(packed.data(), {stored, format}, N, K);
+      for (int M : {1, 2, 3, 5}) {
+        std::vector<float> x(static_cast<size_t>(M) * K);
+        for (float& v : x) v = std::uniform_real_distribution<float>(-2, 2)(rng);
+        for (int split : {1, 3}) {
+          const ds::ops::GemmNumerics g{ds::Storage::native, false, split};
+          ds::ops::set_cpu_kernels(ds::ops::CpuKernels::reference);
+          ds::ops::set_cpu_threads(1);
+          std::vector<float> want(static_cast<size_t>(M) * N), got(want.size());
+          ds::ops::matmul(want.data(), x.data(), K, w32.data(), K,
+                          static_cast<const float*>(nullptr), M, N, K, g);
+          for (const Execution& e : kExecutions) {
+            ds::ops::set_cpu_kernels(e.kernels);
+            ds::ops::set_cpu_threads(e.threads);
+            ds::ops::matmul(got.data(), x.data(), K, {packed.data(), format, true}, K, {}, M, N, K,
+                            g);
+            INFO("format " << static_cast<int>(format) << " M " << M << " N " << N << " split "
+                           << split << " kernels " << static_cast<int>(e.kernels) << " threads "
+                           << e.threads);
+            CHECK(std::memcmp(want.data(), got.data(), 4 * want.size()) == 0);
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("embedding and rmsnorm on 16-bit weights as stored equal their float32 widening",
           "[kernels][stored]") {
   std::mt19937 rng(31);
