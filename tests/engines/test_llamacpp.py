@@ -12,7 +12,9 @@ convert_hf_to_gguf.py:
   8 prompts x 100 greedy tokens with every probe: identical tokens and relative L2 <= 1e-5 at
   every site llama.cpp's graph names (Qwen2's names no attn_out); Mistral's sliding window, which
   the converter drops, noted by the recorder and compared below it; the Q8_0 GGUF's trace against
-  F32's: `driftscope diff` names engine.weights. Without them the test exits 77 (CTest: skipped).
+  F32's: `driftscope diff` names engine.weights; `driftscope zoom` of two cheap (--probes none)
+  F32 and Q8_0 traces replays both with the llama.cpp recorder. Without them the test exits 77
+  (CTest: skipped).
 
   python tests/engines/test_llamacpp.py DRIFTSCOPE_EXE WORK_DIR
 """
@@ -162,6 +164,44 @@ def against_driftscope(exe, work, src):
     return ok
 
 
+def zoom_replay(exe, work):
+    """driftscope zoom of two llama.cpp traces (F32 and Q8_0, probes none) replays both with the
+    llama.cpp recorder: A's replay holds A's tokens up to flip + after, B's replay is forced on
+    them, both with every probe llama.cpp names."""
+    ok = True
+    t = lambda f: os.path.join(work, f)
+    model = os.path.join(MODELS, "kjv-llama")
+    for q in ("f32", "q8_0"):
+        p = llamacpp("-m", t("llama-%s.gguf" % q), "--source-model", model, "--kv-type", "f32", "--prompts",
+                     os.path.join(model, "prompts.txt"), "-n", "40", "--probes", "none", "--force", "-q",
+                     "-o", t("cheap-%s.h5" % q))
+        if p.returncode != 0:
+            return check(False, "llama.cpp %s recorded for zoom: %s" % (q, p.stderr.strip()[-300:]))
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    env.pop("DRIFTSCOPE_TRACE", None)
+    p = subprocess.run([exe, "zoom", t("cheap-f32.h5"), t("cheap-q8_0.h5"), "-o", t("zoom"), "--after", "4"],
+                       capture_output=True, text=True, env=env)
+    ok &= check(p.returncode == 0 and "replay-b done" in p.stderr, "zoom of llama.cpp F32 vs Q8_0 ran the "
+                "recorder: " + p.stderr.strip().replace("\n", " | ")[-300:])
+    if p.returncode != 0:
+        return ok
+    with open(t("zoom/zoom.json")) as f:
+        z = json.load(f)
+    with h5py.File(t("cheap-f32.h5"), "r") as a, h5py.File(t("zoom/a.h5"), "r") as ra, \
+            h5py.File(t("zoom/b.h5"), "r") as rb:
+        bad = []
+        for s in z["sequences"]:
+            i, seq = s["replay_index"], s["seq"]
+            ta, t1, t2 = a["seq/%d/tokens" % seq][:], ra["seq/%d/tokens" % i][:], rb["seq/%d/tokens" % i][:]
+            n_prompt = int(a["seq/%d" % seq].attrs["prompt_len"])
+            if (len(t1) != n_prompt + s["flip_step"] + 1 + 4 or not (t1 == ta[:len(t1)]).all()
+                    or not np.array_equal(t1, t2) or len(ra["seq/%d/hidden" % i].keys()) != 6):
+                bad.append(seq)
+        ok &= check(z["sequences"] and not bad, "%d zoomed sequences: replays hold A's tokens to flip + 4 and "
+                    "every layer (bad: %s)" % (len(z["sequences"]), bad))
+    return ok
+
+
 def main(exe, work):
     os.makedirs(work, exist_ok=True)
     ok = refusals(work)
@@ -172,6 +212,7 @@ def main(exe, work):
               "and DRIFTSCOPE_LLAMA_CPP_SRC naming a llama.cpp source tree (now '%s')" % (sys.prefix, src))
         return SKIP if ok else 1
     ok &= against_driftscope(exe, work, src)
+    ok &= zoom_replay(exe, work)
     return 0 if ok else 1
 
 
