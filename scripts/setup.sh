@@ -3,7 +3,7 @@
 # build/. CUDA parts are compiled when nvcc is found (/usr/local/cuda or PATH); no GPU is needed.
 # With --tests it also sets up what the test suite uses beyond the build: headless chromium
 # (HTML report), the Python virtual environment .venv (transformers and tokenizers references),
-# and Slurm with munge (the sweep's cluster test); each script is idempotent.
+# and Slurm with munge (the sweep's and zoom's cluster tests); each script is idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 with_tests=""

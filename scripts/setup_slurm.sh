@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs Debian's Slurm (slurm-wlm: slurmctld, slurmd, sbatch, ...) and munge when missing, for
-# the sweep's real-Slurm test (tests/cli/test_cli_sweep_slurm.cpp). Idempotent, non-interactive;
-# starts no service (the test starts its own munged, slurmctld and slurmd from a temp dir).
+# the real-Slurm tests (tests/cli/test_cli_sweep_slurm.cpp, test_cli_zoom_slurm.cpp). Idempotent,
+# non-interactive; starts no service (each test starts its own munged, slurmctld and slurmd from a
+# temp dir).
 set -euo pipefail
 
 packages=(slurm-wlm munge)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# A one-node Slurm cluster in a directory, for the sweep's real-Slurm test: munged, slurmctld and
-# slurmd started in the background (no systemd) from a generated slurm.conf, on free ports.
+# A one-node Slurm cluster in a directory, for the real-Slurm tests (sweep, zoom;
+# tests/support/slurm_cluster.h): munged, slurmctld and slurmd started in the background (no
+# systemd) from a generated slurm.conf, on free ports.
 #   slurm_cluster.sh start DIR   -> starts them; prints SLURM_CONF=DIR/slurm.conf once sinfo shows
 #                                   the node idle (exit 1 with the daemons' logs after 60 s)
 #   slurm_cluster.sh stop DIR    -> stops whatever of them runs (always exit 0)

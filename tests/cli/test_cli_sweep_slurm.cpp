@@ -1,73 +1,25 @@
 // `driftscope sweep --slurm` against a real Slurm: a one-node cluster (munged, slurmctld, slurmd
 // from Debian's slurm-wlm and munge, scripts/setup_slurm.sh) started in a temp dir by
-// tests/cli/slurm_cluster.sh and stopped at the end, also on failure. A 4-configuration sweep
+// tests/support/slurm_cluster.h and stopped at the end, also on failure. A 4-configuration sweep
 // runs as a job array and every trace is bit-identical to `driftscope run` of its configuration;
 // a cancelled task shows as missing (sweep --wait, stats --require-all: exit 1) and resubmitting
 // runs that task alone.
-#include <sys/wait.h>
-
 #include <catch2/catch.hpp>
-#include <cstdlib>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
-#include "tests/support/paths.h"
 #include "tests/support/run_cli.h"
+#include "tests/support/slurm_cluster.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/text.h"
 #include "tests/support/trace_digest.h"
 
 namespace fs = std::filesystem;
 using ds::test::run_cli;
+using ds::test::SlurmCluster;
 using nlohmann::json;
 
 using ds::test::has;
 using ds::test::slurp;
-
-namespace {
-
-// Runs a shell command; returns its exit status, output in `out` (stdout and stderr).
-int sh(const std::string& cmd, std::string& out) {
-  out.clear();
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int rc = pclose(p);
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
-}
-
-// The cluster's lifetime: started in the constructor, stopped in the destructor (so a failed
-// REQUIRE, which throws, still stops every daemon), SLURM_CONF set in between.
-class SlurmCluster {
- public:
-  explicit SlurmCluster(const fs::path& dir) : dir_(dir) {
-    fs::create_directories(dir_);
-    std::string out;
-    const int rc = sh("timeout 90 bash " + script() + " start " + dir_.string(), out);
-    INFO(out);
-    REQUIRE(rc == 0);
-    started_ = true;
-    ::setenv("SLURM_CONF", (dir_ / "slurm.conf").c_str(), 1);
-  }
-  ~SlurmCluster() {
-    if (!started_) return;
-    std::string out;
-    sh("timeout 60 bash " + script() + " stop " + dir_.string(), out);
-    ::unsetenv("SLURM_CONF");
-  }
-  SlurmCluster(const SlurmCluster&) = delete;
-  SlurmCluster& operator=(const SlurmCluster&) = delete;
-
- private:
-  static std::string script() { return ds::test::source_dir() + "/tests/cli/slurm_cluster.sh"; }
-  fs::path dir_;
-  bool started_ = false;
-};
-
-}  // namespace
 
 TEST_CASE("sweep --slurm: a job array on a real Slurm, cancelled task, resubmission",
           "[cli][sweep][slurm]") {
@@ -116,8 +68,8 @@ TEST_CASE("sweep --slurm: a job array on a real Slurm, cancelled task, resubmiss
   REQUIRE(state["slurm_jobs"].size() == 1);
   const std::string job = state["slurm_jobs"][0];
   std::string out;
-  REQUIRE(sh("scancel " + job + "_2", out) == 0);
-  REQUIRE(sh("scontrol release " + job, out) == 0);
+  REQUIRE(ds::test::shell("scancel " + job + "_2", out) == 0);
+  REQUIRE(ds::test::shell("scontrol release " + job, out) == 0);
   r = run_cli("sweep --wait --poll 1 -o " + dir2.string());
   CHECK(r.exit_code == 1);
   CHECK(has(r.err, "1 of 4 configurations missing: dtype-bf16_batch-1"));

@@ -18,11 +18,14 @@
 #include "tests/support/run_cli.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/text.h"
+#include "tests/support/zoom_fixture.h"
 #include "trace/reader.h"
 
 namespace fs = std::filesystem;
 using ds::test::check_input_error;
 using ds::test::damage;
+using ds::test::first_pass;
+using ds::test::flip_step;
 using ds::test::has;
 using ds::test::run_cli;
 using nlohmann::json;
@@ -30,27 +33,6 @@ using nlohmann::json;
 namespace {
 
 constexpr int kLayers = 4;  // the bundled kjv-llama
-
-// A first-pass trace of the 4 test prompts, 24 tokens, no hidden states.
-fs::path first_pass(const ds::test::TempDir& dir, const std::string& name, const std::string& flags,
-                    int prompts = 4) {
-  const auto p = dir.path() / (name + ".txt");
-  ds::test::write_prompts(p, prompts);
-  const auto t = dir.path() / (name + ".h5");
-  const auto r = run_cli("run -q -n 24 --probes none --prompts " + p.string() + " " + flags +
-                         " -o " + t.string());
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  return t;
-}
-
-// The first generated step where the two traces' tokens differ, -1 when none.
-int flip_step(const ds::trace::SequenceInfo& a, const ds::trace::SequenceInfo& b) {
-  for (size_t p = a.prompt_len; p < a.tokens.size() && p < b.tokens.size(); ++p) {
-    if (a.tokens[p] != b.tokens[p]) return static_cast<int>(p) - a.prompt_len;
-  }
-  return -1;
-}
 
 // Top-K rows [0, n) of `seq_x` in x equal those of `seq_y` in y, ids and logits bit for bit.
 void check_same_topk(const ds::trace::TraceReader& x, int seq_x, const ds::trace::TraceReader& y,
