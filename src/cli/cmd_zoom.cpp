@@ -115,13 +115,14 @@ void check_flags(const ZoomArgs& a) {
 // Writes each side's configuration, prompts and the state; returns the sides still to run.
 std::vector<size_t> prepare(const std::filesystem::path& dir, ZoomPlan& p,
                             const trace::TraceReader& ta, const trace::TraceReader& tb) {
-  std::filesystem::create_directories(dir / "configs");
   const char* hint = "check that -o names a writable folder and the disk is not full";
   std::vector<size_t> todo;
   for (size_t i = 0; i < 2; ++i) {
     ZoomSide& s = side(p, i);
-    if (!s.recorder)
+    if (!s.recorder) {  // a recorder's replay takes its options on the command line: no file
+      std::filesystem::create_directories(dir / "configs");
       write_file_or_fail(dir / "configs" / (s.name + ".toml"), to_toml(s.config), hint);
+    }
     write_file_or_fail(side_prompts(dir, s), replay_prompts(p, ta, i == 0 ? ta : tb, i == 0), hint);
     if (replay_done(dir, s)) {
       s.status = "done";

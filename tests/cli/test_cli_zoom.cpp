@@ -352,6 +352,24 @@ TEST_CASE("zoom: a recorder trace is replayed by the recorder or refused without
   CHECK(state["runs"][1]["command"] == fake.string() + " " + cmd);
   CHECK(state["runs"][0]["status"] == "done");
   CHECK(state["runs"][1]["status"] == "missing");
+  // DIR/configs/ holds the configuration files of driftscope's replays alone
+  CHECK(fs::exists(z / "configs" / "a.toml"));
+  CHECK_FALSE(fs::exists(z / "configs" / "b.toml"));
+  // Both sides of the recorder: no configuration file, so no DIR/configs/.
+  const auto py_a = dir.path() / "py-a.h5";
+  fs::copy_file(a, py_a);
+  REQUIRE(damage("attr " + py_a.string() +
+                 " / producer 'driftscope_trace 0.1.0 (transformers 4.46.3, torch 2.5.1)'") == 0);
+  REQUIRE(damage("attr " + py_a.string() + " /meta config_json '" + config + "'") == 0);
+  const auto z3 = dir.path() / "z3";
+  setenv("DRIFTSCOPE_TRACE", fake.c_str(), 1);
+  const auto both = run_cli("zoom -q " + py_a.string() + " " + py.string() + " -o " + z3.string());
+  unsetenv("DRIFTSCOPE_TRACE");
+  INFO(both.err);
+  CHECK(both.exit_code == 1);
+  CHECK(has(both.err, "zoom replay(s) missing: a, b"));
+  CHECK(fs::exists(z3 / "zoom.json"));
+  CHECK_FALSE(fs::exists(z3 / "configs"));
 
   // The llama.cpp recorder's replay: the GGUF of model_json's "gguf", its Hugging Face source,
   // the KV cache type and threads of the engine block.
