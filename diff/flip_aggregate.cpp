@@ -83,13 +83,16 @@ void read_diff(const SequenceReport& s, int64_t row, int n_layers, double near_t
   }
   c.layer_rel_l2.assign(static_cast<size_t>(n_layers), kNaN);
   c.layer_floor.assign(static_cast<size_t>(n_layers), kNaN);
+  c.layer_storage.assign(static_cast<size_t>(n_layers), "");
   for (const auto& l : s.layers) {
     if (l.layer < 0 || l.layer >= n_layers) continue;
     if (static_cast<size_t>(row) < l.rel_l2.size()) {
       c.layer_rel_l2[static_cast<size_t>(l.layer)] = l.rel_l2[static_cast<size_t>(row)];
     }
     for (const auto& d : s.drift) {
-      if (d.site == l.site) c.layer_floor[static_cast<size_t>(l.layer)] = d.noise_floor;
+      if (d.site != l.site) continue;
+      c.layer_floor[static_cast<size_t>(l.layer)] = d.noise_floor;
+      c.layer_storage[static_cast<size_t>(l.layer)] = d.dtype;
     }
   }
 }
@@ -169,12 +172,24 @@ void summarize_layers(FlipAggregate& a, const std::vector<std::vector<double>>& 
   for (int l = 0; l < a.n_layers; ++l) {
     LayerGrowth g;
     g.layer = l;
+    g.site_floor = kNaN;
     std::vector<double> rel, growth;
+    bool first = true;
     for (const auto& c : a.cases) {
       if (!c.flipped) continue;
       const double v = c.layer_rel_l2[static_cast<size_t>(l)];
+      const double floor = c.layer_floor[static_cast<size_t>(l)];
+      const std::string& storage = c.layer_storage[static_cast<size_t>(l)];
       rel.push_back(v);
-      g.above_floor += v > c.layer_floor[static_cast<size_t>(l)] || std::isinf(v);
+      g.above_floor += v > floor || std::isinf(v);
+      if (first) {
+        g.site_floor = floor;
+        g.site_storage = storage;
+        first = false;
+      } else if (!(g.site_floor == floor) || g.site_storage != storage) {
+        g.site_floor = kNaN;  // the flips' sites were stored differently
+        g.site_storage.clear();
+      }
       if (l > 0) {
         const double prev = c.layer_rel_l2[static_cast<size_t>(l - 1)];
         if (prev > 0 && std::isfinite(prev) && std::isfinite(v)) growth.push_back(v / prev);
@@ -184,6 +199,10 @@ void summarize_layers(FlipAggregate& a, const std::vector<std::vector<double>>& 
     g.growth_median = spread_of(growth).median;
     g.local = spread_of(local[static_cast<size_t>(l)]);
     a.layers.push_back(g);
+  }
+  a.site_storage = a.layers.empty() ? "" : a.layers.front().site_storage;
+  for (const auto& g : a.layers) {
+    if (g.site_storage != a.site_storage) a.site_storage.clear();
   }
 }
 

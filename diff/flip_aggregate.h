@@ -66,9 +66,11 @@ struct FlipCase {
   std::string top_block;   // the block with the largest local error on this sequence
   Place top;
   double top_share = 0;  // its local error / Σ local over the verdict blocks of this sequence
-  // per layer 0..n_layers-1: the layer view's relative L2 at the flip row, and the noise floor
-  // of the layer view's site (NaN when the layer or the row is not in the diff)
+  // per layer 0..n_layers-1: the layer view's relative L2 at the flip row, and the diff's noise
+  // floor of the layer view's site (§4: its stored values' rounding; NaN when the layer or the row
+  // is not in the diff) and that floor's storage ("" when unknown)
   std::vector<double> layer_rel_l2, layer_floor;
+  std::vector<std::string> layer_storage;
 };
 
 // A count per place, and the same summed per kind and per layer.
@@ -118,7 +120,11 @@ struct LayerGrowth {
   Spread rel_l2;             // relative L2 at the flip row, over the flips that have it
   double growth_median = 0;  // median over flips of rel(l) / rel(l−1); NaN when none
   Spread local;              // the layer's local error per sequence
-  int above_floor = 0;       // flips whose relative L2 at this layer exceeds the noise floor
+  // flips whose relative L2 at this layer exceeds its site's own noise floor in the diff
+  // (FlipCase::layer_floor: the drift's floor, as the diff's onset uses; not the attribution's)
+  int above_floor = 0;
+  double site_floor = 0;     // that floor, when every flip has the same one; NaN otherwise
+  std::string site_storage;  // its storage ("float32"); "" when the flips' differ or unknown
 };
 
 struct FlipAggregate {
@@ -126,8 +132,11 @@ struct FlipAggregate {
   int pairs = 0;  // zoomed pairs given
   int flips = 0;  // of them, with a first flip: the denominator of every percentage
   int n_layers = 0;
-  std::string storage;          // the attributions' storage (the coarser of A's and B's)
-  double noise_floor = 0;       // relative L2 indistinguishable from that storage's rounding
+  // The attributions' noise floor, of the local error: relative L2 indistinguishable from the
+  // rounding of `storage` (the coarser of float32 and B's activations). Births and the summary
+  // are against it; the layer drift is against each site's own floor (LayerGrowth::site_floor).
+  std::string storage;
+  double noise_floor = 0;
   std::vector<FlipCase> cases;  // one per pair, in the order given
   StepSummary steps;
   MarginSummary margins;
@@ -135,6 +144,7 @@ struct FlipAggregate {
   PlaceHistogram birth;  // the first block whose local error exceeds the floor
   PlaceHistogram top;    // the block with the largest local error
   std::vector<LayerGrowth> layers;
+  std::string site_storage;        // the storage of every layer's site floor; "" when they differ
   std::string summary;             // the one line: near ties, where error is born
   std::vector<std::string> notes;  // pairs left out and why, mixed noise floors, ...
 };

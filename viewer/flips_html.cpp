@@ -51,8 +51,8 @@ std::string spread_text(const Spread& s) {
 std::string header(const FlipAggregate& a) {
   std::string h = "<header><h1>driftscope flips</h1>";
   h += fmt::format(
-      "<p>{} zoomed sequence{}, {} with a flip; near-tie threshold {:g} logit; noise floor {} "
-      "({})</p>",
+      "<p>{} zoomed sequence{}, {} with a flip; near-tie threshold {:g} logit; local error against "
+      "the attribution's noise floor {} ({})</p>",
       a.pairs, a.pairs == 1 ? "" : "s", a.flips, a.near_tie_logit, html::sci(a.noise_floor),
       html_escape(a.storage.empty() ? "–" : a.storage));
   h += fmt::format("<p class=\"verdict\"><b>summary:</b> {}</p>", html_escape(a.summary));
@@ -121,19 +121,25 @@ std::string places_section(const std::string& key, const std::string& title,
 
 std::string layers_section(const FlipAggregate& a) {
   if (a.layers.empty()) return {};
-  std::string h =
-      "<h3>drift per layer at the flip row (relative L2 across the flips)</h3>"
+  std::string h = fmt::format(
+      "<h3>drift per layer at the flip row (relative L2 across the flips)</h3><p>above floor: "
+      "flips above the site floor, the diff's own noise floor of <code>L&lt;l&gt;/out</code> "
+      "(the rounding of its {}storage, as for the onset), not the attribution's</p>"
       "<table class=\"layers\"><tr><th>layer</th><th>median</th><th>q1</th><th>q3</th>"
-      "<th>max</th><th>growth</th><th>above floor</th><th>local (median)</th></tr>";
+      "<th>max</th><th>growth</th><th>above floor</th><th>site floor</th><th>local (median)</th>"
+      "</tr>",
+      a.site_storage.empty() ? "" : html_escape(a.site_storage) + " ");
   for (const auto& l : a.layers) {
     h += fmt::format(
         "<tr data-layer=\"{}\"><td class=\"num\">{}</td><td class=\"num\">{}</td>"
         "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-        "<td class=\"num\">{}</td><td class=\"num\">{}/{}</td><td class=\"num\">{}</td></tr>",
+        "<td class=\"num\">{}</td><td class=\"num\">{}/{}</td><td class=\"num\">{}</td>"
+        "<td class=\"num\">{}</td></tr>",
         l.layer, l.layer, html::sci(l.rel_l2.median), html::sci(l.rel_l2.q1),
         html::sci(l.rel_l2.q3), html::sci(l.rel_l2.max),
         std::isnan(l.growth_median) ? "" : fmt::format("×{:.2f}", l.growth_median), l.above_floor,
-        l.rel_l2.n, html::sci(l.local.median));
+        l.rel_l2.n, std::isnan(l.site_floor) ? "mixed" : html::sci(l.site_floor),
+        html::sci(l.local.median));
   }
   return h + "</table>";
 }
@@ -166,8 +172,8 @@ std::string flips_html(const FlipAggregate& a) {
     h += places_section("onset", "where the drift sets in (the diff's onset site)", a.onset, a,
                         "no onset");
     h += places_section("birth",
-                        "where the local error is born (first block above the noise "
-                        "floor)",
+                        "where the local error is born (first block above the attribution's "
+                        "noise floor)",
                         a.birth, a, "none above the floor");
     h += places_section("top", "where the most local error is added (largest block)", a.top, a,
                         "no local error");

@@ -93,7 +93,9 @@ json flips_json(const diff::FlipAggregate& a) {
                       {"rel_l2", spread(l.rel_l2)},
                       {"growth_median", jnum(l.growth_median)},
                       {"local", spread(l.local)},
-                      {"above_floor", l.above_floor}});
+                      {"above_floor", l.above_floor},
+                      {"site_noise_floor", jnum(l.site_floor)},
+                      {"site_storage", l.site_storage.empty() ? json() : json(l.site_storage)}});
   }
   j["layers"] = layers;
   json cases = json::array();

@@ -92,14 +92,19 @@ void places_section(TerminalText& o, const std::string& title, const PlaceHistog
 void layers_section(TerminalText& o, const FlipAggregate& a, int width) {
   if (a.layers.empty()) return;
   o.line(rule("drift per layer at the flip row (relative L2 of L<l>/out across the flips)", width));
-  o.line(fmt::format("  {:>5}  {:>9}  {:>19}  {:>9}  {:>7}  {:>11}  {:>9}", "layer", "median",
-                     "q1 .. q3", "max", "growth", "above floor", "local"));
+  o.line("  above floor: flips above the site floor, the diff's own noise floor of L<l>/out (the");
+  o.line(fmt::format("  rounding of its {}storage, as for the onset), not the attribution's",
+                     a.site_storage.empty() ? "" : a.site_storage + " "));
+  o.line(fmt::format("  {:>5}  {:>9}  {:>19}  {:>9}  {:>7}  {:>11}  {:>10}  {:>9}", "layer",
+                     "median", "q1 .. q3", "max", "growth", "above floor", "site floor", "local"));
   for (const auto& l : a.layers) {
     o.line(fmt::format(
-        "  {:>5}  {:>9}  {:>19}  {:>9}  {:>7}  {:>11}  {:>9}", l.layer, sci(l.rel_l2.median),
-        l.rel_l2.n ? sci(l.rel_l2.q1) + " .. " + sci(l.rel_l2.q3) : "", sci(l.rel_l2.max),
+        "  {:>5}  {:>9}  {:>19}  {:>9}  {:>7}  {:>11}  {:>10}  {:>9}", l.layer,
+        sci(l.rel_l2.median), l.rel_l2.n ? sci(l.rel_l2.q1) + " .. " + sci(l.rel_l2.q3) : "",
+        sci(l.rel_l2.max),
         std::isnan(l.growth_median) ? "" : fmt::format("×{:.2f}", l.growth_median),
-        fmt::format("{}/{}", l.above_floor, l.rel_l2.n), sci(l.local.median)));
+        fmt::format("{}/{}", l.above_floor, l.rel_l2.n),
+        std::isnan(l.site_floor) ? "mixed" : sci(l.site_floor), sci(l.local.median)));
   }
 }
 
@@ -123,8 +128,9 @@ std::string render_flips_terminal(const FlipAggregate& a, int width) {
   TerminalText o(false, width);
   o.line(fmt::format("driftscope flips: {} sequence{} zoomed, {} flip{}", a.pairs,
                      a.pairs == 1 ? "" : "s", a.flips, a.flips == 1 ? "" : "s"));
-  o.line(fmt::format("near-tie threshold {:g} logit; noise floor {} ({})", a.near_tie_logit,
-                     sci(a.noise_floor), a.storage.empty() ? "–" : a.storage));
+  o.line(fmt::format(
+      "near-tie threshold {:g} logit; local error against the attribution's noise floor {} ({})",
+      a.near_tie_logit, sci(a.noise_floor), a.storage.empty() ? "–" : a.storage));
   o.line();
   o.line(a.summary);
   if (a.flips > 0) {
@@ -133,8 +139,10 @@ std::string render_flips_terminal(const FlipAggregate& a, int width) {
     margins_section(o, a, width);
     places_section(o, "where the drift sets in (the diff's onset site)", a.onset, a, width,
                    "no onset");
-    places_section(o, "where the local error is born (first block above the noise floor)", a.birth,
-                   a, width, "none above the floor");
+    places_section(o,
+                   "where the local error is born (first block above the attribution's noise "
+                   "floor)",
+                   a.birth, a, width, "none above the floor");
     places_section(o, "where the most local error is added (largest block)", a.top, a, width,
                    "no local error");
     layers_section(o, a, width);

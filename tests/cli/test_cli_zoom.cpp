@@ -67,6 +67,7 @@ void check_aggregate(const fs::path& z, const std::map<int, int>& steps) {
   const double t = agg["near_tie_logit"];
   std::vector<int> sorted;
   int near = 0, born_none = 0;
+  std::vector<int> above(kLayers, 0);  // per layer: flips above L<l>/out's floor in the diff
   REQUIRE(agg["sequences"].size() == steps.size());
   for (const json& c : agg["sequences"]) {
     const int i = c["seq"];
@@ -89,9 +90,16 @@ void check_aggregate(const fs::path& z, const std::map<int, int>& steps) {
     for (const json& l : sd["layers"]) {
       CHECK(c["layer_rel_l2"][l["layer"].get<int>()].get<double>() ==
             Approx(l["rel_l2"][row].get<double>()).margin(1e-12));
+      for (const json& site : sd["drift"]) {
+        if (site["site"] == l["site"])
+          above[l["layer"].get<int>()] += l["rel_l2"][row].get<double>() > site["noise_floor"];
+      }
     }
-    // born in: the first verdict block above the floor; most local: the largest, and its share
+    // born in: the first verdict block above the attribution's floor (of B's bf16 activations,
+    // not the float32 storage of the sites); most local: the largest, and its share
     const double floor = at["noise_floor"];
+    CHECK(agg["noise_floor"] == floor);
+    CHECK(agg["storage"] == at["storage"]);
     json born, top;
     double sum = 0;
     for (const json& b : verdict_blocks(at)) {
@@ -113,6 +121,12 @@ void check_aggregate(const fs::path& z, const std::map<int, int>& steps) {
   CHECK(agg["margins"]["near_tie"] == near);
   CHECK(agg["margins"]["accumulated"] == static_cast<int>(steps.size()) - near);
   CHECK(agg["birth"]["none"] == born_none);
+  REQUIRE(agg["layers"].size() == kLayers);
+  for (int l = 0; l < kLayers; ++l) {
+    CHECK(agg["layers"][l]["above_floor"] == above[l]);
+    CHECK(agg["layers"][l]["site_noise_floor"] == 0x1p-23);  // float32 storage, the default
+    CHECK(agg["layers"][l]["site_storage"] == "float32");
+  }
   const std::string near_ties = std::to_string(steps.size()) + " flips were near-ties under";
   CHECK(has(agg["summary"].get<std::string>(), near_ties));
   CHECK(has(ds::test::slurp(z / "flips.txt"), near_ties));  // the summary, wrapped

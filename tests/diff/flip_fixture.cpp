@@ -8,7 +8,8 @@ namespace ds::test {
 namespace {
 
 constexpr int kPromptLen = 2;
-constexpr double kFloor = 1e-3;
+constexpr double kFloor = 1e-3;      // the attribution's (of the local error)
+constexpr double kSiteFloor = 3e-3;  // the diff's, of each layer view's site (of the drift)
 
 // A sequence with `rows` compared rows; layer view values at `row` (the rest 0).
 diff::SequenceReport sequence(int index, int64_t row, double l0, double l1) {
@@ -30,7 +31,8 @@ diff::SequenceReport sequence(int index, int64_t row, double l0, double l1) {
     diff::SiteDrift sd;
     sd.site = sites[l];
     sd.layer = l;
-    sd.noise_floor = kFloor;
+    sd.dtype = "float16";
+    sd.noise_floor = kSiteFloor;
     s.drift.push_back(sd);
   }
   return s;
@@ -50,7 +52,7 @@ void flip(diff::SequenceReport& s, int step, double margin, double drift) {
 }
 
 void onset(diff::SequenceReport& s, const std::string& site) {
-  s.onset = diff::Onset{site, 1, 2 * kFloor, kFloor};
+  s.onset = diff::Onset{site, 1, 2 * kSiteFloor, kSiteFloor};
 }
 
 diff::BlockError block(const std::string& name, const std::string& kind, int layer) {

@@ -28,7 +28,8 @@ struct FlipFixture {
 // Sequence 3: drift without flip.
 // Sequence 4: flip at step 5, margin 6; no onset; no local error.
 // Layer view at each flip row (L0, L1): seq 0 (1e-4, 5e-4), 1 (2e-3, 4e-3), 2 (0, 5e-3),
-// 4 (1e-2, 1e-2); each layer's floor 1e-3. Whole-layer local: L0 1e-3·(seq+1), L1 2e-3·(seq+1).
+// 4 (1e-2, 1e-2); each layer's site floor in the diff 3e-3 ("float16"), apart from the
+// attribution's 1e-3 ("bf16"). Whole-layer local: L0 1e-3·(seq+1), L1 2e-3·(seq+1).
 FlipFixture flip_fixture();
 
 }  // namespace ds::test

@@ -121,9 +121,13 @@ TEST_CASE("flip aggregate: drift per layer at the flip rows", "[diff][flips]") {
   CHECK(l0.rel_l2.n == 4);
   CHECK(l0.rel_l2.median == Approx((1e-4 + 2e-3) / 2).epsilon(1e-6));
   CHECK(l0.rel_l2.max == Approx(1e-2).epsilon(1e-6));
-  CHECK(l0.above_floor == 2);  // 2e-3 and 1e-2 above 1e-3
+  // above the site floor 3e-3: 1e-2 alone (2e-3 is above the attribution's 1e-3, not counted)
+  CHECK(l0.above_floor == 1);
+  CHECK(l0.site_floor == 3e-3);
+  CHECK(l0.site_storage == "float16");
+  CHECK(a.site_storage == "float16");
   CHECK(std::isnan(l0.growth_median));
-  // L1: 5e-4, 4e-3, 5e-3, 1e-2; above the floor: the last three
+  // L1: 5e-4, 4e-3, 5e-3, 1e-2; above the site floor: the last three
   const auto& l1 = a.layers[1];
   CHECK(l1.rel_l2.median == Approx(4.5e-3).epsilon(1e-6));
   CHECK(l1.above_floor == 3);
@@ -133,6 +137,17 @@ TEST_CASE("flip aggregate: drift per layer at the flip rows", "[diff][flips]") {
   CHECK(l0.local.median == Approx(2.5e-3));
   CHECK(l1.local.median == Approx(5e-3));
   CHECK(l1.local.n == 4);
+
+  // Each flip counts against its own site floor: sequence 4's L1 stored coarser (2e-2) keeps its
+  // 1e-2 below; the layer's floor is then not one number.
+  auto g = ds::test::flip_fixture();
+  g.report.sequences[4].drift[1].noise_floor = 2e-2;
+  const auto b = aggregate_flips(g.pairs(), 0.05);
+  CHECK(b.layers[1].above_floor == 2);
+  CHECK(std::isnan(b.layers[1].site_floor));
+  CHECK(b.layers[1].site_storage.empty());
+  CHECK(b.layers[0].site_floor == 3e-3);
+  CHECK(b.site_storage.empty());
 }
 
 TEST_CASE("flip aggregate: pairs missing from their reports and no flips at all", "[diff][flips]") {

@@ -40,7 +40,10 @@ TEST_CASE("flips terminal: the summary line and hand-counted rows", "[viewer][fl
   INFO(t);
   CHECK(has(t,
             "driftscope flips: 5 sequences zoomed, 4 flips\nnear-tie threshold 0.05 logit; "
-            "noise floor 1.00e-03 (bf16)\n"));
+            "local error against the attribution's noise floor 1.00e-03 (bf16)\n"));
+  // the layer drift against each site's own floor (3e-3), named as such: L0 1 of 4 above it
+  CHECK(has(t, "rounding of its float16 storage, as for the onset), not the attribution's"));
+  CHECK(has(t, "1/4    3.00e-03"));
   CHECK(has(t,
             "\n50% of the 4 flips were near-ties under 0.05 logit; error is born in attention "
             "of layers 0–1 (50%)\n"));
@@ -74,6 +77,11 @@ TEST_CASE("flips json: the fixture's numbers field by field", "[viewer][flips]")
   CHECK(j["birth"]["none"] == 1);
   CHECK(j["onset"]["cells"][0] ==
         nlohmann::json({{"kind", "attention"}, {"layer", 0}, {"count", 2}}));
+  CHECK(j["noise_floor"] == 1e-3);  // the attribution's
+  CHECK(j["storage"] == "bf16");
+  CHECK(j["layers"][0]["above_floor"] == 1);  // against the site's own floor
+  CHECK(j["layers"][0]["site_noise_floor"] == 3e-3);
+  CHECK(j["layers"][0]["site_storage"] == "float16");
   CHECK(j["layers"][1]["above_floor"] == 3);
   CHECK(j["layers"][0]["growth_median"].is_null());  // NaN is null
   const auto& s1 = j["sequences"][1];
@@ -110,6 +118,9 @@ TEST_CASE("flips html: the diff page's shell and hostile names as text", "[viewe
   CHECK(has(h, "<tr data-kind=\"attention\" data-layer=\"0\"><td>L0 attention</td>"));
   CHECK(count(between(h, "<table class=\"summary\">", "</table>"), "<tr data-seq=") == 4);
   CHECK(count(h, "<tr data-decade=") == 4);
+  CHECK(has(h, "local error against the attribution's noise floor 1.00e-03 (bf16)"));
+  CHECK(has(h, "(the rounding of its float16 storage, as for the onset), not the attribution's"));
+  CHECK(has(h, "<td class=\"num\">1/4</td><td class=\"num\">3.00e-03</td>"));
   CHECK(count(h, "<svg class=\"chart flips\"") == 1);
 }
 
