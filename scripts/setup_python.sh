@@ -53,10 +53,11 @@ install_requirements() {  # VENV FILE: the pinned requirements, when FILE change
 
 # llama-cpp-python (the llama.cpp recorder's tests, .venv-current) compiles llama.cpp from its
 # sdist: a wheel built in the background while the venvs' downloads run, installed at the end.
-# -O0 halves the build (461 CPU-s against 776 at the default -O3, 2 cores); its numerics differ
-# from an -O3 build only where -O3 contracts multiply-adds into FMA (1e-7 relative), inside the
-# tests' 1e-5 (docs/engines.md, "llama.cpp"). The sdist's vendor/llama.cpp (the converter and
-# gguf-py) stays in .venv-current/llama.cpp for the tests.
+# -O0 halves the build (461 CPU-s against 776 at the default -O3, 2 cores), and leaving out
+# llama.cpp's `common` library (below) halves it again; -O0's numerics differ from an -O3 build's
+# only where -O3 contracts multiply-adds into FMA (1e-7 relative), inside the tests' 1e-5
+# (docs/engines.md, "llama.cpp"). The sdist's vendor/llama.cpp (the converter and gguf-py) stays
+# in .venv-current/llama.cpp for the tests.
 llamacpp_file=python/requirements-llamacpp.txt
 llamacpp_dir=.venv-current/llama-cpp-python
 build_llamacpp() {
@@ -66,9 +67,15 @@ build_llamacpp() {
   /usr/bin/python3 -m pip download -q --disable-pip-version-check --no-deps --no-binary llama-cpp-python \
     "$pin" -d "$llamacpp_dir"
   tar -xzf "$llamacpp_dir"/*.tar.gz -C "$llamacpp_dir"
+  local src
+  src=$(echo "$llamacpp_dir"/llama_cpp_python-*/)
+  # llama.cpp's `common` library is 52 of the 127 objects; the Python package never loads it, but
+  # the sdist's CMakeLists forces it on: turned off here (when that line is not found, as is)
+  local force='\( *set(LLAMA_BUILD_COMMON\) ON \(CACHE BOOL "Build llama.cpp common library" FORCE)\)'
+  sed -i "s/^$force/\\1 OFF \\2/" "$src/CMakeLists.txt"
   CMAKE_ARGS="-DLLAVA_BUILD=OFF -DCMAKE_C_FLAGS_RELEASE=-O0 -DCMAKE_CXX_FLAGS_RELEASE=-O0" \
     CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" /usr/bin/python3 -m pip wheel -q \
-    --disable-pip-version-check --no-deps -w "$llamacpp_dir/wheel" "$llamacpp_dir"/*.tar.gz
+    --disable-pip-version-check --no-deps -w "$llamacpp_dir/wheel" "$src"
 }
 llamacpp_pid=""
 if ! cmp -s "$llamacpp_file" .venv-current/llamacpp.installed 2>/dev/null; then

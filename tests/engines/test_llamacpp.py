@@ -21,6 +21,7 @@ convert_hf_to_gguf.py:
 import importlib.util
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -177,6 +178,7 @@ def zoom_replay(exe, work):
                      "-o", t("cheap-%s.h5" % q))
         if p.returncode != 0:
             return check(False, "llama.cpp %s recorded for zoom: %s" % (q, p.stderr.strip()[-300:]))
+    shutil.rmtree(t("zoom"), ignore_errors=True)  # a zoom left by an earlier run would resume
     env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
     env.pop("DRIFTSCOPE_TRACE", None)
     p = subprocess.run([exe, "zoom", t("cheap-f32.h5"), t("cheap-q8_0.h5"), "-o", t("zoom"), "--after", "4"],
