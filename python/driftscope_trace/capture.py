@@ -23,7 +23,7 @@ import numpy as np
 
 from . import schema
 from .hf_sites import SiteHooks, family_of, site_table
-from .identity import env_json, model_json, tokenizer_identity
+from .identity import env_json, loaded_model_json
 from .writer import TraceWriter
 
 
@@ -43,9 +43,7 @@ class Recording:
         self.sites = schema.resolve_probes(probes, model.config.num_hidden_layers)
         self._writer_args = dict(hidden_dtype=hidden_dtype, topk=topk, full_logits=full_logits,
                                  compression=compression, force=force)
-        self._trace_block = {"probes": probes, "hidden_dtype": hidden_dtype, "topk": topk,
-                             "full_logits": full_logits, "kernels": "off", "force_tokens": None,
-                             "compression": "none" if compression == "none" else "deflate1"}
+        self._trace_block = schema.trace_block(probes, hidden_dtype, topk, full_logits, compression)
         if os.path.exists(path) and not force:
             raise FileExistsError("trace '%s' already exists; pass force=True to overwrite it" % path)
         self.n_sequences = 0
@@ -179,8 +177,8 @@ class Recording:
         engine = engine_block(self.model, p.device)
         engine["padding_side"] = getattr(self.tokenizer, "padding_side", None)
         engine["api"] = "record"
-        j = {"device": p.device.type, "dtype": {"float32": "fp32", "float64": "fp64", "bfloat16": "bf16",
-                                                 "float16": "fp16"}.get(engine["dtype"], engine["dtype"]),
+        dtype = schema.DTYPE_NAMES.get(engine["dtype"], engine["dtype"])
+        j = {"device": p.device.type, "dtype": dtype,
              "batch": sizes[0] if len(sizes) == 1 else sizes, "tp": 1, "prefill_chunk": 0,
              "prefix_cache": "off", "tie_break": "lowest_id", "cuda_graphs": "off", "engine": engine,
              "trace": self._trace_block}
@@ -188,14 +186,7 @@ class Recording:
         return json.dumps(j)
 
     def _model_json(self):
-        path = getattr(self.model.config, "_name_or_path", "") or ""
-        tok_json = None
-        if self.tokenizer is not None:
-            d = getattr(self.tokenizer, "name_or_path", "") or ""
-            tok_json = os.path.join(d, "tokenizer.json") if os.path.isfile(os.path.join(d, "tokenizer.json")) else None
-        ident = tokenizer_identity(tok_json, self.tokenizer, self.model.config.vocab_size)
-        return model_json(os.path.abspath(path) if os.path.isdir(path) else path, self.model.config,
-                          family_of(self.model), ident)
+        return loaded_model_json(self.model.config, family_of(self.model), self.tokenizer)
 
     def _producer(self):
         from .hf_compat import library_versions

@@ -100,6 +100,20 @@ def tokenizer_identity(tokenizer_json, tokenizer, vocab_size):
             "kind": "hf-tokenizers", "bos_id": bos, "eos_id": eos, "policy": policy}
 
 
+def loaded_model_json(config, family, tokenizer, model_dir=None):
+    """model_json of a model an engine loaded: its directory is `model_dir` or the config's
+    _name_or_path (from_pretrained's argument), the tokenizer's `tokenizer.json` is looked up in
+    the tokenizer's own name_or_path."""
+    path = model_dir or getattr(config, "_name_or_path", "") or ""
+    tok_json = None
+    if tokenizer is not None:
+        d = getattr(tokenizer, "name_or_path", "") or ""
+        found = os.path.join(d, "tokenizer.json")
+        tok_json = found if os.path.isfile(found) else None
+    ident = tokenizer_identity(tok_json, tokenizer, config.vocab_size)
+    return model_json(os.path.abspath(path) if os.path.isdir(path) else path, config, family, ident)
+
+
 def env_json(extra):
     j = {"host": socket.gethostname(), "os": "%s %s %s" % (platform.system(), platform.release(), platform.machine()),
          "python": platform.python_version(), "h5py_version": h5py.__version__,

@@ -8,7 +8,17 @@ PACKAGE_VERSION = "0.1.0"
 # Tap sites of one layer, in forward order.
 LAYER_SITE_KINDS = ("attn_norm", "attn_out", "resid_mid", "mlp_norm", "mlp_out", "out")
 DEFAULT_LAYER_KINDS = ("attn_out", "mlp_out", "out")
+# torch dtype names -> config_json "dtype" as driftscope names them
+DTYPE_NAMES = {"float32": "fp32", "float64": "fp64", "bfloat16": "bf16", "float16": "fp16"}
 STOP_REASONS = ("eos", "max_new", "context", "forced", "interrupted", "running")
+
+
+def trace_block(probes, hidden_dtype, topk, full_logits, compression, force_tokens=None):
+    """config_json's "trace" object of a recorder run, as driftscope writes it (no kernel taps;
+    compression "none", or "deflate1": shuffle + gzip level 1)."""
+    return {"probes": probes, "hidden_dtype": hidden_dtype, "topk": topk,
+            "full_logits": full_logits, "kernels": "off", "force_tokens": force_tokens,
+            "compression": "none" if compression == "none" else "deflate1"}
 
 
 class ProbeError(ValueError):
