@@ -31,6 +31,7 @@ import numpy as np
 
 from . import schema
 from .flat_sites import FLAT, FlatBatchError, flat_hooks, flat_site_table, split_rows
+from .hf_sites import LayoutError
 from .identity import env_json, loaded_model_json
 from .writer import TraceWriter
 
@@ -53,6 +54,7 @@ class FlatRecording:
         flat_site_table(model)  # a LayoutError before anything is written
         self.model, self.path, self.engine = model, path, engine
         self.family = FLAT.family(model)
+        _check_head(model)
         self.tokenizer, self.model_dir = tokenizer, model_dir
         self.sampling = dict(sampling or {})
         self.engine_version = engine_version or _installed_version(engine)
@@ -188,6 +190,16 @@ class FlatRecording:
         return env_json({"driftscope_trace_version": schema.PACKAGE_VERSION, "engine": self.engine,
                          "engine_version": self.engine_version, "torch_version": torch.__version__,
                          "numpy_version": np.__version__})
+
+
+def _check_head(model):
+    """lm_head holds every row of the vocabulary (one tensor-parallel rank): the prompt rows'
+    logits are computed from it."""
+    head = getattr(getattr(model, "lm_head", None), "weight", None)
+    rows, vocab = (0 if head is None else head.shape[0]), model.config.vocab_size
+    if rows < vocab:
+        raise LayoutError("lm_head holds %d of the %d vocabulary rows: record_flat needs the whole "
+                          "head, one tensor-parallel rank" % (rows, vocab))
 
 
 def _check_fed(rid, r, ids, n, tok):

@@ -28,7 +28,7 @@ import driftscope_trace
 from driftscope_trace.flat_sites import FlatBatchError
 from driftscope_trace.hf_sites import LayoutError
 from driftscope_trace.schema import all_sites
-from vllm_standin import RMSNorm, Runner, load
+from vllm_standin import ParallelLMHead, RMSNorm, Runner, load
 
 PROMPTS = os.path.join(ROOT, "models", "kjv-llama", "prompts.txt")
 PROMPT_LINES = (2, 0, 10, 5)  # lines of PROMPTS: 7, 3, 7 and 6 words
@@ -165,6 +165,14 @@ def refusals(work):
         ok &= check("not a vLLM or SGLang model" in str(e) and not os.path.exists(path),
                     "a transformers model is refused, nothing written: %s" % e)
     model = load(model_dir)
+    c = model.config
+    shard = load(model_dir)
+    shard.lm_head = ParallelLMHead(c.vocab_size // 2, c.hidden_size)  # tensor parallel, 2 ranks
+    try:
+        driftscope_trace.record_flat(shard, path, engine="vllm")
+        ok &= check(False, "one rank's half of lm_head is refused")
+    except LayoutError as e:
+        ok &= check(not os.path.exists(path), "one rank's half of lm_head is refused: %s" % e)
     for what, counts in (("token counts that do not sum to the pass's rows", [(0, 3), (1, 3)]),
                          ("requests listed out of flattened order", [(1, 2), (0, 3)])):
         try:
