@@ -1,7 +1,7 @@
 """The vLLM / SGLang hooks (driftscope_trace.record_flat) where neither engine runs: on a stand-in
 of vLLM's model object (vllm_standin.py: its module tree, calling conventions and in-place fused
 norm, written from vLLM's sources) carrying the bundled kjv-llama and kjv-qwen2 weights, 4
-requests of 3 to 10 tokens served in flattened steps as vLLM's scheduler mixes them: one prefill
+requests of 7 to 10 tokens served in flattened steps as vLLM's scheduler mixes them: one prefill
 split in two chunks, prefills joining while others decode, requests ending at different steps.
 The reference is driftscope's own CPU fp32 run of the same prompts (C++, no Python in common with
 the hooks; it agrees with transformers to 1.6e-6, test_hf_models.py): per request, identical
