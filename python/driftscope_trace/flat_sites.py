@@ -54,7 +54,7 @@ _CAPTURES = {"attn_norm": "output0", "attn_out": "output0", "resid_mid": "output
 _TAPS = {"input_ids": ("model.embed_tokens", "input", "Embedding")}
 _TAPS.update({k: (path, _CAPTURES.get(k, capture), must_be)
               for k, (path, capture, must_be) in TRANSFORMERS.taps.items() if k != "logits"})
-FLAT = Layout("vLLM/SGLang", _engine_family, _TAPS, ("input_ids", "final_norm"))
+FLAT = Layout(_engine_family, _TAPS, ("input_ids", "final_norm"))
 
 
 def flat_site_table(model):

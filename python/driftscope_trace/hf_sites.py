@@ -13,6 +13,8 @@ that capture exactly the values each site holds (docs/trace-format.md "Sites"):
 
 The families are those driftscope loads (Llama, Llama-3, Mistral, Qwen2); another class, or a
 module the layout needs that is missing or of the wrong kind, stops with a LayoutError naming it.
+The table is a Layout (TRANSFORMERS); flat_sites.py reads the same modules of a vLLM or SGLang
+model object otherwise.
 """
 import torch
 
@@ -54,11 +56,11 @@ def family_of_config(config):
 # argument), "output", "output0" (element 0 of a tuple output, or the tensor), "output1"
 # (element 1), "sum01" (the sum of elements 0 and 1).
 class Layout:
-    def __init__(self, name, family, taps, always):
-        self.name, self.family, self.taps, self.always = name, family, taps, always
+    def __init__(self, family, taps, always):
+        self.family, self.taps, self.always = family, taps, always
 
 
-TRANSFORMERS = Layout("transformers", family_of, {
+TRANSFORMERS = Layout(family_of, {
     "embed": ("model.embed_tokens", "output", "Embedding"),
     "attn_norm": ("input_layernorm", "output", "RMSNorm"),
     "attn_out": ("self_attn.o_proj", "output", "Linear"),
