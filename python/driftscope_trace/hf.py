@@ -108,6 +108,7 @@ def load_model(a):
                           "recorder maps %s" % (a.model, ", ".join(archs) or "of no architecture",
                                                 cfg.model_type, ", ".join(sorted(FAMILIES))))
     dtype = {"fp32": torch.float32, "fp64": torch.float64, "bf16": torch.bfloat16, "fp16": torch.float16}[a.dtype]
+    check_matmul(torch, dtype, a)
     if a.quiet:  # transformers 5 draws a progress bar while loading weights
         from transformers.utils import logging as hf_logging
         hf_logging.disable_progress_bar()
@@ -116,6 +117,18 @@ def load_model(a):
     engine = engine_block(model, a.device)
     engine["_tf32"] = "on" if torch.backends.cuda.matmul.allow_tf32 and a.device.startswith("cuda") else "off"
     return model, engine
+
+
+def check_matmul(torch, dtype, a):
+    """A UsageError when this torch cannot multiply matrices of dtype on the device (torch 1.13
+    has no fp16 matmul on the CPU), before the model is loaded."""
+    try:
+        x = torch.ones(1, 2, dtype=dtype, device=a.device)
+        torch.nn.functional.linear(x, torch.ones(2, 2, dtype=dtype, device=a.device))
+    except RuntimeError as e:
+        raise UsageError("torch %s cannot compute in %s on %s (%s): choose another --dtype, or "
+                         "another torch (pip install 'driftscope-trace[transformers]' gets today's)"
+                         % (torch.__version__, a.dtype, a.device, str(e).splitlines()[0]))
 
 
 def main(argv=None):
