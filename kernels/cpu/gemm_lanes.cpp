@@ -4,6 +4,7 @@
 #include "kernels/cpu/gemm_lanes.h"
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/chunks.h"
@@ -228,8 +229,16 @@ void matmul_packed(float* y, const float* x, int ldx, Packed<W> w, int ldw, cons
   int n = n_begin;
   if (M < 4) {
     // few rows of x (decode): four blocks at once, four independent add chains per row of x
-    // (two leave 16-bit weights waiting on the adds' latency); each block is one sequential
-    // stream, so four streams, not the 32 of row-major weights
+    // (two leave 16-bit weights waiting on the adds' latency), six for 16-bit weights (which
+    // widen each value before the chain); each block is one sequential stream, so four or six
+    // streams, not the 32 of row-major weights (bench/RESULTS.md, "four blocks at once")
+    if constexpr (!std::is_same_v<W, const float*>) {
+      for (; n + 48 <= n_end; n += 48) {
+        const W pk[6] = {block(n),      block(n + 8),  block(n + 16),
+                         block(n + 24), block(n + 32), block(n + 40)};
+        rows_packed<6, W>(y, x, ldx, pk, b, M, N, K, splits, out, n);
+      }
+    }
     for (; n + 32 <= n_end; n += 32) {
       const W pk[4] = {block(n), block(n + 8), block(n + 16), block(n + 24)};
       rows_packed<4, W>(y, x, ldx, pk, b, M, N, K, splits, out, n);

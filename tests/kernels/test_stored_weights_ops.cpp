@@ -98,14 +98,15 @@ TEST_CASE("matmul on bf16 and fp16 weights as stored equals matmul on their floa
 }
 
 // Packed matrices (ops::pack_weights) against the reference loops on the row-major float32
-// widening: few rows of x (decode: four blocks of 8 output features at once, then two, then one)
-// and many (four rows of x share each load), every N mod 32 class, split-K with odd parts.
+// widening: few rows of x (decode: six blocks of 8 output features at once for 16-bit weights,
+// then four, two, one) and many (four rows of x share each load), every class of N mod 48 and
+// mod 32, split-K with odd parts.
 TEST_CASE("packed 16-bit and float32 matrices give the bits of the reference loops",
           "[kernels][stored]") {
   ExecGuard guard;
   std::mt19937 rng(31);
   for (ds::Storage format : {ds::Storage::native, ds::Storage::bf16, ds::Storage::f16}) {
-    for (int N : {8, 24, 32, 40, 56, 72, 96, 99}) {
+    for (int N : {8, 24, 32, 40, 48, 56, 72, 80, 88, 96, 99}) {
       const int K = 37;
       const auto w16 =
           random_halves(static_cast<size_t>(N) * K,
