@@ -281,9 +281,8 @@ def record(a):
               "tie_break": a.tie_break, "add_bos": a.add_bos, "repetition_penalty": a.repetition_penalty,
               "max_new": a.max_new, "temperature": a.temperature, "top_p": a.top_p, "top_k": a.top_k,
               "seed": a.seed, "cuda_graphs": "off", "tf32": "off", "engine": eng,
-              "trace": {"probes": a.probes, "hidden_dtype": a.hidden_dtype, "topk": a.topk,
-                        "full_logits": a.full_logits, "kernels": "off", "force_tokens": a.force_tokens,
-                        "compression": "none" if a.compression == "none" else "deflate1"}}
+              "trace": schema.trace_block(a.probes, a.hidden_dtype, a.topk, a.full_logits, a.compression,
+                                          a.force_tokens)}
     # one forward pass before the trace is opened: a site the graph does not name is refused
     # with nothing written
     engine.decode(prompts[0][1][:1], 0)

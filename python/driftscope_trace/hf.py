@@ -76,10 +76,8 @@ def run_config(a, engine):
         "temperature": a.temperature, "top_p": a.top_p, "top_k": a.top_k, "seed": a.seed,
         "cuda_graphs": "off", "tf32": engine.pop("_tf32"),
         "engine": engine,
-        "trace": {"probes": a.probes, "hidden_dtype": a.hidden_dtype, "topk": a.topk,
-                  "full_logits": a.full_logits, "kernels": "off", "force_tokens": a.force_tokens,
-                  # as driftscope's trace.compression: "none", or "deflate1" (shuffle + gzip level 1)
-                  "compression": "none" if a.compression == "none" else "deflate1"},
+        "trace": schema.trace_block(a.probes, a.hidden_dtype, a.topk, a.full_logits, a.compression,
+                                    a.force_tokens),
     })
 
 
