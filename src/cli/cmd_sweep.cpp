@@ -4,16 +4,15 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <chrono>
 #include <filesystem>
 #include <system_error>
-#include <thread>
 
 #include "common/error.h"
 #include "common/output_file.h"
 #include "src/cli/commands.h"
 #include "src/cli/output.h"
 #include "src/cli/run_config_args.h"
+#include "src/cli/slurm_args.h"
 #include "src/cli/sweep_exec.h"
 #include "src/experiment/sweep.h"
 #include "src/experiment/trace_recorder.h"
@@ -174,22 +173,11 @@ void write_entry_configs(const std::filesystem::path& dir, const SweepState& s) 
   }
 }
 
-void wait_while_active(const std::string& job, int poll_s) {
-  while (slurm_job_active(job)) std::this_thread::sleep_for(std::chrono::seconds(poll_s));
-}
-
 // With --wait: waits for every Slurm job of the sweep to leave the queue. With --slurm alone:
 // refuses to submit again while one of them is queued or running.
 void settle_earlier_jobs(const SweepArgs& a, const SweepState& s) {
-  for (const auto& job : s.slurm_jobs) {
-    if (a.wait) {
-      if (!a.quiet) print_note("sweep: waiting for Slurm job {}\n", job);
-      wait_while_active(job, a.poll_s);
-    } else if (a.slurm && slurm_job_active(job)) {
-      throw Error(fmt::format("Slurm job {} of this sweep is still queued or running", job),
-                  "wait for it (driftscope sweep -o DIR --wait) before resubmitting");
-    }
-  }
+  settle_slurm_jobs(s.slurm_jobs, "sweep", a.wait, a.slurm, a.poll_s, a.quiet,
+                    "wait for it (driftscope sweep -o DIR --wait) before resubmitting");
 }
 
 // Records the sweep's state; exit 1 naming the configurations still missing, else 0.
@@ -289,23 +277,11 @@ CommandRun register_sweep(CLI::App& app) {
   cmd->add_option("--samples", args->samples,
                   "K sampled runs per configuration, with seeds --seed .. --seed+K-1 (use with "
                   "--temperature > 0)");
-  const char* g = "Slurm";
-  cmd->add_flag("--slurm", args->slurm,
-                "write DIR/sweep.sbatch (one array task per configuration still missing, each a "
-                "`driftscope run`) and submit it with sbatch")
-      ->group(g);
-  cmd->add_option("--partition", args->slurm_opt.partition, "Slurm partition")->group(g);
-  cmd->add_option("--gpus-per-task", args->slurm_opt.gpus_per_task, "GPUs per array task")
-      ->group(g);
-  cmd->add_option("--time", args->slurm_opt.time, "time limit per array task, e.g. 00:30:00")
-      ->group(g);
-  cmd->add_flag("--wait", args->wait,
-                "wait until the sweep's Slurm jobs have left the queue, then record which "
-                "configurations are complete (with --slurm: after submitting)")
-      ->group(g);
-  cmd->add_option("--poll", args->poll_s, "seconds between squeue polls while waiting")
-      ->capture_default_str()
-      ->group(g);
+  add_slurm_options(*cmd, args->slurm, args->slurm_opt, args->wait, args->poll_s,
+                    "write DIR/sweep.sbatch (one array task per configuration still missing, "
+                    "each a `driftscope run`) and submit it with sbatch",
+                    "wait until the sweep's Slurm jobs have left the queue, then record which "
+                    "configurations are complete (with --slurm: after submitting)");
   cmd->add_flag("-q,--quiet", args->quiet, "no progress lines on stderr");
   return [args, cmd] {
     apply_config_file(*cmd, args->run);

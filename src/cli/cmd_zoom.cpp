@@ -5,15 +5,14 @@
 #include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
-#include <chrono>
 #include <filesystem>
-#include <thread>
 
 #include "common/error.h"
 #include "common/output_file.h"
 #include "src/cli/commands.h"
 #include "src/cli/diff_report.h"
 #include "src/cli/output.h"
+#include "src/cli/slurm_args.h"
 #include "src/cli/sweep_exec.h"
 #include "src/cli/zoom_analysis.h"
 #include "src/cli/zoom_plan.h"
@@ -136,15 +135,8 @@ std::vector<size_t> prepare(const std::filesystem::path& dir, ZoomPlan& p,
 }
 
 void wait_for_jobs(const ZoomArgs& a, const ZoomPlan& p) {
-  for (const auto& job : p.slurm_jobs) {
-    if (a.wait) {
-      if (!a.quiet) print_note("zoom: waiting for Slurm job {}\n", job);
-      while (slurm_job_active(job)) std::this_thread::sleep_for(std::chrono::seconds(a.poll_s));
-    } else if (slurm_job_active(job)) {
-      throw Error(fmt::format("Slurm job {} of this zoom is still queued or running", job),
-                  "wait for it (driftscope zoom A.h5 B.h5 -o DIR --wait), then run zoom again");
-    }
-  }
+  settle_slurm_jobs(p.slurm_jobs, "zoom", a.wait, true, a.poll_s, a.quiet,
+                    "wait for it (driftscope zoom A.h5 B.h5 -o DIR --wait), then run zoom again");
 }
 
 // Runs (or submits) the replays still missing; returns the exit code when zoom stops here.
@@ -159,7 +151,7 @@ std::optional<int> run_replays(const ZoomArgs& a, const std::filesystem::path& d
     write_zoom_state(dir, p);
     if (!a.quiet) print_note("zoom: submitted Slurm job array {} ({} replays)\n", job, todo.size());
     if (!a.wait) return 0;
-    while (slurm_job_active(job)) std::this_thread::sleep_for(std::chrono::seconds(a.poll_s));
+    wait_while_active(job, a.poll_s);
   } else {
     std::vector<ChildRun> mine;
     for (size_t i : todo) mine.push_back(runs[i]);
@@ -244,20 +236,10 @@ CommandRun register_zoom(CLI::App& app) {
   cmd->add_option("--after", args->after, "tokens replayed past each flip")->capture_default_str();
   cmd->add_option("-j,--jobs", args->jobs, "replays run at once on this machine (there are two)")
       ->capture_default_str();
-  const char* g = "Slurm";
-  cmd->add_flag("--slurm", args->slurm,
-                "write DIR/zoom.sbatch (one array task per replay still missing) and submit it; "
-                "run zoom again once it is done for the reports")
-      ->group(g);
-  cmd->add_option("--partition", args->slurm_opt.partition, "Slurm partition")->group(g);
-  cmd->add_option("--gpus-per-task", args->slurm_opt.gpus_per_task, "GPUs per array task")
-      ->group(g);
-  cmd->add_option("--time", args->slurm_opt.time, "time limit per array task")->group(g);
-  cmd->add_flag("--wait", args->wait, "wait for the zoom's Slurm jobs, then write the reports")
-      ->group(g);
-  cmd->add_option("--poll", args->poll_s, "seconds between squeue polls while waiting")
-      ->capture_default_str()
-      ->group(g);
+  add_slurm_options(*cmd, args->slurm, args->slurm_opt, args->wait, args->poll_s,
+                    "write DIR/zoom.sbatch (one array task per replay still missing) and submit "
+                    "it; run zoom again once it is done for the reports",
+                    "wait for the zoom's Slurm jobs, then write the reports");
   cmd->add_flag("-q,--quiet", args->quiet, "no progress lines on stderr");
   return [args] { return run_zoom(*args); };
 }

@@ -279,4 +279,21 @@ bool slurm_job_active(const std::string& job_id) {
   return status == 0 && out.find_first_not_of(" \n") != std::string::npos;
 }
 
+void wait_while_active(const std::string& job_id, int poll_s) {
+  while (slurm_job_active(job_id)) std::this_thread::sleep_for(std::chrono::seconds(poll_s));
+}
+
+void settle_slurm_jobs(const std::vector<std::string>& jobs, const char* what, bool wait,
+                       bool refuse, int poll_s, bool quiet, const std::string& hint) {
+  for (const auto& job : jobs) {
+    if (wait) {
+      if (!quiet) print_note("{}: waiting for Slurm job {}\n", what, job);
+      wait_while_active(job, poll_s);
+    } else if (refuse && slurm_job_active(job)) {
+      throw Error(fmt::format("Slurm job {} of this {} is still queued or running", job, what),
+                  hint);
+    }
+  }
+}
+
 }  // namespace ds

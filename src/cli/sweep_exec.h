@@ -92,4 +92,13 @@ std::string submit_slurm(const std::filesystem::path& dir, const SweepState& s,
 // Whether the job array still has tasks in `squeue` (pending or running).
 bool slurm_job_active(const std::string& job_id);
 
+// Returns once the job array has left the queue, asking squeue every poll_s seconds.
+void wait_while_active(const std::string& job_id, int poll_s);
+
+// The Slurm jobs of an earlier submission of `what` ("sweep", "zoom") in DIR: with `wait`, waits
+// for each to leave the queue (a note on stderr unless `quiet`); else, with `refuse`, throws
+// ds::Error with `hint` while one is queued or running.
+void settle_slurm_jobs(const std::vector<std::string>& jobs, const char* what, bool wait,
+                       bool refuse, int poll_s, bool quiet, const std::string& hint);
+
 }  // namespace ds

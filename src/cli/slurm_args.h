@@ -1,0 +1,17 @@
+// The Slurm options of the commands that run many runs (sweep, zoom): --slurm, --partition,
+// --gpus-per-task, --time, --wait and --poll, in the help's "Slurm" group.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "src/cli/sweep_exec.h"
+
+namespace ds {
+
+// Registers the Slurm group on `cmd`; `slurm_help` and `wait_help` say what --slurm submits and
+// what --wait waits for in that command.
+void add_slurm_options(CLI::App& cmd, bool& slurm, SlurmOptions& opt, bool& wait, int& poll_s,
+                       const std::string& slurm_help, const std::string& wait_help);
+
+}  // namespace ds
