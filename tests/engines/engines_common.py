@@ -109,18 +109,26 @@ class Comparison:
     def sites(self):
         return ["L%d/out" % l for l in range(self.n_layers)] + ["final_norm"]
 
-    def max_rel_l2(self):
+    def common_sites(self):
+        """Every hidden site both traces hold (read from their first sequence)."""
+        names = []
+        first = self.a["seq"][self.seqs[0]]
+        first["hidden"].visit(lambda k: names.append(k) if isinstance(first["hidden"][k], h5py.Dataset) else None)
+        return [n for n in names if "hidden/" + n in self.b["seq"][self.seqs[0]]]
+
+    def max_rel_l2(self, sites=None, rows_limit=None):
         """{site: max over every sequence and position of the relative L2}, over the positions
-        both traces computed from the same tokens (all of them when the tokens agree)."""
+        both traces computed from the same tokens (all of them when the tokens agree) and below
+        rows_limit; sites: L<l>/out and final_norm unless named."""
         worst = {}
         for s in self.seqs:
             sa, sb = self.a["seq"][s], self.b["seq"][s]
             ta, tb = sa["tokens"][:], sb["tokens"][:]
             n = min(len(ta), len(tb))
             same = n if (ta[:n] == tb[:n]).all() else int(np.nonzero(ta[:n] != tb[:n])[0][0])
-            for site in self.sites():
+            for site in sites or self.sites():
                 ha, hb = hidden(sa, site), hidden(sb, site)
-                rows = min(same, ha.shape[0], hb.shape[0])
+                rows = min(same, ha.shape[0], hb.shape[0], rows_limit or same)
                 if rows == 0:
                     continue
                 worst[site] = max(worst.get(site, 0.0), float(rel_l2_rows(ha[:rows], hb[:rows]).max()))

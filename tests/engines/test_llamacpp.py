@@ -30,7 +30,7 @@ import time
 import h5py
 import numpy as np
 
-from engines_common import ROOT, check, driftscope, hidden, recorder_command, rel_l2_rows
+from engines_common import ROOT, Comparison, check, driftscope, recorder_command
 
 MODELS = os.path.join(ROOT, "models")
 THRESHOLD = 1e-5
@@ -80,32 +80,6 @@ def convert(src, model, outtype, path):
         sys.exit("FAILED: convert_hf_to_gguf.py %s --outtype %s\n%s" % (model, outtype, p.stderr[-2000:]))
 
 
-def site_drift(path_a, path_b, rows_limit=None):
-    """({site: max relative L2 over every sequence and position}, [(seq, first differing
-    position)]) over the positions both traces computed from the same tokens (and below
-    rows_limit), every site both traces hold."""
-    worst, flips = {}, []
-    with h5py.File(path_a, "r") as a, h5py.File(path_b, "r") as b:
-        for s in sorted(a["seq"].keys(), key=int):
-            sa, sb = a["seq"][s], b["seq"][s]
-            ta, tb = sa["tokens"][:], sb["tokens"][:]
-            n = min(len(ta), len(tb))
-            d = np.nonzero(ta[:n] != tb[:n])[0]
-            same = n if len(d) == 0 and len(ta) == len(tb) else (int(d[0]) if len(d) else n)
-            if len(d) or len(ta) != len(tb):
-                flips.append((int(s), same))
-            names = []
-            sa["hidden"].visit(lambda k: names.append(k) if isinstance(sa["hidden"][k], h5py.Dataset) else None)
-            for site in names:
-                if "hidden/" + site not in sb:
-                    continue
-                ha, hb = hidden(sa, site), hidden(sb, site)
-                rows = min(same, ha.shape[0], hb.shape[0], rows_limit or same)
-                if rows > 0:
-                    worst[site] = max(worst.get(site, 0.0), float(rel_l2_rows(ha[:rows], hb[:rows]).max()))
-    return worst, flips
-
-
 def summary(worst):
     return " ".join("%s %.1e" % kv for kv in sorted(worst.items()))
 
@@ -130,7 +104,9 @@ def against_driftscope(exe, work, src):
             continue
         with open(os.path.join(model, "config.json")) as f:
             window = json.load(f).get("sliding_window")
-        worst, flips = site_drift(t("llama-%s.h5" % family), t("ds-%s.h5" % family), window)
+        c = Comparison(t("llama-%s.h5" % family), t("ds-%s.h5" % family))
+        worst, flips = c.max_rel_l2(c.common_sites(), window), c.token_mismatches()
+        c.close()
         if window:
             # llama.cpp's converter writes Mistral as architecture llama with no window: the
             # positions below the window agree, the recorder says so and records it
@@ -159,7 +135,11 @@ def against_driftscope(exe, work, src):
         p = llamacpp("-m", t("llama-q8_0.gguf"), "--source-model", os.path.join(MODELS, "kjv-llama"),
                      "--kv-type", "f32", "--force-tokens", t("ds-llama.h5"), "--probes", "all", "--force",
                      "-o", t("llama-q8_0-forced.h5"))
-        _, flips = site_drift(t("ds-llama.h5"), t("llama-q8_0-forced.h5")) if p.returncode == 0 else (0, [0])
+        flips = [0]
+        if p.returncode == 0:
+            c = Comparison(t("ds-llama.h5"), t("llama-q8_0-forced.h5"))
+            flips = c.token_mismatches()
+            c.close()
         ok &= check(p.returncode == 0 and not flips, "Q8_0 teacher-forced on driftscope's tokens: the same tokens "
                     "(%s) %s" % (flips, p.stderr.strip()[-200:]))
     return ok
