@@ -5,12 +5,13 @@
 
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
 #include "common/float_formats.h"
+#include "common/io_error.h"
+#include "common/output_file.h"
 
 namespace fs = std::filesystem;
 
@@ -150,7 +151,7 @@ std::vector<std::vector<size_t>> plan_shards(const std::vector<TensorSpec>& spec
 
 // A shard's safetensors header: its length (u64 little-endian), then the JSON naming each tensor's
 // dtype, shape and data offsets, padded with spaces so the data starts 8-byte aligned.
-void write_shard_header(std::ofstream& out, const std::vector<TensorSpec>& specs,
+void write_shard_header(TempFile& out, const std::vector<TensorSpec>& specs,
                         const std::vector<size_t>& shard, const std::string& dtype, size_t esize) {
   const char* st_dtype = dtype == "f32" ? "F32" : dtype == "f16" ? "F16" : "BF16";
   nlohmann::ordered_json header;
@@ -167,15 +168,14 @@ void write_shard_header(std::ofstream& out, const std::vector<TensorSpec>& specs
   const uint64_t hl = h.size();
   char len[8];
   for (int k = 0; k < 8; ++k) len[k] = static_cast<char>((hl >> (8 * k)) & 0xff);
-  out.write(len, 8);
-  out.write(h.data(), static_cast<std::streamsize>(h.size()));
+  out.write(std::string_view(len, 8));
+  out.write(h);
 }
 
 // Streams one tensor's values in blocks of 2^20 (weights ~ U(-a, a) from the tensor's own seeded
 // stream, norms 1, biases 0), reporting progress after every block.
-void write_tensor_values(std::ofstream& out, const TensorSpec& t, const SynthOptions& opt,
-                         size_t esize, uint64_t total, uint64_t& written,
-                         std::vector<char>& block) {
+void write_tensor_values(TempFile& out, const TensorSpec& t, const SynthOptions& opt, size_t esize,
+                         uint64_t total, uint64_t& written, std::vector<char>& block) {
   const double a = 0.02 * std::sqrt(3.0);  // U(-a, a) has standard deviation 0.02
   uint64_t state = opt.seed ^ std::hash<std::string>{}(t.name);
   const int64_t n = t.numel();
@@ -196,7 +196,7 @@ void write_tensor_values(std::ofstream& out, const TensorSpec& t, const SynthOpt
         std::memcpy(&block[k * 2], &bits, 2);
       }
     }
-    out.write(block.data(), static_cast<std::streamsize>(block.size()));
+    out.write(std::string_view(block.data(), block.size()));
     written += block.size();
     if (opt.progress) opt.progress(written, total);
   }
@@ -246,23 +246,29 @@ void write_synthetic_checkpoint(const SynthShape& shape, const SynthOptions& opt
     const std::string file = shards.size() == 1 ? std::string("model.safetensors")
                                                 : fmt::format("model-{:05d}-of-{:05d}.safetensors",
                                                               s + 1, shards.size());
-    std::ofstream out(dir / file, std::ios::binary | std::ios::trunc);
-    write_shard_header(out, specs, shards[s], opt.dtype, esize);
-    for (size_t i : shards[s]) weight_map[specs[i].name] = file;
-    std::vector<char> block;
-    for (size_t i : shards[s])
-      write_tensor_values(out, specs[i], opt, esize, total, written, block);
-    if (!out.flush()) {
-      throw Error(fmt::format("error writing '{}'", (dir / file).string()), "is the disk full?");
+    // written under a hidden name and moved onto `file` when complete (common/output_file.h):
+    // a link planted at the name is replaced, never written through
+    const fs::path target = dir / file;
+    try {
+      TempFile out(target);
+      write_shard_header(out, specs, shards[s], opt.dtype, esize);
+      for (size_t i : shards[s]) weight_map[specs[i].name] = file;
+      std::vector<char> block;
+      for (size_t i : shards[s])
+        write_tensor_values(out, specs[i], opt, esize, total, written, block);
+      out.commit(target, /*replace=*/true);
+    } catch (const std::system_error& e) {
+      throw Error(fmt::format("cannot write '{}': {}", target.string(), e.code().message()),
+                  io_hint(e.code()));
     }
   }
   if (shards.size() > 1) {
     nlohmann::ordered_json index;
     index["metadata"] = {{"total_size", parameter_count(c) * static_cast<int64_t>(esize)}};
     index["weight_map"] = weight_map;
-    std::ofstream(dir / "model.safetensors.index.json") << index.dump(2) << "\n";
+    write_file_or_fail(dir / "model.safetensors.index.json", index.dump(2) + "\n");
   }
-  std::ofstream(dir / "config.json") << config_json(c).dump(2) << "\n";
+  write_file_or_fail(dir / "config.json", config_json(c).dump(2) + "\n");
 }
 
 }  // namespace ds

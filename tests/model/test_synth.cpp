@@ -2,6 +2,9 @@
 // checkpoint that loads and runs, sharding, determinism.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <fstream>
+#include <iterator>
+#include <string>
 
 #include "common/error.h"
 #include "src/model/model.h"
@@ -75,4 +78,29 @@ TEST_CASE("synth from the command line, then generate from it without a tokenize
   CHECK(g.exit_code == 0);
   CHECK(g.out.starts_with("1 7 "));
   CHECK(ds::test::run_cli("synth --shape nope -o " + out).exit_code == 2);
+}
+
+TEST_CASE("synth --force replaces links at its file names, never writes through them", "[synth]") {
+  ds::test::TempDir dir;
+  const auto out = dir.path() / "ck";
+  std::filesystem::create_directories(out);
+  // someone else's files, linked from the names synth writes
+  const auto victim = dir.path() / "victim.txt";
+  std::ofstream(victim) << "precious\n";
+  for (const char* name : {"model.safetensors", "config.json"})
+    std::filesystem::create_symlink(victim, out / name);
+  ds::SynthOptions o;
+  o.force = true;
+  ds::write_synthetic_checkpoint(ds::synth_shape("tiny"), o, out);
+  std::ifstream in(victim);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text == "precious\n");
+  for (const char* name : {"model.safetensors", "config.json"}) {
+    CHECK(std::filesystem::is_regular_file(std::filesystem::symlink_status(out / name)));
+  }
+  CHECK(ds::load_model(out).config.n_layers == 2);
+  // no hidden half-written file is left behind
+  int files = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(out)) ++files;
+  CHECK(files == 2);
 }
