@@ -33,8 +33,24 @@ std::string name_part(const std::string& v) {
 // A grid knob as a sweep accepts it, from --grid or from a sweep.json: a run-config field (its
 // name in canonical form), at least one value, every value one the field takes, given once.
 void check_knob(const GridKnob& k, const std::vector<GridKnob>& before) {
-  RunConfig probe;
-  for (const auto& v : k.values) set_field(probe, k.name, v);  // unknown field or bad value
+  // each value set on the same config: an unknown field or a bad value throws, and two values
+  // that make the same configuration ("1,1", or "1,01" for a seed) would give one run the
+  // grid's size counts twice
+  std::vector<std::pair<std::string, std::string>> made;  // value, the configuration it makes
+  for (const auto& v : k.values) {
+    RunConfig probe;
+    set_field(probe, k.name, v);
+    std::string config = to_json(probe);
+    for (const auto& [other, same] : made) {
+      if (same == config) {
+        throw Error(fmt::format("grid knob '{}' lists {} twice{}", k.name,
+                                other == v ? "'" + v + "'" : "'" + other + "' and '" + v + "'",
+                                other == v ? "" : " (the same value)"),
+                    "list each value once");
+      }
+    }
+    made.emplace_back(v, std::move(config));
+  }
   if (k.values.empty()) {
     throw Error(fmt::format("grid knob '{}' has no values", k.name),
                 "--grid takes e.g. 'dtype=bf16,fp16,fp32'");
@@ -73,8 +89,7 @@ std::vector<GridKnob> parse_grid(const std::string& arg) {
     std::istringstream values(item.substr(eq + 1));
     std::string v;
     while (std::getline(values, v, ',')) {
-      if (v.empty()) continue;
-      if (std::find(k.values.begin(), k.values.end(), v) == k.values.end()) k.values.push_back(v);
+      if (!v.empty()) k.values.push_back(v);
     }
     check_knob(k, grid);
     grid.push_back(std::move(k));

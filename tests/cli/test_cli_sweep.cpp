@@ -118,6 +118,10 @@ TEST_CASE("sweep: bad grids and options are refused with a hint", "[cli][sweep]"
   ds::test::check_input_error(run_cli("sweep --grid 'batch=x'" + tail), "invalid batch 'x'");
   ds::test::check_input_error(run_cli("sweep --grid 'dtype=bf16 dtype=fp16'" + tail),
                               "given twice");
+  ds::test::check_input_error(run_cli("sweep --grid 'seed=1,1'" + tail),
+                              "grid knob 'seed' lists '1' twice");
+  ds::test::check_input_error(run_cli("sweep --grid 'dtype=fp32 seed=7,2,07'" + tail),
+                              "grid knob 'seed' lists '7' and '07' twice (the same value)");
   ds::test::check_input_error(run_cli("sweep --grid 'dtype'" + tail), "is not knob=v1,v2");
   ds::test::check_input_error(run_cli("sweep --grid 'dtype=bf16' --partition p" + tail),
                               "go with --slurm");
