@@ -127,6 +127,9 @@ std::string group_field(const std::string& group_by, const std::vector<diff::Sta
       }
     }
   } else {
+    if (group_by.empty()) {
+      throw Error("--group-by is empty", "name a run-config field (e.g. dtype), auto, or none");
+    }
     field = group_by;
     for (char& c : field) c = c == '-' ? '_' : c;
   }

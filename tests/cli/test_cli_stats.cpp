@@ -220,6 +220,7 @@ TEST_CASE("stats: the odd trace, a regex without a group and a bad answer key ar
   key_error("/dev/zero", "answer key '/dev/zero' is larger than the limit of 64.0 MiB");
   key_error(tmp.path().string(), "is a directory");
   ds::test::check_input_error(run_cli("stats --group-by colour" + ab), "unknown group-by field");
+  ds::test::check_input_error(run_cli("stats --group-by ''" + ab), "--group-by is empty");
   // --k was parsed as a token id list and said so ("is not a token id")
   ds::test::check_input_error(run_cli("stats --k 1,99999999999" + ab),
                               "--k '1,99999999999' is not a list of whole numbers >= 1");
