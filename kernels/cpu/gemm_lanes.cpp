@@ -232,6 +232,7 @@ void matmul_packed(float* y, const float* x, int ldx, Packed<W> w, int ldw, cons
     // (two leave 16-bit weights waiting on the adds' latency), six for 16-bit weights (which
     // widen each value before the chain); each block is one sequential stream, so four or six
     // streams, not the 32 of row-major weights (bench/RESULTS.md, "four blocks at once")
+    static_assert(lanes_blocks_per_pass<Packed<W>>(1) == (std::is_same_v<W, const float*> ? 4 : 6));
     if constexpr (!std::is_same_v<W, const float*>) {
       for (; n + 48 <= n_end; n += 48) {
         const W pk[6] = {block(n),      block(n + 8),  block(n + 16),
@@ -284,12 +285,31 @@ void matmul_rowmajor(float* y, const float* x, int ldx, W w, int ldw, const floa
   }
 }
 
-template <typename W>
-struct IsPacked : std::false_type {};
-template <typename W>
-struct IsPacked<Packed<W>> : std::true_type {};
+// out[d0 .. d0 + 8 NA) of pv_f32_lanes: NA accumulators live across every t.
+template <int NA>
+__attribute__((target("avx2,f16c"))) void pv_rows(float* out, const float* p, const float* v,
+                                                  size_t ld, int t0, int t1, int d0) {
+  __m256 acc[NA];
+  for (int a = 0; a < NA; ++a) acc[a] = _mm256_setzero_ps();
+  for (int t = t0; t < t1; ++t) {
+    const float* vt = v + static_cast<size_t>(t) * ld + d0;
+    for (int a = 0; a < NA; ++a) acc[a] = mul_add(acc[a], p[t], _mm256_loadu_ps(vt + 8 * a));
+  }
+  for (int a = 0; a < NA; ++a) _mm256_storeu_ps(out + d0 + 8 * a, acc[a]);
+}
 
 }  // namespace
+
+void pv_f32_lanes(float* out, const float* p, const float* v, size_t ld, int t0, int t1, int dim) {
+  int d = 0;
+  for (; d + 64 <= dim; d += 64) pv_rows<8>(out, p, v, ld, t0, t1, d);
+  for (; d + 8 <= dim; d += 8) pv_rows<1>(out, p, v, ld, t0, t1, d);
+  for (; d < dim; ++d) {  // the d left over after the last group of eight
+    float acc = 0;
+    for (int t = t0; t < t1; ++t) acc = acc + p[t] * v[static_cast<size_t>(t) * ld + d];
+    out[d] = acc;
+  }
+}
 
 bool gemm_lanes_available() {
   // F16C (fp16 weights widened in registers): CPUID leaf 1, ECX bit 29 (clang's
@@ -320,6 +340,7 @@ bool gemm_lanes_available() {
 template <typename W>
 void matmul_f32_lanes(float*, const float*, int, W, int, const float*, int, int, int, int, Storage,
                       int, int) {}
+void pv_f32_lanes(float*, const float*, const float*, size_t, int, int, int) {}
 
 #endif
 

@@ -89,15 +89,17 @@ void matmul_any(T* y, const T* x, int ldx, W w, int ldw, const T* b, int M, int 
   const size_t row_work = static_cast<size_t>(M) * std::max(1, K);
   if constexpr (std::is_same_v<T, float>) {
     if (!g.accum_f16 && cpu_kernels() == CpuKernels::simd && gemm_lanes_available()) {
-      // items: blocks of 8 output features, then one item for the N mod 8 left over
-      const int blocks = N / 8;
-      const size_t items = static_cast<size_t>(blocks) + (N % 8 != 0 ? 1 : 0);
-      parallel_for(items, grain_for(8 * row_work), [&](size_t i0, size_t i1) {
-        const int n0 = static_cast<int>(i0) * 8,
-                  n1 = static_cast<int>(std::min<size_t>(i1, blocks)) * 8;
+      // items: the kernel's passes (lanes_blocks_per_pass blocks of 8 output features; the
+      // last may be short), then one item for the N mod 8 left over
+      const size_t pass = static_cast<size_t>(lanes_blocks_per_pass<W>(M));
+      const size_t blocks = static_cast<size_t>(N / 8), passes = (blocks + pass - 1) / pass;
+      const size_t items = passes + (N % 8 != 0 ? 1 : 0);
+      parallel_for(items, grain_for(8 * pass * row_work), [&](size_t i0, size_t i1) {
+        const int n0 = static_cast<int>(std::min(i0 * pass, blocks)) * 8,
+                  n1 = static_cast<int>(std::min(std::min(i1, passes) * pass, blocks)) * 8;
         if (n0 < n1) matmul_f32_lanes(y, x, ldx, w, ldw, b, M, N, K, splits, g.out, n0, n1);
-        if (i1 > static_cast<size_t>(blocks))
-          matmul_rows(y, x, ldx, w, ldw, b, M, N, K, g, splits, blocks * 8, N);
+        if (i1 > passes)
+          matmul_rows(y, x, ldx, w, ldw, b, M, N, K, g, splits, 8 * static_cast<int>(blocks), N);
       });
       return;
     }
@@ -288,9 +290,10 @@ void attention_scores(const HeadRows<T>& h, T scale, const AttnNumerics& a, T* s
   }
 }
 
-// Softmax over all keys at once, then P.V summed in key order.
+// Softmax over all keys at once, then P.V summed in key order (eight d per SIMD lane register
+// when fast: each lane's sum over t in order, as the scalar loop).
 template <typename T>
-void softmax_pv_whole(const HeadRows<T>& h, const AttnNumerics& a, T* scratch) {
+void softmax_pv_whole(const HeadRows<T>& h, const AttnNumerics& a, T* scratch, bool lanes) {
   T max_score = -INFINITY;
   for (int t = h.t0; t <= h.p; ++t) max_score = std::max(max_score, scratch[t]);
   T sum = 0;
@@ -300,6 +303,13 @@ void softmax_pv_whole(const HeadRows<T>& h, const AttnNumerics& a, T* scratch) {
   }
   for (int t = h.t0; t <= h.p; ++t) scratch[t] = rnd(scratch[t] / sum, a.p_round);
   T* oh = h.out;
+  if constexpr (std::is_same_v<T, float>) {
+    if (lanes && !a.accum_f16) {
+      pv_f32_lanes(oh, scratch, h.v, h.kv_stride, h.t0, h.p + 1, h.head_dim);
+      round_to(oh, h.head_dim, a.out);
+      return;
+    }
+  }
   for (int d = 0; d < h.head_dim; ++d) oh[d] = 0;
   for (int t = h.t0; t <= h.p; ++t) {
     const T* vt = h.v + t * h.kv_stride;
@@ -379,7 +389,7 @@ void attention_head(T* out, const T* q, const T* k_cache, const T* v_cache, cons
   attention_scores(rows, scale, a, scratch, lanes);
   const int splits = std::clamp(a.splits, 1, p - t0 + 1);
   if (splits == 1) {
-    softmax_pv_whole(rows, a, scratch);
+    softmax_pv_whole(rows, a, scratch, lanes);
   } else {
     softmax_pv_split(rows, a, splits, scratch, part);
   }

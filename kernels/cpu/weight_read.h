@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "common/float_formats.h"
 #include "kernels/ops.h"
@@ -29,6 +30,10 @@ template <typename W>
 struct Packed {
   W base;
 };
+template <typename W>
+struct IsPacked : std::false_type {};
+template <typename W>
+struct IsPacked<Packed<W>> : std::true_type {};
 
 // One row of a packed matrix: its values 8 apart.
 template <typename W>

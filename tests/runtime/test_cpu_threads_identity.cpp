@@ -115,3 +115,17 @@ TEST_CASE("threaded and vectorised CPU kernels match the scalar loops bit for bi
   ds::test::write_synthetic_checkpoint(dir.path() / "qwen", spec);
   check_all_executions(ds::load_model(dir.path() / "qwen"));
 }
+
+TEST_CASE("threaded and vectorised CPU kernels match the scalar loops bit for bit: wide heads",
+          "[runtime][threads]") {
+  // head_dim 76: attention's P.V in lanes takes 64 d at once, then 8, then 4 one at a time
+  ds::test::TempDir dir;
+  ds::test::SyntheticSpec spec;
+  spec.dim = 152;
+  spec.hidden = 98;
+  spec.heads = 2;
+  spec.kv_heads = 2;
+  spec.vocab = 101;
+  ds::test::write_synthetic_checkpoint(dir.path() / "wide", spec);
+  check_all_executions(ds::load_model(dir.path() / "wide"));
+}
