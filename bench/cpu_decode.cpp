@@ -3,7 +3,8 @@
 //     2048, vocab 32000; random weights) at 1 thread and at all cores: fp32 on float32 weights (a
 //     llama2.c checkpoint), fp32 and bf16 on the same shape stored as bf16 safetensors (`synth`),
 //     and a peer by path (llama2.c's run.c built -Ofast -march=native, and with -fopenmp), each
-//     measured in alternation with ours (best of the rounds);
+//     measured in alternation with ours (best of the rounds, and the median of the rounds' own
+//     ratios to fp32);
 //   - bytes of weights read per token, and the read bandwidth as the best of several ways of
 //     streaming those bytes (a scalar sum, an AVX2 sum, and the decodes themselves, ours and the
 //     peer's): each decode's fraction of it is never above 1;
@@ -281,9 +282,21 @@ struct Decode {
   const ds::Model* model = nullptr;  // null: the peer
   ds::DType dtype = ds::DType::fp32;
   std::string peer;
-  double bytes = 0;  // weights read per token
-  double tps = 0;    // best of the rounds
+  double bytes = 0;               // weights read per token
+  double tps = 0;                 // best of the rounds
+  std::vector<double> round_tps;  // every round's
 };
+
+// The median of the rounds' ratios d / base, each taken within one round: steadier than the
+// ratio of the bests on a machine whose neighbours move its memory bandwidth from round to round.
+double median_ratio(const Decode& d, const Decode& base) {
+  std::vector<double> r;
+  for (size_t i = 0; i < d.round_tps.size() && i < base.round_tps.size(); ++i)
+    r.push_back(d.round_tps[i] / base.round_tps[i]);
+  if (r.empty()) return 0;
+  std::sort(r.begin(), r.end());
+  return r.size() % 2 == 1 ? r[r.size() / 2] : (r[r.size() / 2 - 1] + r[r.size() / 2]) / 2;
+}
 
 }  // namespace
 
@@ -324,13 +337,19 @@ int main(int argc, char** argv) {
 
   std::vector<Decode> rows;
   for (int t : {1, all}) {
-    rows.push_back({"driftscope fp32, f32 weights", t, &m32, ds::DType::fp32, "", b32});
+    rows.push_back({"driftscope fp32, f32 weights", t, &m32, ds::DType::fp32, "", b32, 0, {}});
     const std::string& peer = t == 1 ? a.peer : a.peer_omp;
     if (!peer.empty() && !a.peer_tokenizer.empty())
-      rows.push_back({t == 1 ? "run.c -Ofast -march=native" : "run.c ... -fopenmp", t, nullptr,
-                      ds::DType::fp32, peer, b32});
-    rows.push_back({"driftscope fp32, bf16 weights", t, &m16, ds::DType::fp32, "", b16});
-    rows.push_back({"driftscope bf16, bf16 weights", t, &m16, ds::DType::bf16, "", b16});
+      rows.push_back({t == 1 ? "run.c -Ofast -march=native" : "run.c ... -fopenmp",
+                      t,
+                      nullptr,
+                      ds::DType::fp32,
+                      peer,
+                      b32,
+                      0,
+                      {}});
+    rows.push_back({"driftscope fp32, bf16 weights", t, &m16, ds::DType::fp32, "", b16, 0, {}});
+    rows.push_back({"driftscope bf16, bf16 weights", t, &m16, ds::DType::bf16, "", b16, 0, {}});
   }
   // rounds in alternation, so a shared machine's load moves every row alike
   for (int r = 0; r < a.rounds; ++r) {
@@ -340,6 +359,7 @@ int main(int argc, char** argv) {
                                             : peer_tokens_per_s(d.peer, bin, a.peer_tokenizer,
                                                                 d.threads, a.tokens);
       d.tps = std::max(d.tps, tps);
+      d.round_tps.push_back(tps);
     }
   }
   // the roofline: the best of every way of reading the bytes, the decodes themselves included
@@ -354,14 +374,20 @@ int main(int argc, char** argv) {
       "read bandwidth (best of a scalar sum, an AVX2 sum and the decodes): {:.2f} GB/s at 1 "
       "thread, {:.2f} GB/s at {} threads\n\n",
       bw[0], bw[1], all);
-  fmt::print("{:<32} {:>7} {:>10} {:>11} {:>9} {:>10}\n", "decode (128 tokens of the 110M shape)",
-             "threads", "tokens/s", "GB/s read", "fraction", "vs fp32");
+  fmt::print("{:<32} {:>7} {:>10} {:>11} {:>9} {:>10} {:>14}\n",
+             fmt::format("decode ({} tokens of the 110M shape)", a.tokens), "threads", "tokens/s",
+             "GB/s read", "fraction", "vs fp32", "median ratio");
   for (const Decode& d : rows) {
-    const double fp32 = rows[d.threads == 1 ? 0 : (rows.size() / 2)].tps;
+    const Decode& fp32 = rows[d.threads == 1 ? 0 : (rows.size() / 2)];
     const double gbs = d.tps * d.bytes / 1e9;
-    fmt::print("{:<32} {:>7} {:>10.2f} {:>11.2f} {:>9.2f} {:>9.2f}x\n", d.what, d.threads, d.tps,
-               gbs, gbs / bw[d.threads == 1 ? 0 : 1], d.tps / fp32);
+    fmt::print("{:<32} {:>7} {:>10.2f} {:>11.2f} {:>9.2f} {:>9.2f}x {:>13.2f}x\n", d.what,
+               d.threads, d.tps, gbs, gbs / bw[d.threads == 1 ? 0 : 1], d.tps / fp32.tps,
+               median_ratio(d, fp32));
   }
+  fmt::print(
+      "(tokens/s: the best of {} rounds; vs fp32: the ratio of the bests; median ratio: the "
+      "median of the rounds' own ratios)\n",
+      a.rounds);
   ds::ops::set_cpu_threads(all);
   fmt::print("\nprefill 512 tokens, fp32, against the peak without FMA:\n");
   for (int threads : {1, all}) {
