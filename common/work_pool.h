@@ -43,6 +43,13 @@ class WorkPool {
     grow(workers);
   }
 
+  // The workers started so far (start(), or a job's run()): a caller without its own thread
+  // setting runs on workers() + 1 threads, those the process already chose (--threads).
+  size_t workers() {
+    std::lock_guard<std::mutex> lk(mu_);
+    return workers_.size();
+  }
+
   // Whether the calling thread is running a chunk of a job (a nested call must run inline).
   static bool in_job() { return in_job_flag(); }
 

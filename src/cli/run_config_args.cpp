@@ -126,16 +126,19 @@ void add_compression_option(CLI::App& cmd, std::string& compression) {
 }
 
 void apply_threads(const RunConfigArgs& a) {
-  if (!a.threads) return;
-  const std::string range = fmt::format(
-      "--threads takes 1..{}; without it the CPU backend uses every core", ops::kMaxCpuThreads);
-  if (*a.threads < 1) throw Error(fmt::format("--threads {} must be >= 1", *a.threads), range);
-  if (*a.threads > ops::kMaxCpuThreads) {
-    throw Error(fmt::format("--threads {} is more than {}", *a.threads, ops::kMaxCpuThreads),
-                range);
+  if (a.threads) {
+    const std::string range = fmt::format(
+        "--threads takes 1..{}; without it the CPU backend uses every core", ops::kMaxCpuThreads);
+    if (*a.threads < 1) throw Error(fmt::format("--threads {} must be >= 1", *a.threads), range);
+    if (*a.threads > ops::kMaxCpuThreads) {
+      throw Error(fmt::format("--threads {} is more than {}", *a.threads, ops::kMaxCpuThreads),
+                  range);
+    }
+    ops::set_cpu_threads(*a.threads);
   }
-  ops::set_cpu_threads(*a.threads);
-  ops::start_cpu_threads();  // a system that refuses them says so now, before any output file
+  // started now: a system that refuses them says so before any output file, and loading the
+  // model scans its weights on them (check_finite_weights)
+  ops::start_cpu_threads();
 }
 
 void apply_config_file(CLI::App& cmd, const RunConfigArgs& a) {

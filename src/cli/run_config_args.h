@@ -24,9 +24,9 @@ struct RunConfigArgs {
 
 void add_run_config_options(CLI::App& cmd, RunConfigArgs& args);
 
-// Sets the CPU backend's threads from --threads when given and starts them; throws ds::Error for
-// N outside 1..ops::kMaxCpuThreads, or when the system refuses a thread. Every command that runs
-// the model calls it first.
+// Sets the CPU backend's threads from --threads when given (else every core) and starts them, so
+// that loading the model uses them too; throws ds::Error for N outside 1..ops::kMaxCpuThreads, or
+// when the system refuses a thread. Every command that runs the model calls it first.
 void apply_threads(const RunConfigArgs& args);
 
 // --compression NAME, for the commands that write traces (run, demo, sweep): the filters of every

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/work_pool.h"
 #include "src/model/model.h"
 #include "src/model/safetensors.h"
 #include "tests/support/synthetic_checkpoint.h"
@@ -66,6 +67,27 @@ TEST_CASE("a NaN or infinite weight is refused at load, naming tensor and elemen
     CHECK_THAT(load_error(d), Catch::Contains("weight tensor 'lm_head'") &&
                                   Catch::Contains("holds an infinity at element 4100"));
   }
+}
+
+TEST_CASE("the weights are scanned in pieces on the pool's threads: the first bad one in order",
+          "[model][finite]") {
+  // an embedding of 66000 x 64 values spans two pieces of 2^22; the scan runs on three threads
+  ds::WorkPool::instance().start(2);
+  ds::test::TempDir dir;
+  ds::test::SyntheticSpec spec;
+  spec.tied = false;
+  spec.vocab = 66000;
+  spec.dtype = ds::test::StorageDtype::BF16;
+  ds::test::write_synthetic_checkpoint(dir.path(), spec);
+  REQUIRE(load_error(dir.path()).empty());
+  poke(dir.path(), "lm_head.weight", 3, 0x7f80u, 2);                   // a later tensor
+  poke(dir.path(), "model.embed_tokens.weight", 4200000, 0x7fc0u, 2);  // the second piece
+  poke(dir.path(), "model.embed_tokens.weight", 4194303, 0x3f80u, 2);  // 1.0: still finite
+  CHECK_THAT(load_error(dir.path()), Catch::Contains("weight tensor 'embed'") &&
+                                         Catch::Contains("holds NaN at element 4200000"));
+  poke(dir.path(), "model.embed_tokens.weight", 4200000, 0, 2);
+  CHECK_THAT(load_error(dir.path()), Catch::Contains("weight tensor 'lm_head'") &&
+                                         Catch::Contains("holds an infinity at element 3"));
 }
 
 TEST_CASE("a llama3 rope_scaling factor outside 1..1024 is refused", "[model][finite]") {
