@@ -100,8 +100,8 @@ int64_t first_non_finite(const U* v, size_t n, U exponent) {
   constexpr size_t kBlock = 4096;
   for (size_t b = 0; b < n; b += kBlock) {
     const size_t e = std::min(n, b + kBlock);
-    bool any = false;
-    for (size_t i = b; i < e; ++i) any |= (v[i] & exponent) == exponent;
+    unsigned any = 0;  // not bool: GCC 12 vectorises an unsigned OR, not a bool one (4x slower)
+    for (size_t i = b; i < e; ++i) any |= static_cast<unsigned>((v[i] & exponent) == exponent);
     if (!any) continue;
     for (size_t i = b; i < e; ++i)
       if ((v[i] & exponent) == exponent) return static_cast<int64_t>(i);
