@@ -116,38 +116,35 @@ void check_finite_weights(const Model& model) {
   // (a 7B checkpoint's first touch of every page is this scan); the first bad piece in tensor
   // order names the same element as a scan in order would
   struct Piece {
-    const WeightTensor* t;
+    size_t tensor;  // index into named
     size_t begin, end;
   };
   constexpr size_t kPiece = size_t{1} << 22;
   const auto named = named_tensors(model);
   std::vector<Piece> pieces;
-  std::vector<size_t> piece_tensor;  // index into named
   for (size_t i = 0; i < named.size(); ++i) {
     const size_t n = named[i].second->size();
-    for (size_t b = 0; b < n; b += kPiece) {
-      pieces.push_back({named[i].second, b, std::min(n, b + kPiece)});
-      piece_tensor.push_back(i);
-    }
+    for (size_t b = 0; b < n; b += kPiece) pieces.push_back({i, b, std::min(n, b + kPiece)});
   }
   std::vector<int64_t> first(pieces.size(), -1);
   WorkPool& pool = WorkPool::instance();
   pool.run(pieces.size(), pieces.size(), pool.workers() + 1, [&](size_t b, size_t e) {
     for (size_t i = b; i < e; ++i) {
       const Piece& p = pieces[i];
+      const WeightTensor& t = *named[p.tensor].second;
       const size_t n = p.end - p.begin;
       const int64_t at =
-          p.t->format() == Storage::native
-              ? first_non_finite(static_cast<const uint32_t*>(p.t->raw()) + p.begin, n, 0x7f800000u)
+          t.format() == Storage::native
+              ? first_non_finite(static_cast<const uint32_t*>(t.raw()) + p.begin, n, 0x7f800000u)
               : first_non_finite(
-                    p.t->halves() + p.begin, n,
-                    static_cast<uint16_t>(p.t->format() == Storage::bf16 ? 0x7f80 : 0x7c00));
+                    t.halves() + p.begin, n,
+                    static_cast<uint16_t>(t.format() == Storage::bf16 ? 0x7f80 : 0x7c00));
       if (at >= 0) first[i] = static_cast<int64_t>(p.begin) + at;
     }
   });
   for (size_t i = 0; i < pieces.size(); ++i) {
     if (first[i] < 0) continue;
-    const auto& [name, t] = named[piece_tensor[i]];
+    const auto& [name, t] = named[pieces[i].tensor];
     const float v = (*t)[static_cast<size_t>(first[i])];
     throw Error(fmt::format("weight tensor '{}' of '{}' holds {} at element {}", name,
                             model.path.string(), std::isnan(v) ? "NaN" : "an infinity", first[i]),
