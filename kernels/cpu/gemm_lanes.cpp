@@ -304,11 +304,6 @@ void pv_f32_lanes(float* out, const float* p, const float* v, size_t ld, int t0,
   int d = 0;
   for (; d + 64 <= dim; d += 64) pv_rows<8>(out, p, v, ld, t0, t1, d);
   for (; d + 8 <= dim; d += 8) pv_rows<1>(out, p, v, ld, t0, t1, d);
-  for (; d < dim; ++d) {  // the d left over after the last group of eight
-    float acc = 0;
-    for (int t = t0; t < t1; ++t) acc = acc + p[t] * v[static_cast<size_t>(t) * ld + d];
-    out[d] = acc;
-  }
 }
 
 bool gemm_lanes_available() {

@@ -32,9 +32,9 @@ void matmul_f32_lanes(float* y, const float* x, int ldx, W w, int ldw, const flo
                       int K, int splits, Storage out, int n_begin, int n_end);
 
 // Attention's P.V in float: out[d] = sum over t in [t0, t1) of p[t] * v[t * ld + d] for d in
-// [0, dim), each sum from 0 in t order, one multiply and one add per step (as the scalar loop of
-// ops_cpu.cpp), eight d per lane register, the row of out held in registers across t. Needs
-// gemm_lanes_available().
+// [0, dim / 8 * 8) (the d after the last group of eight are the caller's), each sum from 0 in t
+// order, one multiply and one add per step (as the scalar loop of ops_cpu.cpp), eight d per lane
+// register, the row of out held in registers across t. Needs gemm_lanes_available().
 void pv_f32_lanes(float* out, const float* p, const float* v, size_t ld, int t0, int t1, int dim);
 
 }  // namespace ds::ops

@@ -303,20 +303,20 @@ void softmax_pv_whole(const HeadRows<T>& h, const AttnNumerics& a, T* scratch, b
   }
   for (int t = h.t0; t <= h.p; ++t) scratch[t] = rnd(scratch[t] / sum, a.p_round);
   T* oh = h.out;
+  int d_scalar = 0;  // the d from here on take the scalar loop
   if constexpr (std::is_same_v<T, float>) {
     if (lanes && !a.accum_f16) {
       pv_f32_lanes(oh, scratch, h.v, h.kv_stride, h.t0, h.p + 1, h.head_dim);
-      round_to(oh, h.head_dim, a.out);
-      return;
+      d_scalar = h.head_dim / 8 * 8;
     }
   }
-  for (int d = 0; d < h.head_dim; ++d) oh[d] = 0;
+  for (int d = d_scalar; d < h.head_dim; ++d) oh[d] = 0;
   for (int t = h.t0; t <= h.p; ++t) {
     const T* vt = h.v + t * h.kv_stride;
     if (a.accum_f16) {
-      for (int d = 0; d < h.head_dim; ++d) oh[d] = acc_add(oh[d], scratch[t] * vt[d], true);
+      for (int d = d_scalar; d < h.head_dim; ++d) oh[d] = acc_add(oh[d], scratch[t] * vt[d], true);
     } else {  // independent per d: the compiler vectorises it with the same roundings
-      for (int d = 0; d < h.head_dim; ++d) oh[d] = oh[d] + scratch[t] * vt[d];
+      for (int d = d_scalar; d < h.head_dim; ++d) oh[d] = oh[d] + scratch[t] * vt[d];
     }
   }
   round_to(oh, h.head_dim, a.out);
