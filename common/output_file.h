@@ -136,15 +136,21 @@ inline void write_file_whole(const std::filesystem::path& target, std::string_vi
   f.commit(target, replace);
 }
 
-// write_file_whole, a failure thrown as ds::Error "cannot write '<target>': <reason>" with `hint`
-// (by default, what to do about that reason: io_hint).
+// A failed write of `target` as ds::Error "cannot write '<target>': <reason>" with `hint` (by
+// default, what to do about that reason: io_hint).
+inline Error write_error(const std::filesystem::path& target, const std::system_error& e,
+                         const std::string& hint = {}) {
+  return Error("cannot write '" + target.string() + "': " + e.code().message(),
+               hint.empty() ? io_hint(e.code()) : hint);
+}
+
+// write_file_whole, a failure thrown as write_error.
 inline void write_file_or_fail(const std::filesystem::path& target, std::string_view text,
                                const std::string& hint = {}) {
   try {
     write_file_whole(target, text);
   } catch (const std::system_error& e) {
-    throw Error("cannot write '" + target.string() + "': " + e.code().message(),
-                hint.empty() ? io_hint(e.code()) : hint);
+    throw write_error(target, e, hint);
   }
 }
 

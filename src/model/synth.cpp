@@ -10,7 +10,6 @@
 
 #include "common/error.h"
 #include "common/float_formats.h"
-#include "common/io_error.h"
 #include "common/output_file.h"
 
 namespace fs = std::filesystem;
@@ -258,8 +257,7 @@ void write_synthetic_checkpoint(const SynthShape& shape, const SynthOptions& opt
         write_tensor_values(out, specs[i], opt, esize, total, written, block);
       out.commit(target, /*replace=*/true);
     } catch (const std::system_error& e) {
-      throw Error(fmt::format("cannot write '{}': {}", target.string(), e.code().message()),
-                  io_hint(e.code()));
+      throw write_error(target, e);
     }
   }
   if (shards.size() > 1) {
