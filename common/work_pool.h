@@ -1,12 +1,15 @@
 // The process's persistent pool of worker threads: a job is fn over contiguous chunks of [0, n),
 // taken by the caller and the workers from a shared ticket. Used by the CPU ops
 // (kernels/cpu/cpu_exec.h) and by the trace reader's chunk inflation (trace/dataset_rows.cpp), so
-// neither starts threads per call. Workers spin briefly on a generation counter before sleeping on
-// a condition variable, so a decode step's many small GEMMs do not pay a wake-up each.
+// neither starts threads per call. An idle worker spins on a generation counter, then keeps
+// yielding its CPU for a while, and only then sleeps on a condition variable: a decode step's many
+// small GEMMs, and the gap between its tokens, never wait for a sleeping thread to wake (on a
+// virtual machine that costs tens of microseconds and a halted CPU; bench/RESULTS.md).
 #pragma once
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -159,13 +162,24 @@ class WorkPool {
     }
   }
 
+  // Waits awake for a job newer than `seen`: pauses for the first 2000 tries, then short bursts
+  // with a yield of the CPU (to any thread that wants it) between them; false when none came
+  // within kIdleBeforeSleep.
+  bool spin_while(uint64_t seen) {
+    const auto give_up = std::chrono::steady_clock::now() + kIdleBeforeSleep;
+    for (int spin = 0; generation_.load(std::memory_order_acquire) == seen; ++spin) {
+      relax();
+      if (spin >= 2000 && spin % 64 == 0) {
+        if (std::chrono::steady_clock::now() > give_up) return false;
+        std::this_thread::yield();
+      }
+    }
+    return true;
+  }
+
   void loop(uint64_t seen) {
     for (;;) {
-      for (int spin = 0; spin < 2000 && generation_.load(std::memory_order_acquire) == seen;
-           ++spin) {
-        relax();
-      }
-      if (generation_.load(std::memory_order_acquire) == seen) {
+      if (!spin_while(seen)) {
         std::unique_lock<std::mutex> lk(mu_);
         cv_.wait(lk, [&] { return generation_.load() != seen; });
       }
@@ -179,6 +193,9 @@ class WorkPool {
   }
 
   static constexpr uint64_t kClosed = 0xFFFFFFFFu;  // a chunk number no job reaches
+  // How long an idle worker stays awake: longer than the serial work between a decode step's jobs
+  // and between its tokens (argmax, the next embedding).
+  static constexpr auto kIdleBeforeSleep = std::chrono::milliseconds(2);
 
   std::mutex job_mu_;
   std::mutex mu_;
