@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "common/float_formats.h"
 
@@ -66,6 +67,22 @@ void pack_weights(void* out, StoredWeights w, int N, int K);
 void matmul(float* y, const float* x, int ldx, StoredWeights w, int ldw, StoredWeights b, int M,
             int N, int K, const GemmNumerics& g);
 void embedding(float* out, StoredWeights table, const int32_t* ids, int n, int dim);
+
+// One matmul on stored weights (the arguments of matmul above), for matmul_group.
+struct MatmulCall {
+  float* y;
+  const float* x;
+  int ldx;
+  StoredWeights w;
+  int ldw;
+  StoredWeights b;
+  int M, N, K;
+  GemmNumerics g;
+};
+// Matmuls that read none of each other's outputs (q, k and v of one input) as one job of the
+// CPU's threads, so they wait for each other once instead of once each; every output is the same
+// bits as from matmul alone (the order of a sum never depends on which thread computes it).
+void matmul_group(std::span<const MatmulCall> calls);
 void rmsnorm(float* y, const float* x, StoredWeights w, int rows, int dim, double eps, Storage out);
 
 // Tensor-parallel all-reduce of the row-parallel layers (o_proj, down_proj): rank s's partial

@@ -6,7 +6,10 @@
 // written on one thread.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <functional>
+#include <span>
 #include <type_traits>
 #include <vector>
 
@@ -81,10 +84,18 @@ void matmul_rows(T* y, const T* x, int ldx, W w, int ldw, const T* b, int M, int
   }
 }
 
-// matmul on weights read through W (a T pointer, or a widening reader for float).
+// A matmul cut into items that threads may take in any order (each item's outputs are summed
+// whole by whoever runs it): run(i0, i1) computes items [i0, i1); grain is the fewest items worth
+// a thread (grain_for).
+struct MatmulWork {
+  size_t items = 0, grain = 1;
+  std::function<void(size_t, size_t)> run;
+};
+
+// matmul on weights read through W (a T pointer, or a widening reader for float), as items.
 template <typename T, typename W>
-void matmul_any(T* y, const T* x, int ldx, W w, int ldw, const T* b, int M, int N, int K,
-                const GemmNumerics& g) {
+MatmulWork matmul_work(T* y, const T* x, int ldx, W w, int ldw, const T* b, int M, int N, int K,
+                       const GemmNumerics& g) {
   const int splits = std::clamp(g.split_k, 1, std::max(1, K));
   const size_t row_work = static_cast<size_t>(M) * std::max(1, K);
   if constexpr (std::is_same_v<T, float>) {
@@ -93,28 +104,46 @@ void matmul_any(T* y, const T* x, int ldx, W w, int ldw, const T* b, int M, int 
       // last may be short), then one item for the N mod 8 left over
       const size_t pass = static_cast<size_t>(lanes_blocks_per_pass<W>(M));
       const size_t blocks = static_cast<size_t>(N / 8), passes = (blocks + pass - 1) / pass;
-      const size_t items = passes + (N % 8 != 0 ? 1 : 0);
-      parallel_for(items, grain_for(8 * pass * row_work), [&](size_t i0, size_t i1) {
-        const int n0 = static_cast<int>(std::min(i0 * pass, blocks)) * 8,
-                  n1 = static_cast<int>(std::min(std::min(i1, passes) * pass, blocks)) * 8;
-        if (n0 < n1) matmul_f32_lanes(y, x, ldx, w, ldw, b, M, N, K, splits, g.out, n0, n1);
-        if (i1 > passes)
-          matmul_rows(y, x, ldx, w, ldw, b, M, N, K, g, splits, 8 * static_cast<int>(blocks), N);
-      });
-      return;
+      return {passes + (N % 8 != 0 ? 1 : 0), grain_for(8 * pass * row_work),
+              [=](size_t i0, size_t i1) {
+                const int n0 = static_cast<int>(std::min(i0 * pass, blocks)) * 8,
+                          n1 = static_cast<int>(std::min(std::min(i1, passes) * pass, blocks)) * 8;
+                if (n0 < n1) matmul_f32_lanes(y, x, ldx, w, ldw, b, M, N, K, splits, g.out, n0, n1);
+                if (i1 > passes) {
+                  matmul_rows(y, x, ldx, w, ldw, b, M, N, K, g, splits,
+                              8 * static_cast<int>(blocks), N);
+                }
+              }};
     }
   }
-  parallel_for(static_cast<size_t>(N), grain_for(row_work), [&](size_t n0, size_t n1) {
-    matmul_rows(y, x, ldx, w, ldw, b, M, N, K, g, splits, static_cast<int>(n0),
-                static_cast<int>(n1));
+  return {static_cast<size_t>(N), grain_for(row_work), [=](size_t n0, size_t n1) {
+            matmul_rows(y, x, ldx, w, ldw, b, M, N, K, g, splits, static_cast<int>(n0),
+                        static_cast<int>(n1));
+          }};
+}
+
+// Several matmuls' items as one job of the threads: item i of the whole is item i - start of the
+// matmul whose range [start, start + items) holds it.
+void run_works(const std::vector<MatmulWork>& works) {
+  size_t total = 0, grain = SIZE_MAX;
+  for (const MatmulWork& m : works) {
+    total += m.items;
+    grain = std::min(grain, m.grain);
+  }
+  parallel_for(total, grain, [&](size_t i0, size_t i1) {
+    size_t start = 0;
+    for (const MatmulWork& m : works) {
+      const size_t b = std::max(i0, start), e = std::min(i1, start + m.items);
+      if (b < e) m.run(b - start, e - start);
+      start += m.items;
+    }
   });
 }
 
 // A small stored vector (a bias, a norm's weights) widened to float for one call: null when
-// absent, the values themselves when float32, else this thread's scratch copy.
-const float* widened(StoredWeights v, size_t n) {
+// absent, the values themselves when float32, else a copy in scratch.
+const float* widened(StoredWeights v, size_t n, std::vector<float>& scratch) {
   if (v.data == nullptr || v.format == Storage::native) return static_cast<const float*>(v.data);
-  thread_local std::vector<float> scratch;
   scratch.resize(n);
   widen(static_cast<const uint16_t*>(v.data), scratch.data(), n, v.format);
   return scratch.data();
@@ -125,13 +154,26 @@ const float* widened(StoredWeights v, size_t n) {
 template <typename T>
 void matmul(T* y, const T* x, int ldx, const T* w, int ldw, const T* b, int M, int N, int K,
             const GemmNumerics& g) {
-  matmul_any(y, x, ldx, w, ldw, b, M, N, K, g);
+  run_works({matmul_work(y, x, ldx, w, ldw, b, M, N, K, g)});
 }
 
 void matmul(float* y, const float* x, int ldx, StoredWeights w, int ldw, StoredWeights b, int M,
             int N, int K, const GemmNumerics& g) {
-  const float* bias = widened(b, static_cast<size_t>(N));
-  with_weights(w, [&](auto wr) { matmul_any(y, x, ldx, wr, ldw, bias, M, N, K, g); });
+  const MatmulCall call{y, x, ldx, w, ldw, b, M, N, K, g};
+  matmul_group({&call, 1});
+}
+
+void matmul_group(std::span<const MatmulCall> calls) {
+  std::vector<MatmulWork> works;
+  std::vector<std::vector<float>> biases(calls.size());  // 16-bit biases widened, one per call
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const MatmulCall& c = calls[i];
+    const float* bias = widened(c.b, static_cast<size_t>(c.N), biases[i]);
+    works.push_back(with_weights(c.w, [&](auto wr) {
+      return matmul_work(c.y, c.x, c.ldx, wr, c.ldw, bias, c.M, c.N, c.K, c.g);
+    }));
+  }
+  run_works(works);
 }
 
 template <typename T>
@@ -217,7 +259,8 @@ void pack_weights(void* out, StoredWeights w, int N, int K) {
 
 void rmsnorm(float* y, const float* x, StoredWeights w, int rows, int dim, double eps,
              Storage out) {
-  rmsnorm(y, x, widened(w, static_cast<size_t>(dim)), rows, dim, eps, out);
+  thread_local std::vector<float> scratch;
+  rmsnorm(y, x, widened(w, static_cast<size_t>(dim), scratch), rows, dim, eps, out);
 }
 
 template <typename T>

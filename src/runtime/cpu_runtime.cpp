@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <span>
 #include <type_traits>
 
 #include "common/error.h"
@@ -144,6 +145,18 @@ class CpuBackend {
   void gemm(Ptr y, Ptr x, const Weight& w, const Weight* b, const GemmCall& g) const {
     ops::matmul(y, x, g.ldx, w.arg(g.w_col), g.ldw, b != nullptr ? b->arg() : decltype(w.arg()){},
                 g.M, g.N, g.K, ops::GemmNumerics{act_, nx_.accum_f16, g.split_k});
+  }
+  // float only: the fp64 oracle runs its GEMMs one by one (same results)
+  void gemm_group(
+      std::span<const GemmOp<Ptr, Weight>> group) const requires std::is_same_v<T, float> {
+    std::vector<ops::MatmulCall> calls;
+    for (const GemmOp<Ptr, Weight>& g : group) {
+      const GemmCall& c = g.call;
+      calls.push_back({g.y, g.x, c.ldx, g.w->arg(c.w_col), c.ldw,
+                       g.bias != nullptr ? g.bias->arg() : ops::StoredWeights{}, c.M, c.N, c.K,
+                       ops::GemmNumerics{act_, nx_.accum_f16, c.split_k}});
+    }
+    ops::matmul_group(calls);
   }
   void rope(Ptr x, int n, int heads, int head_dim, const Weight& cos, const Weight& sin) const {
     ops::rope(x, n, heads, head_dim, cols_->pos.data(), table(cos), table(sin), act_);

@@ -12,6 +12,7 @@
 #include <array>
 #include <cmath>
 #include <concepts>
+#include <initializer_list>
 #include <span>
 #include <string>
 #include <vector>
@@ -46,6 +47,15 @@ struct GemmCall {
   int split_k = 1;
 };
 
+// One GEMM of a group that a backend may run as one job (gemm_group below): y = x w^T (+ bias).
+template <typename Ptr, typename Weight>
+struct GemmOp {
+  Ptr y, x;
+  const Weight* w;
+  const Weight* bias;  // null: none
+  GemmCall call;
+};
+
 // What a backend B supplies to the forward pass: storage and ops, nothing of the model's structure.
 //   Ptr                 a pointer to activations (a T* on the CPU, a device byte pointer on CUDA)
 //   Buf                 activation storage that grows on demand; buf.ptr(element offset) -> Ptr
@@ -62,7 +72,9 @@ struct GemmCall {
 //   tap(site, Ptr, rows, width)  hands a tensor to the hook (now, or after the pass on CUDA)
 //   end_pass(logits, rows, out)  logits to the host as double, pending taps delivered
 // Optional (detected with requires; a backend without them refuses the feature): load_rows
-// (shadow layers' reference inputs) and round (site edits, taps.h).
+// (shadow layers' reference inputs) and round (site edits, taps.h). Optional, with the same
+// results without it: gemm_group(span of GemmOp), GEMMs that read none of each other's outputs
+// run as one job (the CPU's threads then wait once for q, k and v, not three times).
 template <class B>
 concept ForwardBackend = requires(B& b, typename B::Buf& buf, typename B::Ptr p,
                                   const typename B::Weight& w, const WeightTensor& host,
@@ -268,9 +280,10 @@ class ForwardRuntime final : public Runtime {
     const std::string& site = lsite(l, SiteKind::attn_out);
     rmsnorm(lsite(l, SiteKind::attn_norm), xb_, x_, w.attn_norm, n);
     tap_layer(l, SiteKind::attn_norm, xb_.ptr(0), n, D);
-    gemm(site, "q_proj", q_, xb_, w.wq, &w.bq, n, Q, D);   // (n, q_dim)
-    gemm(site, "k_proj", k_, xb_, w.wk, &w.bk, n, KV, D);  // (n, kv_dim)
-    gemm(site, "v_proj", v_, xb_, w.wv, &w.bv, n, KV, D);  // (n, kv_dim)
+    gemms(site, "q_proj,k_proj,v_proj", xb_, n, D,
+          {{"q_proj", q_, w.wq, &w.bq, Q},     // (n, q_dim)
+           {"k_proj", k_, w.wk, &w.bk, KV},    // (n, kv_dim)
+           {"v_proj", v_, w.wv, &w.bv, KV}});  // (n, kv_dim)
     rope(site, n);
     const double scale = 1.0 / std::sqrt(static_cast<double>(c_.head_dim));
     for (int r0 = 0; r0 < n;) {  // per sequence: rows of one slot are contiguous, in position order
@@ -313,8 +326,9 @@ class ForwardRuntime final : public Runtime {
     const std::string& site = lsite(l, SiteKind::mlp_out);
     rmsnorm(lsite(l, SiteKind::mlp_norm), xb_, x_, w.mlp_norm, n);
     tap_layer(l, SiteKind::mlp_norm, xb_.ptr(0), n, D);
-    gemm(site, "gate_proj", gate_, xb_, w.w_gate, nullptr, n, F, D);      // (n, hidden)
-    gemm(site, "up_proj", up_, xb_, w.w_up, nullptr, n, F, D);            // (n, hidden)
+    gemms(site, "gate_proj,up_proj", xb_, n, D,
+          {{"gate_proj", gate_, w.w_gate, nullptr, F},                    // (n, hidden)
+           {"up_proj", up_, w.w_up, nullptr, F}});                        // (n, hidden)
     swiglu(site, n);                                                      // gate <- silu(gate) * up
     row_parallel_gemm(site, "down_proj", xb_, gate_, w.w_down, n, D, F);  // (n, dim)
     tap_layer(l, SiteKind::mlp_out, xb_.ptr(0), n, D);
@@ -366,8 +380,36 @@ class ForwardRuntime final : public Runtime {
     gemm(y.ptr(0), x.ptr(0), w, bias, M, N, K);
   }
   void gemm(Ptr y, Ptr x, const Weight& w, const Weight* bias, int M, int N, int K) {
+    const GemmOp<Ptr, Weight> g = gemm_op(y, x, w, bias, M, N, K);
+    b_.gemm(g.y, g.x, *g.w, g.bias, g.call);
+  }
+  GemmOp<Ptr, Weight> gemm_op(Ptr y, Ptr x, const Weight& w, const Weight* bias, int M, int N,
+                              int K) const {
     const Weight* b = bias != nullptr && !bias->empty() ? bias : nullptr;
-    b_.gemm(y, x, w, b, GemmCall{M, N, K, K, K, 0, gemm_split_k(nx_, M, N, K)});
+    return {y, x, &w, b, GemmCall{M, N, K, K, K, 0, gemm_split_k(nx_, M, N, K)}};
+  }
+
+  // One projection of gemms: y (M, N) = x w^T (+ bias).
+  struct Projection {
+    const char* label;
+    Buf& y;
+    const Weight& w;
+    const Weight* bias;
+    int N;
+  };
+  // Projections of one input x (M, K) that read none of each other's outputs (q, k, v; gate, up):
+  // one job under the group's label where the backend has gemm_group, else each under its own.
+  void gemms(const std::string& site, const char* group_label, Buf& x, int M, int K,
+             std::initializer_list<Projection> projections) {
+    if constexpr (kCanGroup) {
+      [[maybe_unused]] auto scope = b_.op(site, group_label);
+      group_.clear();
+      for (const Projection& p : projections)
+        group_.push_back(gemm_op(p.y.ptr(0), x.ptr(0), p.w, p.bias, M, p.N, K));
+      b_.gemm_group(std::span<const GemmOp<Ptr, Weight>>(group_));
+    } else {
+      for (const Projection& p : projections) gemm(site, p.label, p.y, x, p.w, p.bias, M, p.N, K);
+    }
   }
 
   // o_proj / down_proj: K cut into tp equal shards (rank s multiplies x[:, s*K/tp ...] by the
@@ -416,6 +458,9 @@ class ForwardRuntime final : public Runtime {
     b.load_rows(p, h, 1);
   };
   static constexpr bool kCanRound = requires(B & b, Ptr p) { b.round(p, 1, Storage::bf16); };
+  static constexpr bool kCanGroup = requires(B & b, std::span<const GemmOp<Ptr, Weight>> g) {
+    b.gemm_group(g);
+  };
 
   // Forwards the taps of a shadow to the source, tagged with the shadow's kind.
   struct ShadowTaps final : TapHook {
@@ -502,7 +547,8 @@ class ForwardRuntime final : public Runtime {
   std::vector<std::array<std::string, kLayerSiteCount>> layer_sites_;  // op labels per layer
   Buf k_cache_, v_cache_;
   Buf x_, xb_, q_, k_, v_, att_, gate_, up_, logits_, tp_parts_;
-  BatchColumns cols_;  // tokens, slots and positions of the current pass
+  std::vector<GemmOp<Ptr, Weight>> group_;  // gemms' calls, kept to reuse their storage
+  BatchColumns cols_;                       // tokens, slots and positions of the current pass
   WantedSites wanted_;
   TapHook* hook_ = nullptr;
   // [layer][layer_site_index(kind)]: the storage a site edit rounds the site to (native: none)

@@ -4,8 +4,10 @@
 // zeros of both signs, infinities), every GEMM path (the reference loops, the threaded scalar
 // loops, the AVX2 lanes with their in-register and packed paths and the N mod 8 remainder),
 // split-K, a 16-bit bias and rounded outputs, and for the embedding and rmsnorm.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <iterator>
 #include <random>
 #include <vector>
 
@@ -138,6 +140,84 @@ TEST_CASE("packed 16-bit and float32 matrices give the bits of the reference loo
             CHECK(std::memcmp(want.data(), got.data(), 4 * want.size()) == 0);
           }
         }
+      }
+    }
+  }
+}
+
+// ops::matmul_group runs several matmuls as one job of the threads: each output must be the bits
+// of its own matmul, here the reference loops on the float32 widening, whatever the mix of
+// formats, layouts, shapes, biases and split-K in the group and whichever thread takes an item
+// (sizes large enough that three threads share the job).
+TEST_CASE("a group of matmuls gives each matmul's own bits", "[kernels][stored]") {
+  ExecGuard guard;
+  std::mt19937 rng(37);
+  const int K = 300;
+  struct Member {
+    ds::Storage format;
+    bool packed, bias;
+    int N, split;
+  };
+  const Member members[] = {{ds::Storage::native, false, true, 99, 1},
+                            {ds::Storage::bf16, true, true, 200, 3},
+                            {ds::Storage::f16, false, true, 21, 2},
+                            {ds::Storage::bf16, false, false, 48, 1},
+                            {ds::Storage::native, true, false, 57, 4}};
+  for (int M : {1, 3, 6}) {
+    std::vector<float> x(static_cast<size_t>(M) * K);
+    for (float& v : x) v = std::uniform_real_distribution<float>(-2, 2)(rng);
+    std::vector<std::vector<uint16_t>> w16, b16;
+    std::vector<std::vector<float>> w32, b32, want, got;
+    std::vector<std::vector<uint8_t>> stored;
+    std::vector<ds::ops::MatmulCall> calls;
+    for (const Member& m : members) {
+      const ds::Storage bits = m.format == ds::Storage::f16 ? m.format : ds::Storage::bf16;
+      w16.push_back(random_halves(static_cast<size_t>(m.N) * K, bits, rng));
+      b16.push_back(random_halves(static_cast<size_t>(m.N), bits, rng));
+      w32.push_back(widened(w16.back(), bits));
+      b32.push_back(widened(b16.back(), bits));
+      const bool f32 = m.format == ds::Storage::native;
+      const void* values = f32 ? static_cast<const void*>(w32.back().data())
+                               : static_cast<const void*>(w16.back().data());
+      const size_t elem = f32 ? 4 : 2;
+      if (m.packed) {
+        stored.emplace_back(ds::ops::packed_values(m.N, K) * elem);
+        ds::ops::pack_weights(stored.back().data(), {values, m.format}, m.N, K);
+      } else {
+        stored.emplace_back(static_cast<const uint8_t*>(values),
+                            static_cast<const uint8_t*>(values) + elem * m.N * K);
+      }
+      const ds::ops::GemmNumerics g{ds::Storage::native, false, m.split};
+      ds::ops::set_cpu_kernels(ds::ops::CpuKernels::reference);
+      want.emplace_back(static_cast<size_t>(M) * m.N);
+      ds::ops::matmul(want.back().data(), x.data(), K, w32.back().data(), K,
+                      m.bias ? b32.back().data() : nullptr, M, m.N, K, g);
+      got.emplace_back(want.back().size());
+    }
+    for (size_t i = 0; i < std::size(members); ++i) {
+      const Member& m = members[i];
+      const void* bias = m.format == ds::Storage::native ? static_cast<const void*>(b32[i].data())
+                                                         : static_cast<const void*>(b16[i].data());
+      calls.push_back({got[i].data(),
+                       x.data(),
+                       K,
+                       {stored[i].data(), m.format, m.packed},
+                       K,
+                       m.bias ? ds::ops::StoredWeights{bias, m.format} : ds::ops::StoredWeights{},
+                       M,
+                       m.N,
+                       K,
+                       ds::ops::GemmNumerics{ds::Storage::native, false, m.split}});
+    }
+    for (const Execution& e : kExecutions) {
+      ds::ops::set_cpu_kernels(e.kernels);
+      ds::ops::set_cpu_threads(e.threads);
+      for (auto& y : got) std::fill(y.begin(), y.end(), -1.0f);
+      ds::ops::matmul_group(calls);
+      for (size_t i = 0; i < std::size(members); ++i) {
+        INFO("M " << M << " member " << i << " kernels " << static_cast<int>(e.kernels)
+                  << " threads " << e.threads);
+        CHECK(std::memcmp(want[i].data(), got[i].data(), 4 * want[i].size()) == 0);
       }
     }
   }
