@@ -2,13 +2,16 @@
 // are kernels/ops.h on T = float (fp32, and fp16 / bf16 / layercast emulated by rounding where a
 // GPU stores) or T = double (the fp64 oracle). Taps hand the buffer to the hook at once.
 #include <fmt/format.h>
+#include <sys/mman.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
 #include <span>
+#include <stdexcept>
 #include <type_traits>
 
 #include "common/error.h"
@@ -22,13 +25,52 @@ namespace ds {
 
 namespace {
 
-// Uninitialised memory for packed weights (every byte is written by the packing; zeroing it
-// first would write it twice).
-std::shared_ptr<void> packed_buffer(size_t bytes) {
-  void* p = std::malloc(std::max<size_t>(bytes, 1));
-  if (p == nullptr) throw std::bad_alloc();
-  return {p, [](void* q) { std::free(q); }};
-}
+// Uninitialised memory for all the packed weights of a runtime, taken in turn (every byte is
+// written by the packing; zeroing it first would write it twice). One mapping, on a 2 MiB
+// boundary, whose whole 2 MiB pieces are offered to transparent huge pages (madvise, which a
+// kernel set to "madvise" needs; a refusal changes nothing but speed): decode reads every weight
+// once per token, and in 4 KiB pages each 4 KiB of it costs a TLB miss (bench/RESULTS.md). The
+// pages past the last whole piece stay 4 KiB, so the memory used is the packed bytes rounded up
+// to 4 KiB, as the memory check counts them.
+class PackedArena {
+ public:
+  static constexpr size_t kAlign = 64;  // each matrix starts on a cache line
+  static size_t taken(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+
+  explicit PackedArena(size_t bytes) {
+    if (bytes == 0) return;
+    constexpr size_t kHuge = size_t{2} << 20, kPage = 4096;
+    len_ = (bytes + kPage - 1) / kPage * kPage;
+    const size_t span = len_ + kHuge;
+    void* m = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) throw std::bad_alloc();
+    const uintptr_t start = reinterpret_cast<uintptr_t>(m);
+    const uintptr_t at = (start + kHuge - 1) / kHuge * kHuge;  // page-aligned, so is the slack
+    if (at > start) ::munmap(m, at - start);
+    if (start + span > at + len_) {
+      ::munmap(reinterpret_cast<void*>(at + len_), start + span - at - len_);
+    }
+    base_ = reinterpret_cast<char*>(at);
+    ::madvise(base_, bytes / kHuge * kHuge, MADV_HUGEPAGE);
+  }
+  ~PackedArena() {
+    if (base_ != nullptr) ::munmap(base_, len_);
+  }
+  PackedArena(const PackedArena&) = delete;
+  PackedArena& operator=(const PackedArena&) = delete;
+
+  // The next `bytes`; the arena was sized for every matrix (the same weight_uses).
+  void* take(size_t bytes) {
+    if (used_ + taken(bytes) > len_) throw std::logic_error("packed weights outgrew their arena");
+    void* p = base_ + used_;
+    used_ += taken(bytes);
+    return p;
+  }
+
+ private:
+  char* base_ = nullptr;
+  size_t len_ = 0, used_ = 0;
+};
 
 template <typename T>
 class CpuBackend {
@@ -60,13 +102,15 @@ class CpuBackend {
   };
 
   // `pack`: lay GEMM matrices out for the GEMM (packed) at set-up, or read them where they lie.
-  CpuBackend(const Numerics& nx, const ModelConfig& c, bool pack)
+  // `packed_bytes`: what the packing of every matrix takes (PackedArena::taken of each).
+  CpuBackend(const Numerics& nx, const ModelConfig& c, bool pack, size_t packed_bytes)
       : nx_(nx),
         weights_(weight_storage(nx.dtype)),
         act_(activation_storage(nx.dtype)),
         eps_(c.rms_norm_eps),
         vocab_(c.vocab_size),
-        pack_(pack) {}
+        pack_(pack),
+        arena_(pack ? std::make_shared<PackedArena>(packed_bytes) : nullptr) {}
 
   // true when `host` is used where it lies; else upload copies it (copy_bytes says how much).
   static bool in_place(const WeightTensor& host, Storage weights) {
@@ -96,10 +140,10 @@ class CpuBackend {
     if constexpr (std::is_same_v<T, float>) {
       if (w.empty() || !pack_) return w;
       const size_t values = ops::packed_values(N, K);
-      auto out = packed_buffer(values * (w.format == Storage::native ? 4 : 2));
-      ops::pack_weights(out.get(), ops::StoredWeights{w.values, w.format}, N, K);
+      void* out = arena_->take(values * (w.format == Storage::native ? 4 : 2));
+      ops::pack_weights(out, ops::StoredWeights{w.values, w.format}, N, K);
       if (host.mapped() && w.values == host.raw()) release_pages(host.raw(), host.bytes());
-      return {out, out.get(), w.format, true, values};
+      return {std::shared_ptr<const void>(arena_, out), out, w.format, true, values};
     } else {
       return w;
     }
@@ -195,6 +239,7 @@ class CpuBackend {
   double eps_;
   int vocab_;
   bool pack_;
+  std::shared_ptr<PackedArena> arena_;  // the packed matrices (when pack_)
   const BatchColumns* cols_ = nullptr;
   TapHook* hook_ = nullptr;
   std::vector<T> scores_;  // attention scratch, one value per key
@@ -230,12 +275,18 @@ std::unique_ptr<Runtime> make_cpu_runtime(const Model& model, const Numerics& nu
   // matrices packed when that pays (counted exactly)
   const Storage ws = weight_storage(numerics.dtype);
   const bool pack = !fp64 && pack_matrices(model);
-  uint64_t copies = 0;
+  uint64_t copies = 0, packed = 0;
   for (const WeightUse& u : weight_uses(model)) {
     if (u.host->empty()) continue;
-    copies += fp64   ? CpuBackend<double>::copy_bytes(*u.host, ws)
-              : pack ? CpuBackend<float>::copy_bytes(*u.host, ws, u.N, u.K)
+    if (pack && u.N > 0) {  // a packed matrix, in the arena
+      const uint64_t bytes =
+          PackedArena::taken(CpuBackend<float>::copy_bytes(*u.host, ws, u.N, u.K));
+      copies += bytes;
+      packed += bytes;
+    } else {
+      copies += fp64 ? CpuBackend<double>::copy_bytes(*u.host, ws)
                      : CpuBackend<float>::copy_bytes(*u.host, ws);
+    }
   }
   const std::string weight_part =
       fp64   ? fmt::format("{} of weights copied to float64", format_bytes(copies))
@@ -253,10 +304,10 @@ std::unique_ptr<Runtime> make_cpu_runtime(const Model& model, const Numerics& nu
       "with more memory");
   if (numerics.dtype == DType::fp64) {
     return std::make_unique<ForwardRuntime<CpuBackend<double>>>(model, numerics, capacity, slots,
-                                                                false);
+                                                                false, size_t{0});
   }
-  return std::make_unique<ForwardRuntime<CpuBackend<float>>>(model, numerics, capacity, slots,
-                                                             pack);
+  return std::make_unique<ForwardRuntime<CpuBackend<float>>>(model, numerics, capacity, slots, pack,
+                                                             static_cast<size_t>(packed));
 }
 
 std::unique_ptr<Runtime> make_cpu_runtime(const Model& model, DType dtype, int capacity,
