@@ -7,7 +7,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <span>
 
 #include "common/float_formats.h"
 
@@ -82,7 +81,8 @@ struct MatmulCall {
 // Matmuls that read none of each other's outputs (q, k and v of one input) as one job of the
 // CPU's threads, so they wait for each other once instead of once each; every output is the same
 // bits as from matmul alone (the order of a sum never depends on which thread computes it).
-void matmul_group(std::span<const MatmulCall> calls);
+// (A pointer and a count, not a std::span: the CUDA sources include this header as C++17.)
+void matmul_group(const MatmulCall* calls, size_t n);
 void rmsnorm(float* y, const float* x, StoredWeights w, int rows, int dim, double eps, Storage out);
 
 // Tensor-parallel all-reduce of the row-parallel layers (o_proj, down_proj): rank s's partial

@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
-#include <span>
 #include <type_traits>
 #include <vector>
 
@@ -160,13 +159,13 @@ void matmul(T* y, const T* x, int ldx, const T* w, int ldw, const T* b, int M, i
 void matmul(float* y, const float* x, int ldx, StoredWeights w, int ldw, StoredWeights b, int M,
             int N, int K, const GemmNumerics& g) {
   const MatmulCall call{y, x, ldx, w, ldw, b, M, N, K, g};
-  matmul_group({&call, 1});
+  matmul_group(&call, 1);
 }
 
-void matmul_group(std::span<const MatmulCall> calls) {
+void matmul_group(const MatmulCall* calls, size_t n) {
   std::vector<MatmulWork> works;
-  std::vector<std::vector<float>> biases(calls.size());  // 16-bit biases widened, one per call
-  for (size_t i = 0; i < calls.size(); ++i) {
+  std::vector<std::vector<float>> biases(n);  // 16-bit biases widened, one per call
+  for (size_t i = 0; i < n; ++i) {
     const MatmulCall& c = calls[i];
     const float* bias = widened(c.b, static_cast<size_t>(c.N), biases[i]);
     works.push_back(with_weights(c.w, [&](auto wr) {

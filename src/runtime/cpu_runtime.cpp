@@ -200,7 +200,7 @@ class CpuBackend {
                        g.bias != nullptr ? g.bias->arg() : ops::StoredWeights{}, c.M, c.N, c.K,
                        ops::GemmNumerics{act_, nx_.accum_f16, c.split_k}});
     }
-    ops::matmul_group(calls);
+    ops::matmul_group(calls.data(), calls.size());
   }
   void rope(Ptr x, int n, int heads, int head_dim, const Weight& cos, const Weight& sin) const {
     ops::rope(x, n, heads, head_dim, cols_->pos.data(), table(cos), table(sin), act_);

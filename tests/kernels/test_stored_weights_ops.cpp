@@ -213,7 +213,7 @@ TEST_CASE("a group of matmuls gives each matmul's own bits", "[kernels][stored]"
       ds::ops::set_cpu_kernels(e.kernels);
       ds::ops::set_cpu_threads(e.threads);
       for (auto& y : got) std::fill(y.begin(), y.end(), -1.0f);
-      ds::ops::matmul_group(calls);
+      ds::ops::matmul_group(calls.data(), calls.size());
       for (size_t i = 0; i < std::size(members); ++i) {
         INFO("M " << M << " member " << i << " kernels " << static_cast<int>(e.kernels)
                   << " threads " << e.threads);
