@@ -138,7 +138,12 @@ TEST_CASE("run: SIGINT leaves a readable, consistent trace with complete=0",
   const auto seqs = r.sequence_indices();
   REQUIRE(!seqs.empty());
   CHECK(seqs.size() < 400);
-  CHECK(r.sequence(seqs.back()).stop_reason == "interrupted");
+  // The stop lands inside a group, whose sequences end "interrupted", or between two groups (the
+  // run checks before it begins the next): then the last sequence begun ran to its end and no
+  // later one was begun (a fresh-clone CI run met this once, on a loaded 2-core machine).
+  const std::string last = r.sequence(seqs.back()).stop_reason;
+  INFO("last sequence " << seqs.back() << " stopped: " << last);
+  CHECK((last == "interrupted" || last == "max_new" || last == "eos" || last == "context"));
   check_consistent(r);
   auto s = run_cli("show " + t.string());
   CHECK(s.exit_code == 0);
