@@ -140,7 +140,7 @@ class CpuBackend {
     if constexpr (std::is_same_v<T, float>) {
       if (w.empty() || !pack_) return w;
       const size_t values = ops::packed_values(N, K);
-      void* out = arena_->take(values * (w.format == Storage::native ? 4 : 2));
+      void* out = arena_->take(copy_bytes(host, weights_, N, K));  // as the arena was sized
       ops::pack_weights(out, ops::StoredWeights{w.values, w.format}, N, K);
       if (host.mapped() && w.values == host.raw()) release_pages(host.raw(), host.bytes());
       return {std::shared_ptr<const void>(arena_, out), out, w.format, true, values};
