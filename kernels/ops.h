@@ -118,12 +118,20 @@ void rope(T* x, int rows, int n_heads, int head_dim, const int* positions, const
 //  splits > 1 (split-KV / flash-decoding): keys cut into `splits` contiguous chunks; per chunk
 //    c: m_c = max s, l_c = sum exp(s - m_c), o_c = sum exp(s - m_c) (rounded to p_round) * v;
 //    merged in chunk order with m = max m_c: out = sum o_c e^(m_c - m) / sum l_c e^(m_c - m).
+//  tile > 0 and splits <= 1 (FlashAttention-2's order, `--kernel attention=tiled`): keys in tiles
+//    of `tile` keys aligned at multiples of `tile` (key index), visited in order; m = -inf, l = 0,
+//    o = 0; per tile (its keys t0..p only): m' = max(m, max s), alpha = exp(m - m'),
+//    e_t = exp(s_t - m'), l = l * alpha + (sum of e_t in key order), and per d
+//    o = o * alpha + sum over the tile's keys in order of round_p(e_t) * v_t (the accumulator
+//    starts at o * alpha); m = m'. At the end out = o / l. (On the GPU the tile's dot products
+//    and P.V sums run on tensor cores, whose order inside a 16-wide step is the hardware's.)
 //  accum_f16: dot products and the weighted sums of v accumulate in fp16. out rounded to `out`.
 struct AttnNumerics {
   Storage p_round = Storage::native;
   Storage out = Storage::native;
   bool accum_f16 = false;
   int splits = 1;
+  int tile = 0;  // 0: the whole row's softmax at once (splits = 1); > 0: the tiled order above
 };
 
 // Causal grouped-query attention of `rows` queries against one sequence's KV cache. Query row r

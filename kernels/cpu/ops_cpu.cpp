@@ -407,6 +407,37 @@ void softmax_pv_split(const HeadRows<T>& h, const AttnNumerics& a, int splits, c
   for (int d = 0; d < h.head_dim; ++d) oh[d] = rnd(oh[d] / l, a.out);
 }
 
+// FlashAttention-2's order (ops.h AttnNumerics::tile): an online softmax over aligned key tiles,
+// the output rescaled by each tile's alpha before the tile's P.V is added.
+template <typename T>
+void softmax_pv_tiled(const HeadRows<T>& h, const AttnNumerics& a, T* scratch) {
+  T m = -INFINITY, l = 0;
+  T* oh = h.out;
+  for (int d = 0; d < h.head_dim; ++d) oh[d] = 0;
+  for (int b0 = h.t0 / a.tile * a.tile; b0 <= h.p; b0 += a.tile) {
+    const int lo = std::max(h.t0, b0), hi = std::min(h.p, b0 + a.tile - 1);
+    T tile_max = -INFINITY;
+    for (int t = lo; t <= hi; ++t) tile_max = std::max(tile_max, scratch[t]);
+    const T m_new = std::max(m, tile_max);
+    const T alpha = std::exp(m - m_new);  // 0 for the first tile (m = -inf)
+    T sum = 0;
+    for (int t = lo; t <= hi; ++t) {
+      scratch[t] = std::exp(scratch[t] - m_new);
+      sum += scratch[t];
+    }
+    l = l * alpha + sum;
+    for (int d = 0; d < h.head_dim; ++d) {
+      T acc = oh[d] * alpha;
+      for (int t = lo; t <= hi; ++t) {
+        acc = acc_add(acc, rnd(scratch[t], a.p_round) * h.v[t * h.kv_stride + d], a.accum_f16);
+      }
+      oh[d] = acc;
+    }
+    m = m_new;
+  }
+  for (int d = 0; d < h.head_dim; ++d) oh[d] = rnd(oh[d] / l, a.out);
+}
+
 // Query row r, head h of attention (see ops.h): scratch holds the scores (indexed by key
 // position), part the split-KV partials.
 template <typename T>
@@ -430,7 +461,9 @@ void attention_head(T* out, const T* q, const T* k_cache, const T* v_cache, cons
                          p};
   attention_scores(rows, scale, a, scratch, lanes);
   const int splits = std::clamp(a.splits, 1, p - t0 + 1);
-  if (splits == 1) {
+  if (a.tile > 0 && a.splits <= 1) {  // the requested split, as the CUDA backend decides
+    softmax_pv_tiled(rows, a, scratch);
+  } else if (splits == 1) {
     softmax_pv_whole(rows, a, scratch, lanes);
   } else {
     softmax_pv_split(rows, a, splits, scratch, part);

@@ -35,6 +35,13 @@ AttnNumerics numerics(int splits, bool accum_f16 = false, Storage p_round = Stor
   return a;
 }
 
+// FlashAttention-2's order with tiles of `tile` keys.
+AttnNumerics tiled(int tile, Storage p_round = Storage::native) {
+  AttnNumerics a = numerics(1, false, p_round);
+  a.tile = tile;
+  return a;
+}
+
 // One sequence: k, v hold (capacity, n_kv_heads * head_dim), q holds (rows, n_heads * head_dim).
 struct Case {
   int n_heads = 1, n_kv_heads = 1, head_dim = 1, window = 0;
@@ -290,6 +297,39 @@ struct Ref {
     return out;
   }
 
+  // tiled (online softmax): per group of keys, in order: m' = max(m, max s), alpha =
+  // exp(m - m'), e = exp(s - m'), l = l * alpha + (sum of e in order), o = o * alpha + sum
+  // round(e) v in order; out = o / l.
+  std::vector<float> tiled(const std::vector<std::vector<int>>& groups, Storage p_round) const {
+    float m = -INFINITY, l = 0.0f;
+    std::vector<float> o(hd(), 0.0f);
+    for (const std::vector<int>& g : groups) {
+      float mt = -INFINITY;
+      for (int t : g) mt = std::max(mt, score(t));
+      const float mn = std::max(m, mt);
+      const float alpha = std::exp(m - mn);
+      std::vector<float> e;
+      float sum = 0.0f;
+      for (int t : g) {
+        e.push_back(std::exp(score(t) - mn));
+        sum = sum + e.back();
+      }
+      const float la = l * alpha;
+      l = la + sum;
+      for (int d = 0; d < hd(); ++d) {
+        float acc = o[d] * alpha;
+        for (size_t i = 0; i < g.size(); ++i) {
+          const float ev = ds::round_to(e[i], p_round) * v[g[i] * hd() + d];
+          acc = acc + ev;
+        }
+        o[d] = acc;
+      }
+      m = mn;
+    }
+    for (int d = 0; d < hd(); ++d) o[d] = o[d] / l;
+    return o;
+  }
+
   // split-KV: per chunk m_c, l_c = sum e, o_c = sum round(e) v; merged in chunk order.
   std::vector<float> split(const std::vector<int>& sizes, Storage p_round) const {
     std::vector<float> m, l;
@@ -372,4 +412,62 @@ TEST_CASE("attention: general scores with splits 1 2 3 (chunks 3 2 and 2 2 1) ma
     CHECK_FALSE(same_bits(want2, r.split({2, 3}, pr)));
     CHECK_FALSE(same_bits(want3, r.split({1, 2, 2}, pr)));
   }
+}
+
+TEST_CASE("attention: tiled (FlashAttention-2) order rescales per aligned key tile",
+          "[kernels][attention]") {
+  // The general 5-key case with tiles of 2 keys: keys {0, 1}, {2, 3}, {4}; with tiles of 4:
+  // {0..3}, {4}. The tiles start at multiples of the tile size, never at the first key.
+  Ref r;
+  r.q = {0.75f, -1.25f, 0.5f};
+  r.k = {1.5f, 0.25f,  -2.0f, -0.5f, 1.75f,  0.125f, 2.25f, -1.0f,
+         0.5f, 0.375f, 0.5f,  1.5f,  -1.75f, -0.25f, 2.5f};
+  // v such that every order below gives other bits (found by trying values; the earlier tests'
+  // v leave the 2-key and 4-key tilings equal)
+  r.v = {-3.26f, 1.54f,  0.15f,  3.01f,  2.92f,  3.16f, 2.63f, -3.32f,
+         2.64f,  -3.69f, -1.82f, -2.64f, -3.53f, 3.03f, 1.36f};
+  r.scale = 1.0f / std::sqrt(3.0f);
+  Case c = one_query(r.q, r.k, r.v);
+  c.scale = r.scale;
+  for (Storage pr : {Storage::native, Storage::bf16}) {
+    INFO("p_round " << (pr == Storage::native ? "native" : "bf16"));
+    const auto want2 = r.tiled({{0, 1}, {2, 3}, {4}}, pr);
+    const auto want4 = r.tiled({{0, 1, 2, 3}, {4}}, pr);
+    CHECK(same_bits(c.run(tiled(2, pr)), want2));
+    CHECK(same_bits(c.run(tiled(4, pr)), want4));
+    // a tile wider than the keys is one group: the online softmax of one tile, which is still
+    // not the whole-row softmax (o is divided by l once, at the end, and p_t is not normalised)
+    CHECK(same_bits(c.run(tiled(64, pr)), r.tiled({{0, 1, 2, 3, 4}}, pr)));
+    // the orders differ from each other and from the split-KV merge of the same cuts
+    CHECK_FALSE(same_bits(want2, want4));
+    CHECK_FALSE(same_bits(want2, r.softmax(pr)));
+    CHECK_FALSE(same_bits(want2, r.tiled({{0}, {1, 2}, {3, 4}}, pr)));  // tiles from the first key
+  }
+  // split-KV requested: the split order, not the tiles (as the CUDA backend decides)
+  AttnNumerics split_and_tile = tiled(2);
+  split_and_tile.splits = 2;
+  CHECK(same_bits(c.run(split_and_tile), r.split({3, 2}, Storage::native)));
+}
+
+TEST_CASE("attention: tiled order with a window starts at the tile holding the first key",
+          "[kernels][attention]") {
+  // Query at position 6 with window 4 attends keys 3..6; tiles of 2 aligned at 0: {3}, {4, 5},
+  // {6}. Keys 0..2 are NaN: reading one makes the output NaN.
+  Ref r;
+  r.q = {0.5f, -1.0f};
+  r.scale = 0.75f;
+  for (int t = 0; t < 7; ++t) {
+    r.k.insert(r.k.end(), {0.25f * t - 0.5f, 1.0f - 0.375f * t});
+    r.v.insert(r.v.end(), {1.0f + 0.25f * t, 2.0f - 0.5f * t * t});
+  }
+  Case c = one_query(r.q, r.k, r.v);
+  c.scale = r.scale;
+  c.window = 4;
+  Ref fenced = r;
+  for (int t = 0; t < 3; ++t) {
+    for (int d = 0; d < 2; ++d) c.k[t * 2 + d] = c.v[t * 2 + d] = kNaN;
+  }
+  const auto got = c.run(tiled(2));
+  CHECK(same_bits(got, fenced.tiled({{3}, {4, 5}, {6}}, Storage::native)));
+  CHECK_FALSE(same_bits(got, fenced.tiled({{3, 4}, {5, 6}}, Storage::native)));
 }
