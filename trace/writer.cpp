@@ -372,10 +372,17 @@ void TraceWriter::handle(StepRecord& m) {
       new_layout = true;
     }
   }
-  if (!m.logits.empty() && s.K == 0) {
+  const bool summary = m.logits.empty() && !m.lse.empty();
+  if ((!m.logits.empty() || summary) && s.K == 0) {
     s.V = m.vocab;
     s.K = std::min(opt_.topk, s.V);
     new_layout = true;
+  }
+  if (summary && (opt_.full_logits || m.lse.size() != static_cast<size_t>(m.n_rows) ||
+                  m.topk_ids.size() != static_cast<size_t>(m.n_rows) * s.K ||
+                  m.topk_logits.size() != m.topk_ids.size())) {
+    throw Error(fmt::format("trace writer: a logits summary of {} rows does not fit top-{} rows{}",
+                            m.lse.size(), s.K, opt_.full_logits ? " (full logits asked for)" : ""));
   }
   if (new_layout) {
     with_structure([&](hid_t f) {
@@ -404,7 +411,12 @@ void TraceWriter::handle(StepRecord& m) {
     buf.insert(buf.end(), h.values.begin(), h.values.end());
     s.buffered_bytes += h.values.size() * sizeof(float);
   }
-  if (!m.logits.empty()) {
+  if (summary) {
+    s.ids_buf.insert(s.ids_buf.end(), m.topk_ids.begin(), m.topk_ids.end());
+    s.vals_buf.insert(s.vals_buf.end(), m.topk_logits.begin(), m.topk_logits.end());
+    s.lse_buf.insert(s.lse_buf.end(), m.lse.begin(), m.lse.end());
+    s.buffered_bytes += static_cast<size_t>(n) * (8 * s.K + 4);
+  } else if (!m.logits.empty()) {
     for (int64_t r = 0; r < n; ++r) {
       std::span<const double> row(m.logits.data() + r * s.V, static_cast<size_t>(s.V));
       TopK t = top_k(row, s.K);

@@ -46,7 +46,12 @@ struct StepRecord {
   int n_rows = 0;
   std::vector<HiddenRows> hidden;
   int vocab = 0;
-  std::vector<double> logits;       // (n_rows, vocab); empty: no logits for this step
+  std::vector<double> logits;  // (n_rows, vocab); empty: no logits for this step, or a summary:
+  // the rows' top-k (k = the writer's topk, at most vocab) and log-sum-exp, computed elsewhere as
+  // trace/topk.h does (the CUDA backend, on the device); used when logits is empty and lse is not
+  std::vector<int32_t> topk_ids;    // (n_rows, k)
+  std::vector<float> topk_logits;   // (n_rows, k)
+  std::vector<float> lse;           // (n_rows)
   std::vector<int32_t> new_tokens;  // tokens chosen after this step, appended to tokens
 };
 

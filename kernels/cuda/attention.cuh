@@ -21,6 +21,11 @@ __device__ __forceinline__ AttnChunk attn_chunk(int p, int window, int want_spli
   return {t0, t0 + ch.begin, t0 + ch.end, splits};
 }
 
+// Row r's split count: its own (row_splits), else the call's.
+__device__ __forceinline__ int row_splits(const AttentionArgs& a, int r) {
+  return a.row_splits != nullptr ? a.row_splits[r] : a.splits;
+}
+
 // scratch layout: scores (rows, n_heads, max_keys), then partials (rows, n_heads, splits,
 // head_dim + 2) = [m, l, o[head_dim]] per chunk.
 // acc + x * y with separate roundings; with kF16Acc the sum is rounded to fp16 (accum_f16).
@@ -36,7 +41,9 @@ __global__ void attention_chunk_kernel(AttentionArgs a, float* scratch) {
   __shared__ float shared[32];
   const int r = blockIdx.x, h = blockIdx.y, c = blockIdx.z;
   const int p = a.positions[r];
-  const AttnChunk ch = attn_chunk(p, a.window, a.splits, c);
+  const int want = row_splits(a, r);
+  if (want == 0) return;  // another kernel's row (uniform across the block)
+  const AttnChunk ch = attn_chunk(p, a.window, want, c);
   if (c >= ch.splits) return;  // uniform across the block
   const int hd = a.head_dim;
   const size_t kv_stride = static_cast<size_t>(a.n_kv_heads) * hd;
@@ -97,7 +104,9 @@ __global__ void attention_chunk_kernel(AttentionArgs a, float* scratch) {
 template <typename T>
 __global__ void attention_merge_kernel(AttentionArgs a, const float* scratch) {
   const int r = blockIdx.x, h = blockIdx.y;  // grid (rows, n_heads)
-  const AttnChunk ch = attn_chunk(a.positions[r], a.window, a.splits, 0);
+  const int want = row_splits(a, r);
+  if (want == 0) return;  // another kernel's row
+  const AttnChunk ch = attn_chunk(a.positions[r], a.window, want, 0);
   if (ch.splits == 1) return;  // the chunk kernel wrote the output
   const int hd = a.head_dim;
   const float* part = scratch + static_cast<size_t>(a.rows) * a.n_heads * a.max_keys +

@@ -5,9 +5,11 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -15,6 +17,14 @@
 #include "kernels/cuda/check.h"
 
 namespace ds::cuda {
+
+// How many times any DeviceBuffer or PinnedBuffer of the process has moved (been allocated
+// anew): a recording of launches that holds their addresses (a CUDA graph) is valid only while
+// this count is the one it was recorded at.
+inline std::atomic<uint64_t>& buffer_moves() {
+  static std::atomic<uint64_t> moves{0};
+  return moves;
+}
 
 class DeviceBuffer {
  public:
@@ -39,8 +49,17 @@ class DeviceBuffer {
     cudaFree(p_);
     p_ = nullptr;
     bytes_ = 0;
-    DS_CUDA_CHECK(cudaMalloc(&p_, bytes));
+    const cudaError_t e = cudaMalloc(&p_, bytes);
+    if (e == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      p_ = nullptr;
+      throw Error("CUDA: out of GPU memory allocating " + std::to_string(bytes >> 20) + " MiB",
+                  "run fewer sequences at once (--batch), shorter prompts or fewer positions, a "
+                  "16-bit --dtype, or on a device with more memory");
+    }
+    DS_CUDA_CHECK(e);
     bytes_ = bytes;
+    ++buffer_moves();
   }
   void* get() const { return p_; }
   unsigned char* bytes() const { return static_cast<unsigned char*>(p_); }
@@ -70,6 +89,7 @@ class PinnedBuffer {
     bytes_ = 0;
     DS_CUDA_CHECK(cudaMallocHost(&p_, bytes));
     bytes_ = bytes;
+    ++buffer_moves();
   }
   unsigned char* get() const { return static_cast<unsigned char*>(p_); }
 

@@ -46,6 +46,11 @@ void rope(void* x, Storage t, int rows, int n_heads, int head_dim, const int* po
 // at most one, larger first), per-chunk max / sum / unnormalised output, merged in chunk order
 // (the merge always in fp32, as the CPU).
 // q, out: (rows, n_heads*head_dim) of t; caches: (capacity, n_kv_heads*head_dim) of t per slot.
+// row_splits (optional): each row's own split count (the split of its sequence), splits then
+// being their largest; a row whose entry is 0 is left alone (another kernel writes it).
+// Tiled (AttentionTiles): FlashAttention-2's order of kernels/ops.h (AttnNumerics::tile = 64) on
+// tensor cores (mma.sync m16n8k16, fp32 accumulation), fp16 and bf16, head_dim 16, 32, 64 or 128,
+// no fp16 accumulation: one block per (tile of up to 64 rows of one sequence, head).
 struct AttentionArgs {
   void* out = nullptr;
   const void* q = nullptr;
@@ -58,14 +63,34 @@ struct AttentionArgs {
   size_t slot_stride = 0;
   int n_heads = 0, n_kv_heads = 0, head_dim = 0;
   int window = 0;    // 0 = unlimited
-  int max_keys = 0;  // upper bound of keys per row (largest position + 1)
+  int max_keys = 0;  // upper bound of keys per row (largest position + 1): the scratch's stride
   float scale = 1;
   int splits = 1;
+  const int* row_splits = nullptr;
   bool accum_f16 = false;  // dot products and P.V sums round every partial sum to fp16
 };
 // fp32 scratch the call needs.
 size_t attention_scratch_floats(const AttentionArgs& a);
 void attention(const AttentionArgs& a, float* scratch, Stream stream);
+
+// The query-row tiles of a tiled attention call: tile i is rows [row0, row_end) of one sequence
+// (at most 64 rows, consecutive positions).
+struct AttentionTile {
+  int row0, row_end;
+};
+// Whether attention_tiled runs this storage type and head size.
+bool attention_tiled_supports(Storage t, int head_dim);
+// Tiled attention of the rows the n_tiles tiles (device memory) cover; a.rows, a.splits,
+// a.row_splits and a.max_keys are not read.
+void attention_tiled(const AttentionArgs& a, const AttentionTile* tiles, int n_tiles,
+                     Stream stream);
+
+// Appends each row's key and value to its sequence's cache: row r goes to position positions[r]
+// of slot row_slot[r] (caches: slot_stride values per slot, kv_dim per position; k, v: (rows,
+// kv_dim)), copied exactly.
+void kv_append(void* k_cache, void* v_cache, const void* k, const void* v, Storage t, int rows,
+               const int* row_slot, const int* positions, size_t slot_stride, int kv_dim,
+               Stream stream);
 
 // out = round_t(silu(gate) * up)
 void swiglu(void* out, const void* gate, const void* up, Storage t, size_t n, Stream stream);
@@ -88,10 +113,19 @@ void all_reduce(void* y, void* parts, Storage t, int tp, size_t n, ops::AllReduc
 void upcast_rows(void* dst, Storage dst_t, const void* w, Storage w_t, int rows, int cols, int ld,
                  Stream stream);
 
-// Per logits row: the greedy token (largest logit, lowest id on ties) and log-sum-exp.
-// logits: (rows, vocab) of t; argmax, lse: (rows).
-void argmax_lse(int32_t* argmax, float* lse, const void* logits, Storage t, int rows, int vocab,
-                Stream stream);
+// Per logits row the greedy token, as ds::greedy_argmax: the largest logit, among equals the
+// lowest id into lowest[r] and the highest into highest[r] (a NaN is never chosen; a row of NaN
+// only gives 0). logits: (rows, vocab) of t; lowest, highest: (rows).
+void logits_argmax(int32_t* lowest, int32_t* highest, const void* logits, Storage t, int rows,
+                   int vocab, Stream stream);
+
+// Per logits row what a trace stores (trace/topk.h): the k largest logits (k <= vocab and
+// <= kLogitsTopkMax) by value descending, ties by lower id (-0 equals +0; NaN sorts last), their
+// ids, and the log-sum-exp max + log(sum exp(x - max)) summed in double, rounded to float.
+// ids, values: (rows, k); lse: (rows).
+inline constexpr int kLogitsTopkMax = 1024;
+void logits_topk(int32_t* ids, float* values, float* lse, const void* logits, Storage t, int rows,
+                 int vocab, int k, Stream stream);
 
 // y = x w^T (+ bias): the GEMM of kernels/ops.h matmul. x: (M, K) rows ldx apart; w: (N, K) rows
 // ldw apart (the weight layout of Hugging Face); y: (M, N) dense; bias: (N) of w_t or null.

@@ -98,8 +98,10 @@ void add_run_config_options(CLI::App& cmd, RunConfigArgs& a) {
       ->capture_default_str()
       ->group(g);
   cmd.add_option("--kernel", c.kernel,
-                 "GPU only: GEMM implementation, gemm=cublas (cuBLASLt) or gemm=tiled (own kernel "
-                 "in the CPU reference's reduction order)")
+                 "op implementations, comma-separated: gemm=cublas (cuBLASLt) or gemm=tiled (own "
+                 "kernel in the CPU reference's reduction order), GPU only; attention=rowwise "
+                 "(whole-row softmax) or attention=tiled (FlashAttention-2's 64-key tiles, tensor "
+                 "cores on the GPU, emulated on the CPU)")
       ->capture_default_str()
       ->group(g);
   cmd.add_option("--tf32", c.tf32, "GPU only: TF32 tensor cores for fp32 cuBLAS GEMMs: off, on")

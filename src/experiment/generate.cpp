@@ -120,7 +120,6 @@ class BatchGeneration {
         opt_(opt),
         on_step_(on_step),
         ctx_(std::min(rt.config().max_seq_len, rt.capacity())),
-        vocab_(rt.config().vocab_size),
         seqs_(start_sequences(requests, ctx_)),
         last_row_(seqs_.size(), 0) {}
 
@@ -138,7 +137,7 @@ class BatchGeneration {
       last_row_[part.seq] = rows_.size() - 1;
       if (part.begin + part.count == seqs_[part.seq].res.prompt_len) completed.push_back(part.seq);
     }
-    rt_.forward(rows_, logits_);
+    pass_ = &rt_.forward(rows_);
     finish_step(completed);
   }
 
@@ -159,7 +158,7 @@ class BatchGeneration {
       rows_.push_back({i, static_cast<int>(toks.size()) - 1, toks.back()});
       last_row_[i] = rows_.size() - 1;
     }
-    rt_.forward(rows_, logits_);
+    pass_ = &rt_.forward(rows_);
     finish_step(active);
     return true;
   }
@@ -190,10 +189,15 @@ class BatchGeneration {
     }
   }
 
+  // Greedy without a repetition penalty needs only the row's argmax (which the CUDA backend
+  // takes on the device); anything else reads the whole row. Both choose as sample_next.
   int32_t sample(const Active& s, int i) const {
-    std::span<const double> row(logits_.data() + last_row_[i] * vocab_,
-                                static_cast<size_t>(vocab_));
-    return sample_next(row, opt_.sampling, requests_[i].stream, s.generated, s.res.tokens);
+    const SamplingParams& p = opt_.sampling;
+    const int row = static_cast<int>(last_row_[i]);
+    if (p.temperature == 0.0 && p.repetition_penalty == 1.0) {
+      return pass_->argmax(row, p.highest_id_ties);
+    }
+    return sample_next(pass_->row(row), p, requests_[i].stream, s.generated, s.res.tokens);
   }
 
   void apply_stop_rules(Active& s, int32_t next,
@@ -216,11 +220,11 @@ class BatchGeneration {
   const std::vector<SequenceRequest>& requests_;
   const GenerateOptions& opt_;
   const StepCallback& on_step_;
-  const int ctx_, vocab_;
+  const int ctx_;
   std::vector<Active> seqs_;
   std::vector<size_t> last_row_;  // index of each sequence's last logits row in the pass
   std::vector<BatchRow> rows_;
-  std::vector<double> logits_;
+  PassLogits* pass_ = nullptr;  // the last pass's logits
 };
 
 }  // namespace

@@ -54,11 +54,35 @@ int auto_or_count(const std::string& field, const std::string& v) {
   return n;
 }
 
-// "gemm=tiled" -> GemmKernel::tiled; the one op with a choice of implementation today.
-GemmKernel parse_kernel(const std::string& v) {
-  if (v == "gemm=cublas") return GemmKernel::cublas;
-  if (v == "gemm=tiled") return GemmKernel::tiled;
-  bad("kernel", v, "gemm=cublas (cuBLASLt) or gemm=tiled (own kernel, the CPU reference's order)");
+// The op implementations of `kernel`: comma-separated op=choice entries, each op at most once,
+// "gemm=cublas|tiled" (GPU only; the CPU reference has one GEMM) and "attention=rowwise|tiled"
+// (both backends); an op not named keeps its default (gemm=cublas, attention=rowwise).
+struct KernelChoice {
+  GemmKernel gemm = GemmKernel::cublas;
+  AttnKernel attention = AttnKernel::rowwise;
+};
+KernelChoice parse_kernel(const std::string& v) {
+  const char* allowed =
+      "comma-separated gemm=cublas|tiled (cuBLASLt, or the own kernel in the CPU reference's "
+      "order) and attention=rowwise|tiled (whole-row softmax, or FlashAttention-2's 64-key tiles)";
+  KernelChoice k;
+  bool gemm = false, attention = false;
+  size_t at = 0;
+  do {
+    const size_t comma = v.find(',', at);
+    const std::string item = v.substr(at, comma == std::string::npos ? comma : comma - at);
+    at = comma == std::string::npos ? comma : comma + 1;
+    if ((item == "gemm=cublas" || item == "gemm=tiled") && !gemm) {
+      k.gemm = item == "gemm=tiled" ? GemmKernel::tiled : GemmKernel::cublas;
+      gemm = true;
+    } else if ((item == "attention=rowwise" || item == "attention=tiled") && !attention) {
+      k.attention = item == "attention=tiled" ? AttnKernel::tiled : AttnKernel::rowwise;
+      attention = true;
+    } else {
+      bad("kernel", v, allowed);
+    }
+  } while (at != std::string::npos);
+  return k;
 }
 
 }  // namespace
@@ -108,6 +132,11 @@ void validate(const RunConfig& c) {
   parse_kernel(c.kernel);
   one_of("tf32", c.tf32, {"off", "on"});
   one_of("accum", c.accum, {"fp32", "fp16"});
+  if (c.accum == "fp16" && parse_kernel(c.kernel).attention == AttnKernel::tiled) {
+    throw Error("accum fp16 does not go with attention=tiled",
+                "the tiled attention accumulates in fp32 (tensor cores): use --accum fp32, or "
+                "--kernel attention=rowwise");
+  }
   if (c.accum == "fp16" && c.dtype != "fp16" && c.dtype != "bf16") {
     throw Error(fmt::format("accum fp16 does not go with dtype {}", c.dtype),
                 "fp16 accumulation models pure-fp16 engines: use it with --dtype fp16 or bf16");
@@ -160,7 +189,9 @@ Numerics numerics(const RunConfig& c) {
   n.allreduce = c.allreduce == "tree" ? ops::AllReduce::tree : ops::AllReduce::ring;
   n.attn_splits = auto_or_count("attn_splits", c.attn_splits);
   n.device = c.device == "cuda" ? Device::cuda : Device::cpu;
-  n.gemm_kernel = parse_kernel(c.kernel);
+  const KernelChoice k = parse_kernel(c.kernel);
+  n.gemm_kernel = k.gemm;
+  n.attn_kernel = k.attention;
   n.tf32 = c.tf32 == "on";
   return n;
 }

@@ -33,8 +33,10 @@ struct RunConfig {
   double top_p = 1.0;
   int top_k = 0;
   uint64_t seed = 0;
-  std::string kernel = "gemm=cublas";  // GPU only: op implementations, "gemm=cublas|tiled"
-  std::string tf32 = "off";            // GPU only
+  // op implementations: "gemm=cublas|tiled" (GPU only), "attention=rowwise|tiled" (both),
+  // comma-separated
+  std::string kernel = "gemm=cublas";
+  std::string tf32 = "off";  // GPU only
 
   SamplingParams sampling() const;
 };

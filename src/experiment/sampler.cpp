@@ -23,13 +23,7 @@ uint64_t splitmix64(uint64_t x) {
 }  // namespace
 
 int32_t argmax(std::span<const double> logits, bool highest_id) {
-  int32_t best = 0;
-  for (size_t i = 1; i < logits.size(); ++i) {
-    if (logits[i] > logits[best] || (highest_id && logits[i] == logits[best])) {
-      best = static_cast<int32_t>(i);
-    }
-  }
-  return best;
+  return greedy_argmax(logits, highest_id);
 }
 
 int32_t argmax_lowest_id(std::span<const double> logits) {

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <span>
 
+#include "src/runtime/pass_logits.h"
+
 namespace ds {
 
 struct SamplingParams {
@@ -15,7 +17,8 @@ struct SamplingParams {
   double repetition_penalty = 1.0;  // Hugging Face rule on tokens already in the sequence
 };
 
-// Greedy argmax; among equal maxima the lowest id wins (or the highest, with highest_id).
+// Greedy argmax (greedy_argmax); among equal maxima the lowest id wins (or the highest, with
+// highest_id).
 int32_t argmax_lowest_id(std::span<const double> logits);
 int32_t argmax(std::span<const double> logits, bool highest_id);
 

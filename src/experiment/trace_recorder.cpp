@@ -58,6 +58,18 @@ void copy_rows(const TapTensor& t, int r0, int r1, D* dst) {
   }
 }
 
+// f(r0, r1) for the rows [r0, r1) of each sequence among `rows` rows of a pass (rows of one
+// sequence are contiguous).
+template <typename F>
+void for_each_sequence(const int* slot, int rows, F&& f) {
+  for (int r0 = 0; r0 < rows;) {
+    int r1 = r0 + 1;
+    while (r1 < rows && slot[r1] == slot[r0]) ++r1;
+    f(r0, r1);
+    r0 = r1;
+  }
+}
+
 }  // namespace
 
 TraceRecorder::TraceRecorder(trace::TraceWriter& writer, const std::vector<std::string>& sites)
@@ -67,20 +79,37 @@ bool TraceRecorder::wants(const Site& site) {
   return site.kind == SiteKind::logits || sites_.count(site_name(site)) != 0;
 }
 
+trace::StepRecord& TraceRecorder::step_of(const int* slot, int r0) {
+  auto bound = slot_seq_.find(slot[r0]);
+  if (bound == slot_seq_.end()) {
+    throw Error(fmt::format("trace recorder: KV-cache slot {} is bound to no sequence", slot[r0]));
+  }
+  trace::StepRecord& step = pending_[bound->second];
+  step.seq = bound->second;
+  return step;
+}
+
+int TraceRecorder::logits_summary_k() const {
+  return writer_.options().full_logits ? 0 : writer_.options().topk;
+}
+
+void TraceRecorder::on_logits(const LogitsSummary& l) {
+  for_each_sequence(l.slot, l.rows, [&](int r0, int r1) {
+    trace::StepRecord& step = step_of(l.slot, r0);
+    step.vocab = l.vocab;
+    const size_t b = static_cast<size_t>(r0) * l.k, e = static_cast<size_t>(r1) * l.k;
+    step.topk_ids.insert(step.topk_ids.end(), l.ids + b, l.ids + e);
+    step.topk_logits.insert(step.topk_logits.end(), l.logits + b, l.logits + e);
+    step.lse.insert(step.lse.end(), l.lse + r0, l.lse + r1);
+    step.n_rows += r1 - r0;
+  });
+}
+
 void TraceRecorder::on_tap(const Site& site, const TapTensor& t) {
   const bool logits = site.kind == SiteKind::logits;
   const std::string name = logits ? std::string() : site_name(site);
-  for (int r0 = 0; r0 < t.rows;) {  // rows of one sequence are contiguous
-    int r1 = r0 + 1;
-    while (r1 < t.rows && t.slot[r1] == t.slot[r0]) ++r1;
-    auto bound = slot_seq_.find(t.slot[r0]);
-    if (bound == slot_seq_.end()) {
-      throw Error(
-          fmt::format("trace recorder: KV-cache slot {} is bound to no sequence", t.slot[r0]));
-    }
-    trace::StepRecord& step = pending_[bound->second];
-    step.seq = bound->second;
-    // A step's rows may come in several passes (chunked prefill): append to what is pending.
+  for_each_sequence(t.slot, t.rows, [&](int r0, int r1) {
+    trace::StepRecord& step = step_of(t.slot, r0);
     const size_t n = static_cast<size_t>(r1 - r0) * t.width;
     if (logits) {
       step.vocab = t.width;
@@ -97,8 +126,7 @@ void TraceRecorder::on_tap(const Site& site, const TapTensor& t) {
       h->values.resize(h->values.size() + n);
       copy_rows(t, r0, r1, h->values.data() + h->values.size() - n);  // fp64 rounds to float32
     }
-    r0 = r1;
-  }
+  });
 }
 
 void TraceRecorder::commit(int seq, std::vector<int32_t> new_tokens) {

@@ -24,6 +24,9 @@ class TraceRecorder final : public TapHook {
 
   bool wants(const Site& site) override;
   void on_tap(const Site& site, const TapTensor& t) override;
+  // The writer's top-k, unless it stores whole logits rows (--full-logits).
+  int logits_summary_k() const override;
+  void on_logits(const LogitsSummary& summary) override;
 
   // Rows of KV-cache slot `slot` belong to trace sequence `seq` from now on.
   void bind_slot(int slot, int seq) { slot_seq_[slot] = seq; }
@@ -33,6 +36,10 @@ class TraceRecorder final : public TapHook {
   void commit(int seq, std::vector<int32_t> new_tokens);
 
  private:
+  // The pending step of the sequence whose rows start at rows[r0] (a step's rows may come in
+  // several passes, e.g. a chunked prefill: what a pass brings is appended).
+  trace::StepRecord& step_of(const int* slot, int r0);
+
   trace::TraceWriter& writer_;
   std::set<std::string> sites_;
   std::map<int, int> slot_seq_;               // KV-cache slot -> trace sequence

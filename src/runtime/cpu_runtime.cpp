@@ -210,7 +210,9 @@ class CpuBackend {
     if (scores_.size() < static_cast<size_t>(a.max_keys)) scores_.resize(a.max_keys);
     ops::attention(out, q, k_cache, v_cache, a.rows, &cols_->pos[a.r0], a.n_heads, a.n_kv_heads,
                    a.head_dim, a.window, T(a.scale),
-                   ops::AttnNumerics{act_, act_, nx_.accum_f16, a.splits}, scores_.data());
+                   ops::AttnNumerics{act_, act_, nx_.accum_f16, a.splits,
+                                     nx_.attn_kernel == AttnKernel::tiled ? kAttentionTile : 0},
+                   scores_.data());
   }
   void swiglu(Ptr out, Ptr gate, Ptr up, size_t n) const { ops::swiglu(out, gate, up, n, act_); }
   void add(Ptr y, Ptr a, Ptr b, size_t n) const { ops::add(y, a, b, n, act_); }
@@ -227,8 +229,9 @@ class CpuBackend {
   void tap(const Site& site, Ptr p, int n, int width) const {
     hook_->on_tap(site, tap_tensor(p, n, width, cols_->slot.data(), cols_->pos.data()));
   }
-  void end_pass(Ptr logits, int n, std::vector<double>& out) const {
-    out.assign(logits, logits + static_cast<size_t>(n) * vocab_);
+  PassLogits& end_pass(Ptr logits, int n) {
+    logits_.reset(n, vocab_).assign(logits, logits + static_cast<size_t>(n) * vocab_);
+    return logits_;
   }
 
  private:
@@ -243,6 +246,7 @@ class CpuBackend {
   const BatchColumns* cols_ = nullptr;
   TapHook* hook_ = nullptr;
   std::vector<T> scores_;  // attention scratch, one value per key
+  HostPassLogits logits_;  // the last pass's logits rows
 };
 
 // Whether a float runtime packs its GEMM matrices (docs/numerics.md): when the packed copy and the

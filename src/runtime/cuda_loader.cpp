@@ -115,6 +115,11 @@ void check_cuda_support(const Numerics& nx) {
     throw Error("dtype fp64 is the CPU oracle; the CUDA backend runs fp32, fp16, bf16, layercast",
                 "use --device cpu for fp64");
   }
+  if (nx.attn_kernel == AttnKernel::tiled && nx.dtype != DType::bf16 && nx.dtype != DType::fp16) {
+    throw Error(fmt::format("attention=tiled runs on tensor cores in fp16 or bf16, not {}",
+                            dtype_name(nx.dtype)),
+                "use --kernel attention=rowwise, or --dtype bf16 / fp16");
+  }
   if (nx.accum_f16 && nx.dtype == DType::bf16 && nx.gemm_kernel == GemmKernel::cublas) {
     throw Error("cuBLAS has no fp16 accumulation for bf16 GEMMs",
                 "use --kernel gemm=tiled, whose fp16 accumulation works with every dtype");

@@ -25,7 +25,7 @@ struct CudaModuleApi {
   bool (*kernel_records_built)() = nullptr;  // CUPTI compiled into the module
   std::unique_ptr<trace::KernelRecorder> (*make_kernel_recorder)() = nullptr;
 };
-inline constexpr int kCudaModuleAbi = 1;
+inline constexpr int kCudaModuleAbi = 2;
 inline constexpr const char* kCudaModuleEntry = "driftscope_cuda_module";
 inline constexpr const char* kCudaModuleFile = "libdriftscope_cuda.so";
 

@@ -28,6 +28,8 @@
 namespace ds {
 
 // One sequence's attention call: its rows [r0, r0 + rows) of the pass, all in one KV-cache slot.
+// A backend's attention_all reads the shape fields only: its rows, keys and splits per sequence
+// are the pass's (BatchColumns::seqs).
 struct AttentionCall {
   int r0 = 0, rows = 0;
   int max_keys = 0;  // keys of the last row (its position + 1)
@@ -70,19 +72,26 @@ struct GemmOp {
 //   embedding, rmsnorm, gemm, rope, copy, attention, swiglu, add, all_reduce: the ops of
 //                       kernels/ops.h, in the backend's storage and precision
 //   tap(site, Ptr, rows, width)  hands a tensor to the hook (now, or after the pass on CUDA)
-//   end_pass(logits, rows, out)  logits to the host as double, pending taps delivered
+//   end_pass(logits, rows)  the pass's logits as the caller reads them (pass_logits.h), pending
+//                       taps delivered
 // Optional (detected with requires; a backend without them refuses the feature): load_rows
 // (shadow layers' reference inputs) and round (site edits, taps.h). Optional, with the same
-// results without it: gemm_group(span of GemmOp), GEMMs that read none of each other's outputs
-// run as one job (the CPU's threads then wait once for q, k and v, not three times).
+// results without them:
+//   gemm_group(span of GemmOp)  GEMMs that read none of each other's outputs run as one job (the
+//                       CPU's threads then wait once for q, k and v, not three times);
+//   attention_all(...)  every sequence's attention of a layer in one call, the new keys and
+//                       values appended at each row's slot and position first (CUDA: one launch
+//                       for a batch instead of three per sequence);
+//   replayed()          after begin_pass: true when the backend has replayed a recording of this
+//                       pass's launches (CUDA graphs), so the ops are not issued again.
 template <class B>
 concept ForwardBackend = requires(B& b, typename B::Buf& buf, typename B::Ptr p,
                                   const typename B::Weight& w, const WeightTensor& host,
                                   const std::vector<double>& table, const BatchColumns& cols,
                                   const AttentionCall& call, const Site& site, TapHook* hook,
                                   const WantedSites& wanted, trace::KernelRecorder* recorder,
-                                  std::vector<double>& logits, const std::string& label_site,
-                                  const GemmCall& gemm, size_t n, int i, ops::AllReduce order) {
+                                  const std::string& label_site, const GemmCall& gemm, size_t n,
+                                  int i, ops::AllReduce order) {
   { buf.ptr(n) } -> std::same_as<typename B::Ptr>;
   { w.empty() } -> std::convertible_to<bool>;
   { b.upload(host) } -> std::same_as<typename B::Weight>;
@@ -106,7 +115,7 @@ concept ForwardBackend = requires(B& b, typename B::Buf& buf, typename B::Ptr p,
   b.add(p, p, p, n);
   b.all_reduce(p, p, i, n, order);
   b.tap(site, p, i, i);
-  b.end_pass(p, i, logits);
+  { b.end_pass(p, i) } -> std::same_as<PassLogits&>;
 };
 
 // The weights of one layer, in a backend's storage (absent biases are empty).
@@ -251,25 +260,33 @@ class ForwardRuntime final : public Runtime {
     }
   }
 
-  void forward(std::span<const BatchRow> rows, std::vector<double>& logits) override {
+  PassLogits& forward(std::span<const BatchRow> rows) override {
     const int n = static_cast<int>(rows.size());
-    if (n == 0) return;
+    if (n == 0) {
+      no_rows_.reset(0, c_.vocab_size);
+      return no_rows_;
+    }
     cols_.assign(rows, c_.vocab_size, slots_, capacity_);
+    for (SeqRows& s : cols_.seqs) {
+      s.splits = attention_splits(nx_, s.rows, s.max_keys, cols_.n_seqs, c_.n_heads);
+    }
     resize(n);
     b_.begin_pass(cols_);
-    {
-      [[maybe_unused]] auto scope = b_.op(embed_site_, "embedding");
-      b_.embedding(x_.ptr(0), embed_, n, c_.dim);
+    if (!replayed()) {
+      {
+        [[maybe_unused]] auto scope = b_.op(embed_site_, "embedding");
+        b_.embedding(x_.ptr(0), embed_, n, c_.dim);
+      }
+      if (wanted_.embed) b_.tap({SiteKind::embed}, x_.ptr(0), n, c_.dim);
+      for (int l = 0; l < c_.n_layers; ++l) {
+        attention_block(l, n);
+        mlp_block(l, n);
+        if (shadow_ != nullptr) shadow_layer(l, n);
+      }
+      head_block(n);
+      if (shadow_ != nullptr && shadow_head_) shadow_head(n);
     }
-    if (wanted_.embed) b_.tap({SiteKind::embed}, x_.ptr(0), n, c_.dim);
-    for (int l = 0; l < c_.n_layers; ++l) {
-      attention_block(l, n);
-      mlp_block(l, n);
-      if (shadow_ != nullptr) shadow_layer(l, n);
-    }
-    head_block(n);
-    if (shadow_ != nullptr && shadow_head_) shadow_head(n);
-    b_.end_pass(logits_.ptr(0), n, logits);
+    return b_.end_pass(logits_.ptr(0), n);
   }
 
  private:
@@ -285,34 +302,7 @@ class ForwardRuntime final : public Runtime {
            {"k_proj", k_, w.wk, &w.bk, KV},    // (n, kv_dim)
            {"v_proj", v_, w.wv, &w.bv, KV}});  // (n, kv_dim)
     rope(site, n);
-    const double scale = 1.0 / std::sqrt(static_cast<double>(c_.head_dim));
-    for (int r0 = 0; r0 < n;) {  // per sequence: rows of one slot are contiguous, in position order
-      int r1 = r0 + 1;
-      while (r1 < n && cols_.slot[r1] == cols_.slot[r0]) ++r1;
-      const int slot = cols_.slot[r0], rows = r1 - r0;
-      // append the sequence's new keys and values to its cache: consecutive positions, so one
-      // contiguous block each
-      const size_t at = cache_index(slot, l, cols_.pos[r0]);
-      b_.copy(k_cache_.ptr(at), k_.ptr(static_cast<size_t>(r0) * KV),
-              static_cast<size_t>(rows) * KV);
-      b_.copy(v_cache_.ptr(at), v_.ptr(static_cast<size_t>(r0) * KV),
-              static_cast<size_t>(rows) * KV);
-      AttentionCall a;
-      a.r0 = r0;
-      a.rows = rows;
-      a.max_keys = cols_.pos[r1 - 1] + 1;
-      a.n_heads = c_.n_heads;
-      a.n_kv_heads = c_.n_kv_heads;
-      a.head_dim = c_.head_dim;
-      a.window = c_.sliding_window;
-      a.scale = scale;
-      a.splits = attention_splits(nx_, rows, a.max_keys, cols_.n_seqs, c_.n_heads);
-      [[maybe_unused]] auto scope = b_.op(site, "attention");
-      const size_t q_off = static_cast<size_t>(r0) * Q;
-      b_.attention(att_.ptr(q_off), q_.ptr(q_off), k_cache_.ptr(cache_index(slot, l, 0)),
-                   v_cache_.ptr(cache_index(slot, l, 0)), a);
-      r0 = r1;
-    }
+    attention(site, l);
     row_parallel_gemm(site, "o_proj", xb_, att_, w.wo, n, D, Q);  // (n, dim)
     tap_layer(l, SiteKind::attn_out, xb_.ptr(0), n, D);
     residual_add(lsite(l, SiteKind::resid_mid), n);
@@ -334,6 +324,41 @@ class ForwardRuntime final : public Runtime {
     tap_layer(l, SiteKind::mlp_out, xb_.ptr(0), n, D);
     residual_add(lsite(l, SiteKind::out), n);
     tap_layer(l, SiteKind::out, x_.ptr(0), n, D);
+  }
+
+  // att <- attention of every sequence's rows over its cache, after the rows' keys and values
+  // are appended to it (rows of one slot are contiguous, in position order)
+  void attention(const std::string& site, int l) {
+    const int Q = c_.q_dim(), KV = c_.kv_dim();
+    AttentionCall a;
+    a.n_heads = c_.n_heads;
+    a.n_kv_heads = c_.n_kv_heads;
+    a.head_dim = c_.head_dim;
+    a.window = c_.sliding_window;
+    a.scale = 1.0 / std::sqrt(static_cast<double>(c_.head_dim));
+    [[maybe_unused]] auto scope = b_.op(site, "attention");
+    if constexpr (kCanAttendAll) {
+      b_.attention_all(att_.ptr(0), q_.ptr(0), k_.ptr(0), v_.ptr(0),
+                       k_cache_.ptr(cache_index(0, l, 0)), v_cache_.ptr(cache_index(0, l, 0)),
+                       cache_index(1, 0, 0), a);
+      return;
+    }
+    for (const SeqRows& s : cols_.seqs) {
+      const int slot = cols_.slot[s.r0];
+      // the sequence's new keys and values: consecutive positions, so one contiguous block each
+      const size_t at = cache_index(slot, l, cols_.pos[s.r0]);
+      const size_t kv_rows = static_cast<size_t>(s.r0) * KV,
+                   kv_n = static_cast<size_t>(s.rows) * KV;
+      b_.copy(k_cache_.ptr(at), k_.ptr(kv_rows), kv_n);
+      b_.copy(v_cache_.ptr(at), v_.ptr(kv_rows), kv_n);
+      a.r0 = s.r0;
+      a.rows = s.rows;
+      a.max_keys = s.max_keys;
+      a.splits = s.splits;
+      const size_t q_off = static_cast<size_t>(s.r0) * Q;
+      b_.attention(att_.ptr(q_off), q_.ptr(q_off), k_cache_.ptr(cache_index(slot, l, 0)),
+                   v_cache_.ptr(cache_index(slot, l, 0)), a);
+    }
   }
 
   // logits <- lm_head(rmsnorm(x))
@@ -461,6 +486,16 @@ class ForwardRuntime final : public Runtime {
   static constexpr bool kCanGroup = requires(B & b, std::span<const GemmOp<Ptr, Weight>> g) {
     b.gemm_group(g);
   };
+  static constexpr bool kCanAttendAll = requires(B & b, Ptr p, const AttentionCall& a) {
+    b.attention_all(p, p, p, p, p, p, size_t{1}, a);
+  };
+  bool replayed() {
+    if constexpr (requires(B & b) { b.replayed(); }) {
+      return b_.replayed();
+    } else {
+      return false;
+    }
+  }
 
   // Forwards the taps of a shadow to the source, tagged with the shadow's kind.
   struct ShadowTaps final : TapHook {
@@ -548,6 +583,7 @@ class ForwardRuntime final : public Runtime {
   Buf k_cache_, v_cache_;
   Buf x_, xb_, q_, k_, v_, att_, gate_, up_, logits_, tp_parts_;
   std::vector<GemmOp<Ptr, Weight>> group_;  // gemms' calls, kept to reuse their storage
+  HostPassLogits no_rows_;                  // what a pass of no rows returns
   BatchColumns cols_;                       // tokens, slots and positions of the current pass
   WantedSites wanted_;
   TapHook* hook_ = nullptr;

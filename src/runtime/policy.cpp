@@ -66,10 +66,14 @@ void BatchColumns::assign(std::span<const BatchRow> rows, int vocab_size, int sl
   tokens.resize(rows.size());
   slot.resize(rows.size());
   pos.resize(rows.size());
+  seqs.clear();
   for (size_t r = 0; r < rows.size(); ++r) {
     tokens[r] = rows[r].token;
     slot[r] = rows[r].slot;
     pos[r] = rows[r].pos;
+    if (r == 0 || rows[r].slot != rows[r - 1].slot) seqs.push_back({static_cast<int>(r), 0, 0, 1});
+    seqs.back().rows += 1;
+    seqs.back().max_keys = rows[r].pos + 1;
   }
 }
 

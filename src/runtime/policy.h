@@ -21,11 +21,19 @@ int attention_splits(const Numerics& nx, int rows, int kv_len, int n_seqs, int n
 // divide the heads, key/value heads and MLP width.
 void check_runtime_setup(const ModelConfig& c, const Numerics& nx, int capacity, int slots);
 
+// One sequence's rows in a pass: rows [r0, r0 + rows), all of one slot, in position order.
+struct SeqRows {
+  int r0 = 0, rows = 0;
+  int max_keys = 0;  // keys its last row attends to at most (its position + 1)
+  int splits = 1;    // its attention's split-KV count (attention_splits; set by the forward pass)
+};
+
 // The rows of one forward pass as the columns the ops take, checked (check_batch_rows).
 struct BatchColumns {
   std::vector<int32_t> tokens;
   std::vector<int> slot, pos;
-  int n_seqs = 0;  // sequences (runs of equal slots) in the pass
+  int n_seqs = 0;             // sequences (runs of equal slots) in the pass
+  std::vector<SeqRows> seqs;  // those sequences, in row order
   void assign(std::span<const BatchRow> rows, int vocab_size, int slots, int capacity);
 };
 

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "common/error.h"
 
 namespace ds {
@@ -55,6 +57,25 @@ Storage activation_storage(DType d) {
       return Storage::bf16;
     default:
       return Storage::native;
+  }
+}
+
+int32_t greedy_argmax(std::span<const double> values, bool highest_id) {
+  int32_t best = 0;
+  for (size_t i = 1; i < values.size(); ++i) {
+    if (values[i] > values[best] || (highest_id && values[i] == values[best])) {
+      best = static_cast<int32_t>(i);
+    }
+  }
+  return best;
+}
+
+void Runtime::forward(std::span<const BatchRow> rows, std::vector<double>& logits) {
+  PassLogits& out = forward(rows);
+  logits.resize(static_cast<size_t>(out.rows()) * out.vocab());
+  for (int r = 0; r < out.rows(); ++r) {
+    const std::span<const double> row = out.row(r);
+    std::copy(row.begin(), row.end(), logits.begin() + static_cast<ptrdiff_t>(r) * out.vocab());
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include "kernels/ops.h"
 #include "src/model/model.h"
+#include "src/runtime/pass_logits.h"
 #include "src/runtime/shadow.h"
 #include "src/runtime/taps.h"
 
@@ -33,6 +34,11 @@ enum class Device { cpu, cuda };
 // GEMM implementation on the CUDA backend (--kernel gemm=...): cuBLASLt, or the own tiled kernel
 // that reproduces the CPU reference's reduction order.
 enum class GemmKernel { cublas, tiled };
+// Attention's reduction order on both backends (--kernel attention=...): the whole row's softmax
+// at once (the reference), or FlashAttention-2's online softmax over 64-key tiles
+// (kernels/ops.h AttnNumerics::tile; on CUDA a tensor-core kernel, fp16 and bf16 only).
+enum class AttnKernel { rowwise, tiled };
+inline constexpr int kAttentionTile = 64;  // keys per tile of AttnKernel::tiled
 
 // Every knob of the runtime that changes the numbers.
 struct Numerics {
@@ -43,10 +49,11 @@ struct Numerics {
   int tp = 1;       // tensor-parallel degree of row-parallel layers
   ops::AllReduce allreduce = ops::AllReduce::ring;
   int attn_splits = 0;  // 0 = auto: 1 when invariant, from the batch when heuristic
-  // CUDA backend only (the CPU reference has one implementation of each op):
   Device device = Device::cpu;
+  // CUDA backend only, except attn_kernel (the CPU reference has one GEMM implementation):
   GemmKernel gemm_kernel = GemmKernel::cublas;
-  bool tf32 = false;  // TF32 tensor cores for fp32 GEMMs
+  AttnKernel attn_kernel = AttnKernel::rowwise;  // both backends
+  bool tf32 = false;                             // TF32 tensor cores for fp32 GEMMs
 };
 
 // One input row of a forward pass: token `token` of the sequence in KV-cache slot `slot`, at
@@ -61,10 +68,12 @@ class Runtime {
  public:
   virtual ~Runtime() = default;
   // Runs all rows in one pass (a batched prefill and/or decode of several sequences), appends
-  // their keys/values to each slot's cache, and writes one logits row per input row into
-  // `logits` (rows.size() * vocab values; row r predicts the token after rows[r].token).
+  // their keys/values to each slot's cache, and returns one logits row per input row (row r
+  // predicts the token after rows[r].token), valid until the next pass.
   // Throws ds::Error for an unknown token id, a bad slot, or a position past the capacity.
-  virtual void forward(std::span<const BatchRow> rows, std::vector<double>& logits) = 0;
+  virtual PassLogits& forward(std::span<const BatchRow> rows) = 0;
+  // The same, every logits row copied into `logits` (rows.size() * vocab values).
+  void forward(std::span<const BatchRow> rows, std::vector<double>& logits);
   // Taps every wanted site of later forward passes into `hook` (null: no taps). The hook's
   // wants() is asked here, once per site.
   virtual void set_tap_hook(TapHook* hook) = 0;

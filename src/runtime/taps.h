@@ -52,6 +52,18 @@ inline TapTensor tap_tensor(const double* data, int rows, int width, const int* 
   return t;
 }
 
+// The logits rows of a pass summarised as a trace stores them (docs/trace-format.md): per row the
+// k largest logits with their ids (by logit descending, ties by lower id; trace/topk.h top_k) and
+// the log-sum-exp of the whole row (trace/topk.h log_sum_exp, rounded to float).
+struct LogitsSummary {
+  int rows = 0, k = 0, vocab = 0;
+  const int32_t* ids = nullptr;   // (rows, k)
+  const float* logits = nullptr;  // (rows, k)
+  const float* lse = nullptr;     // (rows)
+  const int* slot = nullptr;      // (rows) as in TapTensor
+  const int* pos = nullptr;
+};
+
 class TapHook {
  public:
   virtual ~TapHook() = default;
@@ -59,6 +71,11 @@ class TapHook {
   virtual bool wants(const Site& site) = 0;
   // Called with each wanted tensor; the data is only valid during the call.
   virtual void on_tap(const Site& site, const TapTensor& t) = 0;
+  // The k of a logits summary the hook takes instead of whole logits rows; 0 (the default): whole
+  // rows only. A backend that summarises where the logits are (CUDA, on the device) then calls
+  // on_logits instead of on_tap for the wanted logits site; the CPU hands over whole rows.
+  virtual int logits_summary_k() const { return 0; }
+  virtual void on_logits(const LogitsSummary& /*summary*/) {}
 };
 
 // An edit of tapped tensors in place: asked once per per-layer site, when it is set, whether that

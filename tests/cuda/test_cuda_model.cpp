@@ -199,3 +199,144 @@ TEST_CASE("The diff of gemm=cublas and gemm=tiled traces lists the differing ker
 }
 
 }  // namespace ds::test
+
+namespace ds::test {
+namespace {
+
+// Every sequence's tokens, top-k and log-sum-exp rows, and hidden site `site` (when given) of two
+// traces are the same bits.
+void check_identical(const std::string& a, const std::string& b, const std::string& site = "") {
+  const auto ra = trace::TraceReader::open(a), rb = trace::TraceReader::open(b);
+  REQUIRE(ra.sequence_indices() == rb.sequence_indices());
+  for (int s : ra.sequence_indices()) {
+    INFO("sequence " << s);
+    const auto sa = ra.sequence(s), sb = rb.sequence(s);
+    REQUIRE(sa.tokens == sb.tokens);
+    REQUIRE(sa.rows == sb.rows);
+    const auto ta = ra.topk(s, 0, sa.rows), tb = rb.topk(s, 0, sb.rows);
+    CHECK(ta.ids == tb.ids);
+    CHECK(std::memcmp(ta.logits.data(), tb.logits.data(), ta.logits.size() * sizeof(float)) == 0);
+    const auto la = ra.lse(s, 0, sa.rows), lb = rb.lse(s, 0, sb.rows);
+    CHECK(std::memcmp(la.data(), lb.data(), la.size() * sizeof(float)) == 0);
+    if (!site.empty()) {
+      const auto ha = ra.hidden(s, site, 0, sa.rows), hb = rb.hidden(s, site, 0, sb.rows);
+      CHECK(std::memcmp(ha.data(), hb.data(), ha.size() * sizeof(float)) == 0);
+    }
+  }
+}
+
+// Sets an environment variable for the runs of this scope (run_cli's child inherits it).
+struct ScopedEnv {
+  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ~ScopedEnv() { unsetenv(name_); }
+  const char* name_;
+};
+
+double site_drift_max(const nlohmann::json& j, const std::string& site) {
+  for (const auto& [s, d] : site_drift(j)) {
+    if (s == site) return d.max;
+  }
+  FAIL("no site " << site << " in the diff");
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("CUDA graphs and taps change no token and no logit bit, at batch 1 and 8",
+          "[cuda][model][taps][graphs]") {
+  // The observer proof on the device: a run with every probe against one with none (CUDA graphs
+  // on, the default), and against one without graphs; the logits summaries computed on the
+  // device against the host's top-k of whole rows.
+  TempDir dir("ds-cuda");
+  for (int batch : {1, 8}) {
+    INFO("batch " << batch);
+    // --kernels off: kernel records (CUPTI) would turn the graphs off
+    const std::string common =
+        fmt::format("--device cuda --dtype bf16 --kernels off --batch {}", batch);
+    const std::string none =
+        traced(dir, fmt::format("none{}", batch), common + " --probes none", 40);
+    const std::string all = traced(dir, fmt::format("all{}", batch), common + " --probes all", 40);
+    check_identical(none, all);
+    {
+      ScopedEnv off("DRIFTSCOPE_CUDA_GRAPHS", "0");
+      const std::string eager =
+          traced(dir, fmt::format("eager{}", batch), common + " --probes all", 40);
+      check_identical(all, eager, "L1/out");
+    }
+    const std::string rows =
+        traced(dir, fmt::format("rows{}", batch), common + " --probes none --full-logits", 40);
+    const auto ra = trace::TraceReader::open(none), rb = trace::TraceReader::open(rows);
+    for (int s : ra.sequence_indices()) {  // device top-k = the host's, lse within a float ulp
+      const auto sa = ra.sequence(s), sb = rb.sequence(s);
+      REQUIRE(sa.tokens == sb.tokens);
+      const auto ta = ra.topk(s, 0, sa.rows), tb = rb.topk(s, 0, sb.rows);
+      CHECK(ta.ids == tb.ids);
+      CHECK(ta.logits == tb.logits);
+      const auto la = ra.lse(s, 0, sa.rows), lb = rb.lse(s, 0, sb.rows);
+      for (size_t i = 0; i < la.size(); ++i) {
+        CHECK(std::abs(la[i] - lb[i]) <= 1.2e-7 * std::abs(lb[i]));
+      }
+    }
+  }
+}
+
+TEST_CASE("CUDA batch 8 is batch 1 bit for bit with the tiled GEMM and the invariant policy",
+          "[cuda][model][invariance]") {
+  // Every op is then batch-invariant: the tiled GEMM's order does not depend on M, attention and
+  // the norms are per row. What batch 8 adds is the batched attention call (one launch for all
+  // sequences, keys and values appended by one kernel) and the recorded decode steps.
+  TempDir dir("ds-cuda");
+  for (const char* dtype : {"bf16", "fp32"}) {
+    INFO(dtype);
+    const std::string flags = fmt::format(
+        "--device cuda --dtype {} --kernel gemm=tiled --gemm-policy invariant --probes default "
+        "--kernels off",
+        dtype);
+    const std::string one = traced(dir, fmt::format("b1{}", dtype), flags + " --batch 1", 60);
+    const std::string eight = traced(dir, fmt::format("b8{}", dtype), flags + " --batch 8", 60);
+    check_identical(one, eight, "L3/out");
+  }
+}
+
+TEST_CASE(
+    "CUDA tiled attention follows the CPU's emulation of its order more closely than the "
+    "row-wise order does",
+    "[cuda][model][attention]") {
+  TempDir dir("ds-cuda");
+  const std::string cpu_tiled =
+      traced(dir, "cpu-tiled", "--device cpu --dtype bf16 --kernel attention=tiled", 30);
+  const std::string cpu_rowwise = traced(dir, "cpu-rowwise", "--device cpu --dtype bf16", 30);
+  const std::string gpu_tiled = traced(
+      dir, "gpu-tiled", "--device cuda --dtype bf16 --kernel gemm=tiled,attention=tiled", 30);
+  const nlohmann::json gpu = diff_json(cpu_tiled, gpu_tiled);
+  const nlohmann::json orders = diff_json(cpu_tiled, cpu_rowwise);
+  report_drift("CUDA bf16 attention=tiled vs the CPU's tiled emulation:", gpu);
+  report_drift("CPU bf16 attention=rowwise vs attention=tiled:", orders);
+  // The first attention output: the GPU's differs from the emulation by the tensor cores' order
+  // inside a 16-wide step and expf; the other order by where p is rounded and divided.
+  const double gpu_drift = site_drift_max(gpu, "L0/attn_out");
+  const double order_drift = site_drift_max(orders, "L0/attn_out");
+  WARN("L0/attn_out max relative L2: GPU tiled vs CPU tiled "
+       << gpu_drift << ", CPU rowwise vs tiled " << order_drift);
+  CHECK(order_drift > 0);
+  CHECK(gpu_drift < order_drift);
+}
+
+TEST_CASE("CUDA refuses a runtime larger than the device's memory before allocating it",
+          "[cuda][memory]") {
+  const Model m = load_model(model_bin());
+  Numerics nx;
+  nx.dtype = DType::fp32;
+  nx.device = Device::cuda;
+  // kjv-llama's KV cache is 2 KiB per position and sequence: 300,000 sequences of 512
+  // positions ask for about 300 GiB
+  try {
+    make_cuda_runtime(m, nx, 512, 300000);
+    FAIL("no refusal");
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("GiB of GPU memory"));
+    CHECK_THAT(e.hint(), Catch::Contains("--batch"));
+  }
+}
+
+}  // namespace ds::test

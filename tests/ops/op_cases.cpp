@@ -10,9 +10,11 @@
 #include <limits>
 #include <memory>
 
+#include "src/runtime/pass_logits.h"
 #include "tests/ops/op_inputs.h"
 #include "tests/ops/op_references.h"
 #include "tests/ops/tolerances.h"
+#include "trace/topk.h"
 
 namespace ds::test {
 namespace {
@@ -276,7 +278,7 @@ OpCase rope(const RopeParams& p) {
 OpCase attention(const AttentionParams& p) {
   using P = AttentionParams;
   OpCase c =
-      new_case("attention",
+      new_case(p.tiled ? "attention_tiled" : "attention",
                fmt::format("rows={} last_pos={} heads={}/{} hd={} window={} splits={} f16acc={} {}",
                            p.rows, p.last_pos, p.n_heads, p.n_kv, p.head_dim, p.window, p.splits,
                            p.accum_f16, type_name(p.t)),
@@ -299,7 +301,8 @@ OpCase attention(const AttentionParams& p) {
       ops::attention(y.data(), in.f[P::q].data(), in.f[P::k].data() + slot_stride,
                      in.f[P::v].data() + slot_stride, p.rows, in.i[P::pos].data(), p.n_heads,
                      p.n_kv, p.head_dim, p.window, scale,
-                     ops::AttnNumerics{p.t, p.t, p.accum_f16, p.splits}, scratch.data());
+                     ops::AttnNumerics{p.t, p.t, p.accum_f16, p.splits, p.tiled ? 64 : 0},
+                     scratch.data());
     });
   };
   c.reference = [p, slot_stride, scale](const OpData& d) {
@@ -310,7 +313,8 @@ OpCase attention(const AttentionParams& p) {
                            p.head_dim + 2 * (p.last_pos + 1) + 2 * p.splits);
   c.ref_bound_reason = "dot products, softmax sum and P.V sums rounded; p and the output stored";
   c.bound = nmse_threshold(p.t, Match::reordered);
-  c.bound_reason = "softmax max and sum by tree reduction, expf";
+  c.bound_reason = p.tiled ? "tensor cores' order inside 16-wide steps, row sums by shuffles, expf"
+                           : "softmax max and sum by tree reduction, expf";
   const double keys = p.window > 0 ? std::min(p.window, p.last_pos + 1) : p.last_pos + 1;
   const double q_dim = static_cast<double>(p.n_heads) * p.head_dim;
   c.bytes = (2 * p.rows * q_dim + 2 * keys * p.n_kv * p.head_dim) * type_bytes(p.t);
@@ -318,37 +322,110 @@ OpCase attention(const AttentionParams& p) {
   return c;
 }
 
-// No CPU op either: the trace writer takes argmax and log-sum-exp on the host, in double; the
-// CPU side is that host loop, first maximum and exp summed in float64.
-OpCase argmax_lse(const LogitsParams& p) {
-  OpCase c = new_case("argmax_lse",
-                      fmt::format("rows={} vocab={} {}", p.rows, p.vocab, type_name(p.t)), p);
+// The KV-cache append has no CPU op: the CPU backend copies each sequence's rows into its cache
+// (forward.h); the CPU side is that copy, and the device's must be exact.
+OpCase kv_append(const KvAppendParams& p) {
+  using P = KvAppendParams;
+  OpCase c = new_case(
+      "kv_append",
+      fmt::format("rows={} kv_dim={} slots={} {}", p.rows, p.kv_dim, p.slots, type_name(p.t)), p);
+  const size_t slot_stride = static_cast<size_t>(p.capacity) * p.kv_dim;
   c.make_inputs = [p] {
-    std::vector<float> x =
-        rounded(random_values(static_cast<size_t>(p.rows) * p.vocab, p.seed, -10.f, 10.f), p.t);
-    if (p.vocab >= 100) {  // a tie in row 1: the lower id must win
-      x[static_cast<size_t>(p.vocab) + 70] = 50.f;
-      x[static_cast<size_t>(p.vocab) + 20] = 50.f;
+    OpData d{{rounded(random_values(static_cast<size_t>(p.rows) * p.kv_dim, p.seed), p.t),
+              rounded(random_values(static_cast<size_t>(p.rows) * p.kv_dim, p.seed + 1), p.t)},
+             {std::vector<int32_t>(p.rows), std::vector<int32_t>(p.rows)}};
+    for (int r = 0; r < p.rows; ++r) {  // runs of rows per slot, the slots out of order
+      d.i[P::slot][r] = (p.slots - 1 - r % p.slots);
+      d.i[P::pos][r] = (r * 7) % p.capacity;
     }
-    return OpData{{std::move(x)}, {}};
+    return d;
   };
-  c.cpu = [p](const OpData& d) {  // output: the rows' ids, then their log-sum-exps
+  c.cpu = [p, slot_stride](const OpData& d) {  // output: the two caches (zeros elsewhere)
+    return host_call(d, 2 * p.slots * slot_stride, [p, slot_stride](const OpData& in, auto& y) {
+      std::fill(y.begin(), y.end(), 0.f);
+      for (int r = 0; r < p.rows; ++r) {
+        const size_t at = in.i[P::slot][r] * slot_stride + in.i[P::pos][r] * size_t(p.kv_dim);
+        const size_t from = static_cast<size_t>(r) * p.kv_dim;
+        std::copy_n(&in.f[P::k][from], p.kv_dim, &y[at]);
+        std::copy_n(&in.f[P::v][from], p.kv_dim, &y[p.slots * slot_stride + at]);
+      }
+    });
+  };
+  c.bound = nmse_threshold(p.t, Match::exact);
+  c.bound_reason = "a copy";
+  c.bytes = 4.0 * p.rows * p.kv_dim * type_bytes(p.t);
+  return c;
+}
+
+// Logits rows with what makes their summaries hard: in [-10, 10) rounded to t, then in row 1 a
+// tie for the largest value (the lower id must win the argmax and come first in the top-k), -0
+// and +0, and in row 2 many equal values around the top-k's threshold.
+std::vector<float> logits_rows(const LogitsParams& p) {
+  std::vector<float> x =
+      rounded(random_values(static_cast<size_t>(p.rows) * p.vocab, p.seed, -10.f, 10.f), p.t);
+  if (p.rows >= 3 && p.vocab >= 100) {
+    float* r1 = &x[static_cast<size_t>(p.vocab)];
+    r1[70] = r1[20] = r1[p.vocab - 1] = 50.f;
+    r1[30] = 0.f;
+    r1[31] = -0.f;
+    float* r2 = &x[2 * static_cast<size_t>(p.vocab)];
+    for (int i = 0; i < p.vocab; i += 3) r2[i] = 7.f;
+  }
+  return x;
+}
+
+// The greedy token of each row under both tie rules (ds::greedy_argmax, in double on the host).
+OpCase logits_argmax(const LogitsParams& p) {
+  OpCase c = new_case("logits_argmax",
+                      fmt::format("rows={} vocab={} {}", p.rows, p.vocab, type_name(p.t)), p);
+  c.make_inputs = [p] { return OpData{{logits_rows(p)}, {}}; };
+  c.cpu = [p](const OpData& d) {  // output: the rows' lowest-id choices, then highest-id ones
     return host_call(d, 2 * p.rows, [p](const OpData& in, auto& y) {
       for (int r = 0; r < p.rows; ++r) {
         const float* row = &in.f[LogitsParams::x][static_cast<size_t>(r) * p.vocab];
-        const int best = static_cast<int>(std::max_element(row, row + p.vocab) - row);
-        double s = 0;
-        for (int i = 0; i < p.vocab; ++i) s += std::exp(static_cast<double>(row[i]) - row[best]);
-        y[r] = static_cast<float>(best);
-        y[p.rows + r] = static_cast<float>(row[best] + std::log(s));
+        const std::vector<double> wide(row, row + p.vocab);
+        y[r] = static_cast<float>(greedy_argmax(wide, false));
+        y[p.rows + r] = static_cast<float>(greedy_argmax(wide, true));
       }
     });
   };
   c.metric = Metric::max_rel;
-  c.bound = 1e-6;
-  c.bound_reason = "ids exact; the device's fp32 tree sum of up to 32000 terms is within 1e-6";
+  c.bound = 0;
+  c.bound_reason = "token ids: the same choice";
   c.bytes = static_cast<double>(p.rows) * p.vocab * type_bytes(p.t);
-  c.flops = 3.0 * p.rows * p.vocab;
+  c.flops = 2.0 * p.rows * p.vocab;
+  return c;
+}
+
+// What a trace stores of each row (trace/topk.h top_k and log_sum_exp, as the writer takes them
+// on the host).
+OpCase logits_topk(const LogitsParams& p) {
+  OpCase c =
+      new_case("logits_topk",
+               fmt::format("rows={} vocab={} k={} {}", p.rows, p.vocab, p.k, type_name(p.t)), p);
+  c.make_inputs = [p] { return OpData{{logits_rows(p)}, {}}; };
+  c.cpu = [p](const OpData& d) {  // output: ids (rows, k), values (rows, k), lse (rows)
+    const size_t nk = static_cast<size_t>(p.rows) * p.k;
+    return host_call(d, 2 * nk + p.rows, [p, nk](const OpData& in, auto& y) {
+      for (int r = 0; r < p.rows; ++r) {
+        const float* row = &in.f[LogitsParams::x][static_cast<size_t>(r) * p.vocab];
+        const std::vector<double> wide(row, row + p.vocab);
+        const trace::TopK t = trace::top_k(wide, p.k);
+        for (int i = 0; i < p.k; ++i) {
+          y[static_cast<size_t>(r) * p.k + i] = static_cast<float>(t.ids[i]);
+          y[nk + static_cast<size_t>(r) * p.k + i] = static_cast<float>(t.logits[i]);
+        }
+        y[2 * nk + r] = static_cast<float>(trace::log_sum_exp(wide));
+      }
+    });
+  };
+  c.metric = Metric::max_rel;
+  c.bound = 1.2e-7;
+  c.bound_reason =
+      "ids and values exact; the log-sum-exp summed in double in another order, "
+      "rounded to float: at most one float ulp (2^-23 relative)";
+  c.bytes = static_cast<double>(p.rows) * p.vocab * type_bytes(p.t);
+  c.flops = 8.0 * p.rows * p.vocab;
   return c;
 }
 
@@ -407,6 +484,19 @@ void add_attention(std::vector<OpCase>& cases) {
       }
     }
   }
+  // FlashAttention-2's order (16-bit types: tensor cores): one and several 64-row query tiles and
+  // 64-key tiles, rows starting mid-tile, sliding windows that start mid-tile, GQA, every head
+  // size the CUDA kernel has (16, 32, 64, 128).
+  const int tiled[][6] = {{1, 0, 4, 4, 16, 0},      {7, 6, 4, 2, 64, 0},     {70, 69, 4, 2, 64, 0},
+                          {130, 200, 8, 2, 128, 0}, {33, 100, 6, 3, 32, 40}, {1, 150, 8, 8, 128, 0},
+                          {65, 64, 2, 1, 16, 17},   {64, 127, 4, 4, 128, 70}};
+  for (Storage t : {Storage::f16, Storage::bf16}) {
+    for (const auto& s : tiled) {
+      const int capacity = (s[1] / 64 + 1) * 64;
+      cases.push_back(attention(
+          {t, s[0], s[1], s[2], s[3], s[4], s[5], 1, false, capacity, 2, seed += 3, true}));
+    }
+  }
 }
 
 std::vector<OpCase> all_cases() {
@@ -437,9 +527,16 @@ std::vector<OpCase> all_cases() {
     for (int head_dim : {2, 8, 64, 128}) cases.push_back(rope({t, 5, 3, head_dim, 100, 7}));
   }
   add_attention(cases);
+  for (Storage t : kTypes) cases.push_back(kv_append({t, 9, 24, 16, 3, 40}));
   for (Storage t : kTypes) {
-    for (int vocab : {1, 100, 32000}) cases.push_back(argmax_lse({t, 3, vocab, 9}));
+    for (int vocab : {1, 100, 32000}) {
+      cases.push_back(logits_argmax({t, 3, vocab, LogitsOp::argmax, 0, 9}));
+      for (int k : {1, 20, 1024}) {
+        if (k <= vocab) cases.push_back(logits_topk({t, 3, vocab, LogitsOp::topk, k, 11}));
+      }
+    }
   }
+  cases.push_back(logits_topk({Storage::bf16, 2, 152064, LogitsOp::topk, 20, 13}));  // Qwen2's
   return cases;
 }
 

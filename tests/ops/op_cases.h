@@ -84,18 +84,29 @@ struct AttentionParams {
   bool accum_f16;
   int capacity, slots;  // the queries read slot 1 of a cache of `slots` sequences
   uint32_t seed;
+  bool tiled = false;  // FlashAttention-2's order (kernels/ops.h AttnNumerics::tile)
   enum In { q, k, v };
   enum Ints { pos, slot };
 };
-struct LogitsParams {  // argmax (lowest id on ties) and log-sum-exp per row
+struct KvAppendParams {  // rows' keys and values into their slots' caches at their positions
+  Storage t;
+  int rows, kv_dim, capacity, slots;
+  uint32_t seed;
+  enum In { k, v };
+  enum Ints { pos, slot };
+};
+enum class LogitsOp { argmax, topk };
+struct LogitsParams {  // per row: the greedy token (both tie rules), or the trace's top-k and lse
   Storage t;
   int rows, vocab;
+  LogitsOp op;
+  int k;  // topk only
   uint32_t seed;
   enum In { x };
 };
 using OpParams =
     std::variant<GemmParams, ElementwiseParams, EmbeddingParams, AllReduceParams, UpcastParams,
-                 RmsnormParams, RopeParams, AttentionParams, LogitsParams>;
+                 RmsnormParams, RopeParams, AttentionParams, KvAppendParams, LogitsParams>;
 
 // One prepared call of an op on one side: inputs copied in, output allocated. run() may be
 // called any number of times and computes the same output each time (an op that works in place

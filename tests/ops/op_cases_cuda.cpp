@@ -182,24 +182,63 @@ OpCall call(const AttentionParams& p, const OpData& d) {
   a.scale = 1.f / std::sqrt(static_cast<float>(p.head_dim));
   a.splits = p.splits;
   a.accum_f16 = p.accum_f16;
+  if (p.tiled) {  // the rows (one sequence) in tiles of 64
+    std::vector<int32_t> tiles;
+    for (int r = 0; r < p.rows; r += 64) tiles.insert(tiles.end(), {r, std::min(r + 64, p.rows)});
+    const Ints t = upload(tiles);
+    const int n_tiles = static_cast<int>(tiles.size() / 2);
+    return device_call(out, [a, q, k, v, out, pos, slot, t, n_tiles] {
+      cuda::attention_tiled(a, reinterpret_cast<const cuda::AttentionTile*>(t->get()), n_tiles,
+                            nullptr);
+    });
+  }
   const Array scratch = zeros(cuda::attention_scratch_floats(a), Storage::native);
   return device_call(out, [a, q, k, v, out, pos, slot, scratch] {
     cuda::attention(a, scratch->as<float>(), nullptr);
   });
 }
 
+OpCall call(const KvAppendParams& p, const OpData& d) {
+  using P = KvAppendParams;
+  const size_t slot_stride = static_cast<size_t>(p.capacity) * p.kv_dim;
+  const Array k = upload(d.f[P::k], p.t), v = upload(d.f[P::v], p.t),
+              caches = zeros(2 * p.slots * slot_stride, p.t);
+  const Ints pos = upload(d.i[P::pos]), slot = upload(d.i[P::slot]);
+  return device_call(caches, [p, k, v, caches, pos, slot, slot_stride] {
+    unsigned char* base = caches->as<unsigned char>();
+    cuda::kv_append(base, base + p.slots * slot_stride * cuda::storage_bytes(p.t), k->get(),
+                    v->get(), p.t, p.rows, slot->get(), pos->get(), slot_stride, p.kv_dim, nullptr);
+  });
+}
+
+// Device ints as floats (ids below 2^24 are exact), for the op table's float outputs.
+std::vector<float> ints_as_floats(const int32_t* device, size_t n) {
+  std::vector<int32_t> ids(n);
+  DS_CUDA_CHECK(cudaMemcpy(ids.data(), device, n * sizeof(int32_t), cudaMemcpyDeviceToHost));
+  return std::vector<float>(ids.begin(), ids.end());
+}
+
 OpCall call(const LogitsParams& p, const OpData& d) {
-  const Array x = upload(d.f[LogitsParams::x], p.t), lse = zeros(p.rows, Storage::native);
-  const Ints arg = upload(std::vector<int32_t>(p.rows, -1));
-  return {[p, x, lse, arg] {
-            cuda::argmax_lse(arg->get(), lse->as<float>(), x->get(), p.t, p.rows, p.vocab, nullptr);
+  const Array x = upload(d.f[LogitsParams::x], p.t);
+  if (p.op == LogitsOp::argmax) {
+    const Ints ids = upload(std::vector<int32_t>(2 * p.rows, -1));
+    return {[p, x, ids] {
+              cuda::logits_argmax(ids->get(), ids->get() + p.rows, x->get(), p.t, p.rows, p.vocab,
+                                  nullptr);
+            },
+            [p, ids] { return ints_as_floats(ids->get(), 2 * p.rows); }};
+  }
+  const size_t nk = static_cast<size_t>(p.rows) * p.k;
+  const Ints ids = upload(std::vector<int32_t>(nk, -1));
+  const Array values = zeros(nk + p.rows, Storage::native);  // then the lse
+  return {[p, nk, x, ids, values] {
+            cuda::logits_topk(ids->get(), values->as<float>(), values->as<float>() + nk, x->get(),
+                              p.t, p.rows, p.vocab, p.k, nullptr);
           },
-          [p, lse, arg] {  // the CPU side's layout: ids, then log-sum-exps
-            std::vector<float> out = lse->download();
-            std::vector<int32_t> ids(p.rows);
-            DS_CUDA_CHECK(cudaMemcpy(ids.data(), arg->get(), p.rows * sizeof(int32_t),
-                                     cudaMemcpyDeviceToHost));
-            out.insert(out.begin(), ids.begin(), ids.end());
+          [nk, ids, values] {  // the CPU side's layout: ids, values, lse
+            std::vector<float> out = ints_as_floats(ids->get(), nk);
+            const std::vector<float> v = values->download();
+            out.insert(out.end(), v.begin(), v.end());
             return out;
           }};
 }
