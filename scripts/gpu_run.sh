@@ -8,6 +8,14 @@
 # ops: bench_ops over the op table (tests/ops): each case validated (CUDA vs CPU), then timed.
 # bench: synthesises a Qwen2-7B-shape checkpoint, runs the decode and prefill benchmarks and the
 # comparison with transformers (scripts/hf_compare.py).
+# all: everything issue 49 measures, in one call of the device tool (docs/cuda.md, "Running on a
+# lent GPU machine"): the [cuda] tests, the observer test alone (its exit code is a result), the
+# seeds' experiment (scripts/gpu_flips.sh, CUDA and the CPU emulation, and the transformers
+# recorder) beside them, then on a quiet GPU the decode benchmark at batch 1, 8, 16, 32, the
+# prefill benchmark with its per-op profile, transformers' decode at the same batches, the
+# memory refusal, scripts/hf_compare.py; then scripts/gpu_results.py. Each step has a time limit
+# inside the call's; $OUT gets gpu_run_all.log, results.tar.xz (every log, report and JSON) and
+# gpu-DATE.json.
 # Everything it prints is also written to $OUT (when set) as gpu_run_<mode>.log.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -25,11 +33,15 @@ export LD_LIBRARY_PATH=/work/main/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 /work/main/build-cuda/driftscope --version || true
 rc=0
-if [ "$what" = tests ] || [ "$what" = all ]; then
+if [ "$what" = all ]; then
+  bash scripts/gpu_all.sh
+  exit $?
+fi
+if [ "$what" = tests ]; then
   /work/main/build-cuda/tests/driftscope_cuda_tests --durations yes "$@" || rc=$?
   echo "cuda tests exit code: $rc"
 fi
-if [ "$what" = ops ] || [ "$what" = all ]; then
+if [ "$what" = ops ]; then
   /work/main/build-cuda/bench/bench_ops --min-ms 5 || rc=$?
   echo "bench_ops exit code: $rc"
 fi
@@ -40,7 +52,7 @@ if [ "$what" = cpu ]; then
                                 --peer-tokenizer .gpu/peer/tokenizer.bin)
   /work/main/build-cuda/bench/bench_cpu_decode --rounds 3 "${peer[@]}" || rc=$?
 fi
-if [ "$what" = bench ] || [ "$what" = all ]; then
+if [ "$what" = bench ]; then
   model=/tmp/ds-qwen2-7b
   [ -d "$model" ] || /work/main/build-cuda/driftscope synth --shape qwen2-7b -o "$model"
   /work/main/build-cuda/bench/bench_gpu_decode "$model" --batch 1 --dtype bf16 --tokens 64
