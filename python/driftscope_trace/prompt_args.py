@@ -48,9 +48,9 @@ def forced_prompts(path):
         if f.attrs.get("format") != schema.FORMAT_NAME:
             raise UsageError("'%s' is not a driftscope trace (--force-tokens)" % path)
         out = []
-        for k in sorted(f["seq"].keys(), key=int):
-            s = f["seq"][k]
-            t = s["tokens"][:].tolist()
+        for k in sorted(f[schema.SEQ_GROUP].keys(), key=int):
+            s = f[schema.sequence_path(int(k))]
+            t = s[schema.TOKENS_DATASET][:].tolist()
             n = int(s.attrs["prompt_len"])
             out.append((None, t[:n], t[n:]))
     return out

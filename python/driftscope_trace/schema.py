@@ -12,6 +12,37 @@ DEFAULT_LAYER_KINDS = ("attn_out", "mlp_out", "out")
 DTYPE_NAMES = {"float32": "fp32", "float64": "fp64", "bfloat16": "bf16", "float16": "fp16"}
 STOP_REASONS = ("eos", "max_new", "context", "forced", "interrupted", "running")
 
+# The groups and datasets of a trace (docs/trace-format.md, "Layout"), named as trace/schema.h
+# names them (kMetaGroup ... kKernelsGroup): every path the writer creates and the recorders open.
+META_GROUP = "meta"  # /meta: the run's attributes
+SEQ_GROUP = "seq"  # /seq/<i>: one group per sequence
+# In a sequence's group:
+TOKENS_DATASET = "tokens"  # int32 [prompt_len + gen_len]
+HIDDEN_GROUP = "hidden"  # hidden/<site>: [rows, dim]
+LOGITS_GROUP = "logits"  # the datasets below
+# In a sequence's logits group, in this order:
+TOPK_IDS = "topk_ids"  # int32 [rows, K]
+TOPK_LOGITS = "topk_logits"  # float32 [rows, K]
+LSE = "lse"  # float32 [rows]
+FULL_LOGITS = "full"  # float32 [rows, vocab], optional
+LOGITS_DATASETS = (TOPK_IDS, TOPK_LOGITS, LSE, FULL_LOGITS)
+KERNELS_GROUP = "kernels"  # /kernels: CUDA kernel records (never written from Python)
+
+
+def sequence_path(index):
+    """A sequence's group relative to the file, "seq/3" (as trace/schema.h's sequence_path)."""
+    return "%s/%d" % (SEQ_GROUP, index)
+
+
+def hidden_path(site):
+    """A site's dataset relative to a sequence's group: "hidden/L0/out" for site "L0/out"."""
+    return "%s/%s" % (HIDDEN_GROUP, site)
+
+
+def logits_path(dataset):
+    """A logits dataset relative to a sequence's group: "logits/lse" for LSE."""
+    return "%s/%s" % (LOGITS_GROUP, dataset)
+
 
 def trace_block(probes, hidden_dtype, topk, full_logits, compression, force_tokens=None):
     """config_json's "trace" object of a recorder run, as driftscope writes it (no kernel taps;

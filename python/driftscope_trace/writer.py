@@ -1,6 +1,7 @@
 """TraceWriter: trace format v1 (docs/trace-format.md) written from Python with h5py.
 
-The same layout, attributes and row semantics as driftscope's C++ writer (trace/writer.cpp):
+The same layout, attributes and row semantics as driftscope's C++ writer (trace/writer.cpp, its
+datasets made by trace/layout.cpp), the paths named in schema.py as trace/schema.h names them:
 chunked (about 256 KiB per chunk), stored as they are by default (compression="none", as
 driftscope's `--compression none`: 6-8x cheaper to write and 1.4-2.3x faster to diff than deflate,
 and no larger on slow runs, where every flush rewrites a partly filled compressed chunk; see
@@ -18,7 +19,8 @@ import h5py
 import numpy as np
 
 from .logits import log_sum_exp, top_k
-from .schema import FORMAT_NAME, FORMAT_VERSION, PACKAGE_VERSION
+from .schema import (FORMAT_NAME, FORMAT_VERSION, FULL_LOGITS, LSE, META_GROUP, PACKAGE_VERSION, SEQ_GROUP,
+                     TOKENS_DATASET, TOPK_IDS, TOPK_LOGITS, hidden_path, logits_path)
 
 HIDDEN_DTYPES = ("f32", "f16", "bf16")
 COMPRESSIONS = ("none", "deflate")
@@ -40,7 +42,7 @@ def bf16_bits(x):
 
 
 def _chunk_rows(width, elem_size, compression):
-    """Rows per chunk as driftscope's writer (trace/writer.cpp, chunk_rows_for): unfiltered, at most
+    """Rows per chunk as driftscope's writer (trace/layout.cpp, chunk_rows_for): unfiltered, at most
     16 (HDF5 stores a sequence's last chunk whole, unfilled rows included, and only deflate
     shrinks them); deflated, the rows of about 256 KiB, at most 1024 (4096 for rank-1 datasets)."""
     cap = 16 if compression == "none" else (4096 if width == 0 else 1024)
@@ -93,11 +95,11 @@ class TraceWriter:
         a["producer"] = producer
         a["complete"] = np.int64(0)
         a["stop_reason"] = "running"
-        meta = self._f.create_group("meta")
+        meta = self._f.create_group(META_GROUP)
         for k, v in (("config_json", config_json), ("model_json", model_json), ("env_json", env_json),
                      ("command_line", command_line)):
             meta.attrs[k] = v
-        self._f.create_group("seq")
+        self._f.create_group(SEQ_GROUP)
         self._f.flush()
         self._seqs = {}
         self._last_flush = time.monotonic()
@@ -129,11 +131,11 @@ class TraceWriter:
     def set_meta(self, name, value):
         """Replaces a /meta attribute (config_json, model_json, env_json, command_line) before
         finish(): a recorder that learns its configuration while recording writes it last."""
-        self._f["meta"].attrs[name] = value
+        self._f[META_GROUP].attrs[name] = value
 
     def begin_sequence(self, seq, prompt):
-        g = self._f["seq"].create_group(str(seq))
-        tokens = self._growing(g, "tokens", np.int32, 0, _chunk_rows(0, 4, self._compression), checksum=True)
+        g = self._f[SEQ_GROUP].create_group(str(seq))
+        tokens = self._growing(g, TOKENS_DATASET, np.int32, 0, _chunk_rows(0, 4, self._compression), checksum=True)
         self._append(tokens, np.asarray(prompt, dtype=np.int32))
         g.attrs["prompt_len"] = np.int64(len(prompt))
         g.attrs["gen_len"] = np.int64(0)
@@ -189,14 +191,14 @@ class TraceWriter:
         """Cuts every dataset of the sequence back to the last fully written step."""
         def cut(obj):
             if isinstance(obj, h5py.Dataset):
-                obj.resize(s.n_tokens if obj.name.endswith("/tokens") else s.rows, axis=0)
+                obj.resize(s.n_tokens if obj.name.endswith("/" + TOKENS_DATASET) else s.rows, axis=0)
         s.group.visititems(lambda name, obj: cut(obj))
 
     def _write_buffered(self, s):
         g = s.group
         for site in s.sites:
             v = np.concatenate(s.hidden[site])
-            name = "hidden/" + site
+            name = hidden_path(site)
             if name not in g:
                 dt = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16}[self.hidden_dtype]
                 d = self._growing(g, name, dt, v.shape[1], _chunk_rows(v.shape[1], np.dtype(dt).itemsize, self._compression))
@@ -210,22 +212,24 @@ class TraceWriter:
             s.hidden[site] = []
         if s.lse:
             ids, vals, lse = np.concatenate(s.ids), np.concatenate(s.vals), np.concatenate(s.lse)
-            if "logits/topk_ids" not in g:
+            if logits_path(TOPK_IDS) not in g:
                 k = ids.shape[1]
-                self._growing(g, "logits/topk_ids", np.int32, k, _chunk_rows(k, 4, self._compression), checksum=True)
-                self._growing(g, "logits/topk_logits", np.float32, k, _chunk_rows(k, 4, self._compression),
+                self._growing(g, logits_path(TOPK_IDS), np.int32, k, _chunk_rows(k, 4, self._compression),
                               checksum=True)
-                self._growing(g, "logits/lse", np.float32, 0, _chunk_rows(0, 4, self._compression), checksum=True)
+                self._growing(g, logits_path(TOPK_LOGITS), np.float32, k, _chunk_rows(k, 4, self._compression),
+                              checksum=True)
+                self._growing(g, logits_path(LSE), np.float32, 0, _chunk_rows(0, 4, self._compression),
+                              checksum=True)
                 if self.full_logits:
                     v = s.full[0].shape[1]
-                    self._growing(g, "logits/full", np.float32, v, _chunk_rows(v, 4, self._compression))
-            self._append(g["logits/topk_ids"], ids)
-            self._append(g["logits/topk_logits"], vals)
-            self._append(g["logits/lse"], lse)
+                    self._growing(g, logits_path(FULL_LOGITS), np.float32, v, _chunk_rows(v, 4, self._compression))
+            self._append(g[logits_path(TOPK_IDS)], ids)
+            self._append(g[logits_path(TOPK_LOGITS)], vals)
+            self._append(g[logits_path(LSE)], lse)
             if self.full_logits:
-                self._append(g["logits/full"], np.concatenate(s.full))
+                self._append(g[logits_path(FULL_LOGITS)], np.concatenate(s.full))
             s.ids, s.vals, s.lse, s.full = [], [], [], []
-        self._append(g["tokens"], np.asarray(s.tokens, dtype=np.int32))
+        self._append(g[TOKENS_DATASET], np.asarray(s.tokens, dtype=np.int32))
         s.rows += s.buffered
         s.n_tokens += len(s.tokens)
         g.attrs["gen_len"] = np.int64(s.n_tokens - s.prompt_len)

@@ -8,6 +8,7 @@ Nothing is written as if it were complete. The prompts file reader against drift
 """
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -15,7 +16,7 @@ import numpy as np
 import torch
 
 from engines_common import ROOT, check, recorder_command, stack
-from driftscope_trace import TraceWriter
+from driftscope_trace import TraceWriter, schema
 from driftscope_trace.hf_sites import LayoutError, site_table
 from driftscope_trace.prompts import PromptError, read_prompts_file
 from driftscope_trace.writer import bf16_bits
@@ -97,6 +98,17 @@ def writer_traces(exe, work):
                 and j["sequences"][0]["stop_reason"] == "interrupted",
                 "an exception inside the writer leaves a readable trace, complete=0, interrupted")
     return ok
+
+
+def schema_names():
+    """Every name and path of trace/schema.h (`inline constexpr const char* kTopkIds = "topk_ids";`)
+    is in schema.py with the same value, under the same name in Python's spelling (TOPK_IDS)."""
+    with open(os.path.join(ROOT, "trace", "schema.h")) as f:
+        names = re.findall(r'inline constexpr const char\* k(\w+) = "([^"]*)";', f.read())
+    python = {re.sub(r"(?<!^)(?=[A-Z])", "_", n).upper(): v for n, v in names}
+    wrong = {n: v for n, v in python.items() if getattr(schema, n, None) != v}
+    return check(len(names) >= 11 and not wrong, "schema.py names the %d groups and datasets of trace/schema.h "
+                 "(missing or different: %s)" % (len(names), wrong or "none"))
 
 
 def refusals(work):
@@ -217,7 +229,8 @@ def packaging(work):
 def main(exe, work):
     os.makedirs(work, exist_ok=True)
     torch.set_num_threads(1)
-    ok = writer_traces(exe, work)
+    ok = schema_names()
+    ok &= writer_traces(exe, work)
     ok &= refusals(work)
     ok &= forced_prompts_reader(exe, work)
     ok &= packaging(work)
