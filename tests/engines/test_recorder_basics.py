@@ -2,13 +2,16 @@
 against format v1 on open), bf16 storage against torch's own bfloat16 rounding, and the
 recorder's refusals: a model family it does not know, a module layout it cannot map, bad input.
 Nothing is written as if it were complete. The prompts file reader against driftscope run's:
-{"ids", "forced"} lines, and the lines both refuse.
+{"ids", "forced"} lines, and the lines both refuse. The inputs of tests/data/bad_inputs/run.json,
+the table tests/cli/test_cli_bad_inputs_shared.cpp holds driftscope run to: refused alike (NUL
+bytes in prompt files, seeds out of range, --trace-topk above the vocabulary) or accepted.
 
   python tests/engines/test_recorder_basics.py DRIFTSCOPE_EXE WORK_DIR
 """
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -203,6 +206,36 @@ def forced_prompts_reader(exe, work):
     return ok
 
 
+def shared_bad_inputs(work):
+    """The cases of tests/data/bad_inputs/run.json (read by tests/cli/test_cli_bad_inputs_shared.cpp
+    too, against driftscope run): each refused one exits 2 with one line, its message and its
+    hint, and writes no trace; each accepted one records."""
+    with open(os.path.join(ROOT, "tests", "data", "bad_inputs", "run.json")) as f:
+        table = json.load(f)
+    ok = True
+    for n, case in enumerate(table["cases"]):
+        d = os.path.join(work, "bad-input-%d" % n)
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        for name, text in case.get("files", {}).items():
+            with open(os.path.join(d, name), "wb") as f:
+                f.write(text.encode("utf-8"))
+        out = os.path.join(d, "out.h5")
+        p = recorder("--model", os.path.join(ROOT, table["model"]), "-n", "1", "-q", "-o", out,
+                     *[a.replace("{dir}", d) for a in case["args"]])
+        err = p.stderr.strip().splitlines()
+        if case["exit"] == 0:
+            ok &= check(p.returncode == 0 and os.path.exists(out),
+                        "%s: recorded (exit %d) %s" % (case["name"], p.returncode, p.stderr.strip()[-300:]))
+            continue
+        message = case["message"].replace("{dir}", d)
+        ok &= check(p.returncode == case["exit"] and len(err) == 1 and err[0].startswith("driftscope_trace: " + message)
+                    and case["hint"] in err[0] and not os.path.exists(out),
+                    "%s: exit %d, one line with the message and the hint, nothing written: %s"
+                    % (case["name"], p.returncode, p.stderr.strip()[-400:]))
+    return ok
+
+
 def packaging(work):
     """The console command, and the missing optional dependencies named with their pip command."""
     ok = True
@@ -233,6 +266,7 @@ def main(exe, work):
     ok &= writer_traces(exe, work)
     ok &= refusals(work)
     ok &= forced_prompts_reader(exe, work)
+    ok &= shared_bad_inputs(work)
     ok &= packaging(work)
     print("(%s)" % stack())
     return ok
