@@ -43,7 +43,9 @@ class Recording:
         self.sites = schema.resolve_probes(probes, model.config.num_hidden_layers)
         self._writer_args = dict(hidden_dtype=hidden_dtype, topk=topk, full_logits=full_logits,
                                  compression=compression, force=force)
-        self._trace_block = schema.trace_block(probes, hidden_dtype, topk, full_logits, compression)
+        # what the trace stores: a top-K beyond the vocabulary is cut to it, as driftscope records it
+        self._trace_block = schema.trace_block(probes, hidden_dtype, min(topk, model.config.vocab_size),
+                                               full_logits, compression)
         if os.path.exists(path) and not force:
             raise FileExistsError("trace '%s' already exists; pass force=True to overwrite it" % path)
         self.n_sequences = 0

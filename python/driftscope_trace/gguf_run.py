@@ -25,7 +25,7 @@ from . import schema, writer
 from .deps import require
 from .gguf_sites import ARCHITECTURES, available, site_of
 from .identity import env_json, model_json, sha256_file
-from .prompt_args import UsageError, add_common_flags, select_prompts
+from .prompt_args import UsageError, add_common_flags, check_flags, check_topk, select_prompts
 from .prompts import PromptError
 from .sampler import sample_next, validate as validate_sampling
 
@@ -258,6 +258,7 @@ def record(a):
     require("llamacpp")  # after the checks that need no llama.cpp
     import llama_cpp
     engine = Engine(a.model, a.kv_type, a.threads, 4096, [])
+    check_topk(a, engine.n_vocab)
     sites = available(schema.resolve_probes(a.probes, engine.n_layers), arch, a.probes)
     engine.wanted = set(sites)
     tok = None
@@ -350,6 +351,7 @@ def gguf_model_json(a, engine):
 def main(argv=None):
     a = parse_args(sys.argv[1:] if argv is None else argv)
     try:
+        check_flags(a)
         return record(a)
     except (UsageError, PromptError, schema.ProbeError, ValueError, OSError) as e:
         print("driftscope_trace: %s" % e, file=sys.stderr)

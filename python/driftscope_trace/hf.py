@@ -26,7 +26,7 @@ import numpy as np
 from . import schema, writer
 from .identity import env_json, model_json, tokenizer_identity
 from .deps import require
-from .prompt_args import UsageError, add_common_flags, select_prompts
+from .prompt_args import UsageError, add_common_flags, check_flags, check_topk, select_prompts
 from .prompts import PromptError
 from .sampler import validate as validate_sampling
 
@@ -132,6 +132,7 @@ def check_matmul(torch, dtype, a):
 def main(argv=None):
     a = parse_args(sys.argv[1:] if argv is None else argv)
     try:
+        check_flags(a)  # before transformers and torch load: a bad flag is refused at once
         require("transformers")
         return record(a)
     except (UsageError, PromptError, schema.ProbeError, ValueError, OSError) as e:
@@ -158,6 +159,7 @@ def record(a):
     site_table(model)  # the layout is checked before anything is written
     cfg = model.config
     n_layers, vocab = cfg.num_hidden_layers, cfg.vocab_size
+    check_topk(a, vocab)
     sites = schema.resolve_probes(a.probes, n_layers)
     tok, tok_json = load_tokenizer(a.tokenizer or a.model)
     encode = (lambda text: tok(text, add_special_tokens=True)["input_ids"]) if tok is not None else None

@@ -2,10 +2,16 @@
 prompt per line, or JSONL lines {"text": "..."} / {"ids": [1, 2, 3]}, never both, and
 {"ids": [...], "forced": [...]} for teacher forcing (the lines `driftscope zoom` writes); blank
 lines skipped; a leading UTF-8 byte order mark skipped. The same rules and refusals as
-driftscope's reader."""
+driftscope's reader, and its bounds (src/model/text_file.cpp, read_text_file): a file of at most
+64 MiB, of text (a NUL byte anywhere refuses it, named by its byte offset in the file), holding at
+most 100,000 prompts."""
 import json
+import os
 
 INT32_MAX = 2**31 - 1
+MAX_PROMPTS_FILE_BYTES = 64 << 20  # kMaxPromptsFileBytes (src/model/text_file.h)
+MAX_PROMPTS = 100_000  # kMaxPrompts (src/experiment/prompts.h)
+_FILE_HINT = "--prompts takes a text file with one prompt per line, or JSONL"
 _JSONL_HINT = "each JSONL line is {\"text\": \"...\"} or {\"ids\": [1, 2, 3]}"
 
 
@@ -16,12 +22,7 @@ class PromptError(ValueError):
 def read_prompts_file(path, encode):
     """[(text or None, ids, forced continuation or None)]; encode(text) -> ids, or None when no
     tokenizer is available."""
-    try:
-        with open(path, encoding="utf-8-sig") as f:  # -sig: skips a leading byte order mark
-            lines = f.read().split("\n")
-    except OSError as e:
-        raise PromptError("cannot read prompts file '%s' (%s): --prompts takes a text file with one "
-                          "prompt per line, or JSONL" % (path, e.strerror))
+    lines = read_prompts_text(path).split("\n")
     out = []
     for n, line in enumerate(lines, 1):
         if line.endswith("\r"):
@@ -35,10 +36,39 @@ def read_prompts_file(path, encode):
             text, ids, forced = line, _encode(encode, line, where), None
         if not ids:
             raise PromptError("%s: the prompt has no tokens" % where)
+        if len(out) == MAX_PROMPTS:
+            raise PromptError("prompts file '%s' holds more than %d prompts (line %d): split the prompts "
+                              "into several files and runs" % (path, MAX_PROMPTS, n))
         out.append((text, ids, forced))
     if not out:
         raise PromptError("prompts file '%s' holds no prompt" % path)
     return out
+
+
+def read_prompts_text(path):
+    """The text of a prompts file, its byte order mark dropped, read as driftscope reads it: at most
+    64 MiB (a pipe is read up to one byte past the limit), refused when it holds a NUL byte (the
+    offset counts bytes from the file's start, the mark included) or is not UTF-8. Needs no
+    tokenizer: the recorders call it before they load a model, so a bad file is refused at once."""
+    name = "prompts file '%s'" % path
+    if os.path.isdir(path):
+        raise PromptError("%s is a directory: %s" % (name, _FILE_HINT))
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_PROMPTS_FILE_BYTES + 1)
+    except OSError as e:
+        raise PromptError("cannot read %s: %s: %s" % (name, e.strerror, _FILE_HINT))
+    if len(data) > MAX_PROMPTS_FILE_BYTES:
+        raise PromptError("%s is larger than the limit of %.1f MiB: %s" % (name, MAX_PROMPTS_FILE_BYTES / 2**20,
+                                                                         _FILE_HINT))
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise PromptError("%s is not a text file (a NUL byte at offset %d): %s" % (name, nul, _FILE_HINT))
+    try:
+        return data.decode("utf-8-sig")  # -sig: a leading byte order mark marks the encoding, no prompt text
+    except UnicodeDecodeError as e:
+        raise PromptError("%s is not UTF-8 text (byte 0x%02x at offset %d): %s"
+                          % (name, data[e.start], e.start, _FILE_HINT))
 
 
 def _parse_line(line, where):

@@ -3,10 +3,12 @@ the lowest (or highest) id, or seeded sampling whose uniform number is a pure fu
 (seed, prompt index, step), so a recorder run and a driftscope run with the same seed share the
 same noise (coupled sampling)."""
 import math
+import re
 
 import numpy as np
 
 _MASK = (1 << 64) - 1
+SEED_MAX = _MASK
 
 
 def _splitmix64(x):
@@ -75,3 +77,16 @@ def validate(temperature, top_p, top_k, repetition_penalty):
         raise ValueError("top_k %s is negative: --top-k takes >= 0" % top_k)
     if not repetition_penalty > 0:
         raise ValueError("repetition_penalty %s is invalid: --repetition-penalty takes a value > 0 (1 = off)" % repetition_penalty)
+
+
+def parse_seed(text):
+    """--seed as driftscope reads it (src/experiment/run_config.cpp, parse_seed): decimal digits
+    for a whole number in 0..2^64 - 1. A negative seed is refused, not wrapped (-1 would be
+    2^64 - 1), a larger one refused, not clamped, and "+5", "1_000" or "1.5" are not numbers."""
+    digits = text[1:] if text.startswith("-") else text
+    if not re.fullmatch(r"[0-9]+", digits):
+        raise ValueError("invalid seed '%s': not a number: a seed is a whole number from 0 to %d" % (text, SEED_MAX))
+    if text.startswith("-") or len(digits.lstrip("0")) > 20 or int(digits) > SEED_MAX:
+        raise ValueError("seed %s is outside 0..%d: a seed is a whole number; a negative one is not wrapped, "
+                         "a larger one not clamped" % (text, SEED_MAX))
+    return int(digits)
