@@ -85,6 +85,24 @@ def rel_l2_rows(ref, x):
     return np.linalg.norm(x - ref, axis=1) / np.maximum(np.linalg.norm(ref, axis=1), 1e-30)
 
 
+def topk_disagreements(ids_a, vals_a, ids_b, vals_b, tol):
+    """Rows [r] where two traces' top-K lists of one distribution disagree by more than tol (a number,
+    or one per row): an id in both lists whose logits differ by more than tol, or an id in one list
+    only whose logit lies more than tol above the other list's last (K-th) logit. Within tol the
+    lists may order near-ties either way, as two summation orders' roundings may."""
+    tol = np.broadcast_to(np.asarray(tol, dtype=np.float64), (ids_a.shape[0],))
+    bad = []
+    for r in range(ids_a.shape[0]):
+        a = dict(zip(ids_a[r].tolist(), vals_a[r].astype(np.float64).tolist()))
+        b = dict(zip(ids_b[r].tolist(), vals_b[r].astype(np.float64).tolist()))
+        t, last_a, last_b = tol[r], min(a.values()), min(b.values())
+        if (any(abs(a[i] - b[i]) > t for i in a.keys() & b.keys())
+                or any(a[i] > last_b + t for i in a.keys() - b.keys())
+                or any(b[i] > last_a + t for i in b.keys() - a.keys())):
+            bad.append(r)
+    return bad
+
+
 class Comparison:
     """Sequence-by-sequence comparison of trace B (driftscope) against trace A (the reference)."""
 

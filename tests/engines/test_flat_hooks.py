@@ -22,7 +22,7 @@ import h5py
 import numpy as np
 import torch
 
-from engines_common import ROOT, check, driftscope, hidden, rel_l2_rows, stack
+from engines_common import ROOT, check, driftscope, hidden, rel_l2_rows, stack, topk_disagreements
 
 import driftscope_trace
 from driftscope_trace.flat_sites import FlatBatchError
@@ -189,7 +189,10 @@ def refusals(work):
 
 def every_row(work):
     """The logits of every row (a prompt-logprobs run) against one row per request, whose other
-    prompt rows record_flat computes from lm_head's weight: the same top-K ids and log-sum-exp."""
+    prompt rows record_flat computes from lm_head's weight: the same top-K and log-sum-exp within
+    1e-5. Not bit for bit: the two are GEMMs of other shapes, whose summation order torch's BLAS
+    chooses by the host's instruction set (test_batch_api.py); near-ties within 1e-5 may rank
+    either way."""
     model = load(os.path.join(ROOT, "models", "kjv-llama"))
     prompts = {0: [1, 5, 6, 7], 1: [1, 9]}
     paths = [os.path.join(work, "rows_%d.h5" % k) for k in (0, 1)]
@@ -205,10 +208,13 @@ def every_row(work):
                 sched = [(r, [t]) for (r, _), t in zip(sched, best)]
     with h5py.File(paths[0], "r") as a, h5py.File(paths[1], "r") as b:
         got = lambda f, i, what: f["seq/%d/logits/%s" % (i, what)][:]
-        ids = all(np.array_equal(got(a, i, "topk_ids"), got(b, i, "topk_ids")) for i in prompts)
+        bad = {i: topk_disagreements(got(a, i, "topk_ids"), got(a, i, "topk_logits"), got(b, i, "topk_ids"),
+                                     got(b, i, "topk_logits"), 1e-5) for i in prompts}
+        same_ids = all(np.array_equal(got(a, i, "topk_ids"), got(b, i, "topk_ids")) for i in prompts)
         lse = max(float(np.max(np.abs(got(a, i, "lse") - got(b, i, "lse")))) for i in prompts)
-    return check(ids and lse <= 1e-5, "logits of every row (prompt logprobs) against one per "
-                 "request and lm_head's weight: same top-K ids, log-sum-exp within %.1e" % lse)
+    return check(not any(bad.values()) and lse <= 1e-5, "logits of every row (prompt logprobs) against one per "
+                 "request and lm_head's weight: top-K within 1e-5 (rows beyond: %s; ids %s), log-sum-exp within "
+                 "%.1e" % (bad, "identical" if same_ids else "ordered otherwise at a near-tie", lse))
 
 
 def main(exe, work):
