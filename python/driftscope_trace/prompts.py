@@ -64,11 +64,12 @@ def read_prompts_text(path):
     nul = data.find(b"\0")
     if nul >= 0:
         raise PromptError("%s is not a text file (a NUL byte at offset %d): %s" % (name, nul, _FILE_HINT))
+    bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0  # marks the encoding; it is no prompt text
     try:
-        return data.decode("utf-8-sig")  # -sig: a leading byte order mark marks the encoding, no prompt text
+        return data[bom:].decode("utf-8")
     except UnicodeDecodeError as e:
         raise PromptError("%s is not UTF-8 text (byte 0x%02x at offset %d): %s"
-                          % (name, data[e.start], e.start, _FILE_HINT))
+                          % (name, data[bom + e.start], bom + e.start, _FILE_HINT))
 
 
 def _parse_line(line, where):
