@@ -3,6 +3,7 @@ the prompts of a run from them: --force-tokens (a trace's prompts and tokens), -
 --prompt-ids, --prompt TEXT, or BOS alone; --add-bos applied; every id checked against the
 vocabulary and every prompt against the context. Shared by the transformers and llama.cpp
 recorders; tests/data/bad_inputs/run.json holds both to driftscope's refusals."""
+
 import h5py
 
 from . import schema, writer
@@ -22,18 +23,28 @@ def add_common_flags(p):
     g = p.add_mutually_exclusive_group()
     g.add_argument("-p", "--prompt", help="prompt text (BOS as the tokenizer's config says)")
     g.add_argument("--prompt-ids", help="prompt as token ids, e.g. 1,403,407 (used as given)")
-    g.add_argument("--prompts", help="file of prompts: one per line, or JSONL {\"text\"}/{\"ids\"}, "
-                   "{\"ids\", \"forced\"} teacher-forced")
+    g.add_argument(
+        "--prompts", help='file of prompts: one per line, or JSONL {"text"}/{"ids"}, {"ids", "forced"} teacher-forced'
+    )
     g.add_argument("--force-tokens", help="teacher forcing: consume this trace's prompts and tokens")
     p.add_argument("--probes", default="default", help="default, all, none, or a list like embed,L*/out")
     p.add_argument("--hidden-dtype", default="f32", choices=writer.HIDDEN_DTYPES)
-    p.add_argument("--trace-topk", dest="topk", type=int, default=None,
-                   help="logits kept per position (sorted, with log-sum-exp), at most the model's "
-                        "vocabulary (default %d, cut to the vocabulary), as driftscope run's" % DEFAULT_TOPK)
+    p.add_argument(
+        "--trace-topk",
+        dest="topk",
+        type=int,
+        default=None,
+        help="logits kept per position (sorted, with log-sum-exp), at most the model's "
+        "vocabulary (default %d, cut to the vocabulary), as driftscope run's" % DEFAULT_TOPK,
+    )
     p.add_argument("--full-logits", action="store_true")
-    p.add_argument("--compression", default="none", choices=writer.COMPRESSIONS,
-                   help="none (default, as driftscope's: cheapest to write and to diff) or deflate "
-                        "(shuffle + gzip level 1: smaller when generation is fast)")
+    p.add_argument(
+        "--compression",
+        default="none",
+        choices=writer.COMPRESSIONS,
+        help="none (default, as driftscope's: cheapest to write and to diff) or deflate "
+        "(shuffle + gzip level 1: smaller when generation is fast)",
+    )
     p.add_argument("-o", "--output", required=True)
     p.add_argument("--force", action="store_true", help="overwrite an existing trace file")
     p.add_argument("-q", "--quiet", action="store_true")
@@ -66,8 +77,10 @@ def check_topk(a, vocab):
     if a.topk is None:
         a.topk = min(DEFAULT_TOPK, vocab)
     elif a.topk > vocab:
-        raise UsageError("--trace-topk %d is more than the model's %d tokens: --trace-topk takes 1..%d; "
-                         "--full-logits keeps every logit" % (a.topk, vocab, vocab))
+        raise UsageError(
+            "--trace-topk %d is more than the model's %d tokens: --trace-topk takes 1..%d; "
+            "--full-logits keeps every logit" % (a.topk, vocab, vocab)
+        )
 
 
 def forced_prompts(path):

@@ -5,6 +5,7 @@ lines skipped; a leading UTF-8 byte order mark skipped. The same rules and refus
 driftscope's reader, and its bounds (src/model/text_file.cpp, read_text_file): a file of at most
 64 MiB, of text (a NUL byte anywhere refuses it, named by its byte offset in the file), holding at
 most 100,000 prompts."""
+
 import json
 import os
 
@@ -12,7 +13,7 @@ INT32_MAX = 2**31 - 1
 MAX_PROMPTS_FILE_BYTES = 64 << 20  # kMaxPromptsFileBytes (src/model/text_file.h)
 MAX_PROMPTS = 100_000  # kMaxPrompts (src/experiment/prompts.h)
 _FILE_HINT = "--prompts takes a text file with one prompt per line, or JSONL"
-_JSONL_HINT = "each JSONL line is {\"text\": \"...\"} or {\"ids\": [1, 2, 3]}"
+_JSONL_HINT = 'each JSONL line is {"text": "..."} or {"ids": [1, 2, 3]}'
 
 
 class PromptError(ValueError):
@@ -37,8 +38,10 @@ def read_prompts_file(path, encode):
         if not ids:
             raise PromptError("%s: the prompt has no tokens" % where)
         if len(out) == MAX_PROMPTS:
-            raise PromptError("prompts file '%s' holds more than %d prompts (line %d): split the prompts "
-                              "into several files and runs" % (path, MAX_PROMPTS, n))
+            raise PromptError(
+                "prompts file '%s' holds more than %d prompts (line %d): split the prompts "
+                "into several files and runs" % (path, MAX_PROMPTS, n)
+            )
         out.append((text, ids, forced))
     if not out:
         raise PromptError("prompts file '%s' holds no prompt" % path)
@@ -59,8 +62,9 @@ def read_prompts_text(path):
     except OSError as e:
         raise PromptError("cannot read %s: %s: %s" % (name, e.strerror, _FILE_HINT))
     if len(data) > MAX_PROMPTS_FILE_BYTES:
-        raise PromptError("%s is larger than the limit of %.1f MiB: %s" % (name, MAX_PROMPTS_FILE_BYTES / 2**20,
-                                                                         _FILE_HINT))
+        raise PromptError(
+            "%s is larger than the limit of %.1f MiB: %s" % (name, MAX_PROMPTS_FILE_BYTES / 2**20, _FILE_HINT)
+        )
     nul = data.find(b"\0")
     if nul >= 0:
         raise PromptError("%s is not a text file (a NUL byte at offset %d): %s" % (name, nul, _FILE_HINT))
@@ -68,8 +72,10 @@ def read_prompts_text(path):
     try:
         return data[bom:].decode("utf-8")
     except UnicodeDecodeError as e:
-        raise PromptError("%s is not UTF-8 text (byte 0x%02x at offset %d): %s"
-                          % (name, data[bom + e.start], bom + e.start, _FILE_HINT))
+        raise PromptError(
+            "%s is not UTF-8 text (byte 0x%02x at offset %d): %s"
+            % (name, data[bom + e.start], bom + e.start, _FILE_HINT)
+        )
 
 
 def _parse_line(line, where):
@@ -78,7 +84,7 @@ def _parse_line(line, where):
     except json.JSONDecodeError as e:
         raise PromptError("%s: not valid JSON (%s); %s" % (where, e, _JSONL_HINT))
     if not isinstance(j, dict):
-        raise PromptError("%s: needs a \"text\" string or an \"ids\" list" % where)
+        raise PromptError('%s: needs a "text" string or an "ids" list' % where)
     return j
 
 
@@ -86,33 +92,37 @@ def _jsonl_prompt(j, where, encode):
     """(text or None, ids, forced or None) of one JSONL object: {"text"} encoded, {"ids"} as given,
     never both; {"ids", "forced"} also sets the forced continuation (teacher forcing)."""
     if "ids" in j and "text" in j:
-        raise PromptError("%s: give \"text\" or \"ids\", not both" % where)
+        raise PromptError('%s: give "text" or "ids", not both' % where)
     forced = None
     if "forced" in j:  # as driftscope run's: only with "ids", a list of ids
         if not isinstance(j["forced"], list) or "ids" not in j:
-            raise PromptError("%s: \"forced\" goes with \"ids\" and is a list of ids, e.g. "
-                              "{\"ids\": [1, 403], \"forced\": [407, 9]}" % where)
+            raise PromptError(
+                '%s: "forced" goes with "ids" and is a list of ids, e.g. {"ids": [1, 403], "forced": [407, 9]}' % where
+            )
         forced = _token_ids(j, "forced", where)
     if isinstance(j.get("ids"), list):
         return None, _token_ids(j, "ids", where), forced
     if isinstance(j.get("text"), str):
         return j["text"], _encode(encode, j["text"], where), forced
-    raise PromptError("%s: needs a \"text\" string or an \"ids\" list; %s" % (where, _JSONL_HINT))
+    raise PromptError('%s: needs a "text" string or an "ids" list; %s' % (where, _JSONL_HINT))
 
 
 def _token_ids(j, key, where):
     """j[key]: whole numbers in [0, 2^31 - 1] (not 1.0, not "1", not true), as driftscope reads them."""
     for v in j[key]:
         if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= INT32_MAX:
-            raise PromptError("%s: \"%s\" holds %s, not a token id; token ids are whole numbers >= 0, "
-                              "e.g. {\"ids\": [1, 403, 407]}" % (where, key, json.dumps(v)))
+            raise PromptError(
+                '%s: "%s" holds %s, not a token id; token ids are whole numbers >= 0, '
+                'e.g. {"ids": [1, 403, 407]}' % (where, key, json.dumps(v))
+            )
     return list(j[key])
 
 
 def _encode(encode, text, where):
     if encode is None:
-        raise PromptError("%s: a text prompt needs a tokenizer (pass --tokenizer, or give prompts as "
-                          "{\"ids\": [...]})" % where)
+        raise PromptError(
+            '%s: a text prompt needs a tokenizer (pass --tokenizer, or give prompts as {"ids": [...]})' % where
+        )
     return list(encode(text))
 
 

@@ -47,9 +47,15 @@ def logits_path(dataset):
 def trace_block(probes, hidden_dtype, topk, full_logits, compression, force_tokens=None):
     """config_json's "trace" object of a recorder run, as driftscope writes it (no kernel taps;
     compression "none", or "deflate1": shuffle + gzip level 1)."""
-    return {"probes": probes, "hidden_dtype": hidden_dtype, "topk": topk,
-            "full_logits": full_logits, "kernels": "off", "force_tokens": force_tokens,
-            "compression": "none" if compression == "none" else "deflate1"}
+    return {
+        "probes": probes,
+        "hidden_dtype": hidden_dtype,
+        "topk": topk,
+        "full_logits": full_logits,
+        "kernels": "off",
+        "force_tokens": force_tokens,
+        "compression": "none" if compression == "none" else "deflate1",
+    }
 
 
 class ProbeError(ValueError):
@@ -94,6 +100,8 @@ def resolve_probes(spec, n_layers):
         elif item in every:
             chosen.add(item)
         else:
-            raise ProbeError("unknown probe '%s' (the model has layers L0..L%d); --probes takes default, "
-                             "all, none, or sites like embed,L0/attn_norm,L*/out,final_norm" % (item, n_layers - 1))
+            raise ProbeError(
+                "unknown probe '%s' (the model has layers L0..L%d); --probes takes default, "
+                "all, none, or sites like embed,L0/attn_norm,L*/out,final_norm" % (item, n_layers - 1)
+            )
     return [s for s in every if s in chosen]

@@ -12,6 +12,7 @@ rows buffered per sequence and written in batches of 64 or at least every half s
 attributes complete=0 / stop_reason="running" until finish(). Used as a context manager, an
 exception (Ctrl-C included) leaves a readable file with complete=0, stop_reason="interrupted".
 """
+
 import os
 import time
 
@@ -19,8 +20,20 @@ import h5py
 import numpy as np
 
 from .logits import log_sum_exp, top_k
-from .schema import (FORMAT_NAME, FORMAT_VERSION, FULL_LOGITS, LSE, META_GROUP, PACKAGE_VERSION, SEQ_GROUP,
-                     TOKENS_DATASET, TOPK_IDS, TOPK_LOGITS, hidden_path, logits_path)
+from .schema import (
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    FULL_LOGITS,
+    LSE,
+    META_GROUP,
+    PACKAGE_VERSION,
+    SEQ_GROUP,
+    TOKENS_DATASET,
+    TOPK_IDS,
+    TOPK_LOGITS,
+    hidden_path,
+    logits_path,
+)
 
 HIDDEN_DTYPES = ("f32", "f16", "bf16")
 COMPRESSIONS = ("none", "deflate")
@@ -59,24 +72,35 @@ class _Seq:
     def __init__(self, group, prompt_len):
         self.group = group
         self.prompt_len = prompt_len
-        self.rows = 0          # rows on disk, the same in every dataset
+        self.rows = 0  # rows on disk, the same in every dataset
         self.n_tokens = prompt_len
-        self.hidden = {}       # site -> buffered list of [n, D] float32 arrays
-        self.sites = []        # site order of the first step
+        self.hidden = {}  # site -> buffered list of [n, D] float32 arrays
+        self.sites = []  # site order of the first step
         self.ids, self.vals, self.lse, self.full = [], [], [], []
         self.tokens = []
         self.buffered = 0
 
 
 class TraceWriter:
-    def __init__(self, path, *, hidden_dtype="f32", topk=20, full_logits=False, force=False,
-                 config_json="{}", model_json="{}", env_json="{}", command_line="",
-                 producer="driftscope_trace " + PACKAGE_VERSION, compression="none"):
+    def __init__(
+        self,
+        path,
+        *,
+        hidden_dtype="f32",
+        topk=20,
+        full_logits=False,
+        force=False,
+        config_json="{}",
+        model_json="{}",
+        env_json="{}",
+        command_line="",
+        producer="driftscope_trace " + PACKAGE_VERSION,
+        compression="none",
+    ):
         if compression not in COMPRESSIONS:
             raise ValueError("unknown compression '%s': --compression takes none or deflate" % compression)
         self._compression = compression
-        self._filters = {} if compression == "none" else \
-            {"shuffle": True, "compression": "gzip", "compression_opts": 1}
+        self._filters = {} if compression == "none" else {"shuffle": True, "compression": "gzip", "compression_opts": 1}
         if hidden_dtype not in HIDDEN_DTYPES:
             raise ValueError("unknown hidden dtype '%s': --hidden-dtype takes f32, f16 or bf16" % hidden_dtype)
         if topk < 1:
@@ -96,8 +120,12 @@ class TraceWriter:
         a["complete"] = np.int64(0)
         a["stop_reason"] = "running"
         meta = self._f.create_group(META_GROUP)
-        for k, v in (("config_json", config_json), ("model_json", model_json), ("env_json", env_json),
-                     ("command_line", command_line)):
+        for k, v in (
+            ("config_json", config_json),
+            ("model_json", model_json),
+            ("env_json", env_json),
+            ("command_line", command_line),
+        ):
             meta.attrs[k] = v
         self._f.create_group(SEQ_GROUP)
         self._f.flush()
@@ -115,10 +143,12 @@ class TraceWriter:
         return False
 
     def _growing(self, group, name, dtype, width, chunk_rows, checksum=False):
-        shape, maxshape, chunks = ((0,), (None,), (chunk_rows,)) if width == 0 else \
-            ((0, width), (None, width), (chunk_rows, width))
-        return group.create_dataset(name, shape=shape, maxshape=maxshape, chunks=chunks, dtype=dtype,
-                                    fletcher32=checksum, **self._filters)
+        shape, maxshape, chunks = (
+            ((0,), (None,), (chunk_rows,)) if width == 0 else ((0, width), (None, width), (chunk_rows, width))
+        )
+        return group.create_dataset(
+            name, shape=shape, maxshape=maxshape, chunks=chunks, dtype=dtype, fletcher32=checksum, **self._filters
+        )
 
     @staticmethod
     def _append(ds, values):
@@ -126,7 +156,7 @@ class TraceWriter:
         at = ds.shape[0]
         ds.resize(at + n, axis=0)
         if n:
-            ds[at:at + n] = values
+            ds[at : at + n] = values
 
     def set_meta(self, name, value):
         """Replaces a /meta attribute (config_json, model_json, env_json, command_line) before
@@ -189,9 +219,11 @@ class TraceWriter:
     @staticmethod
     def _rollback(s):
         """Cuts every dataset of the sequence back to the last fully written step."""
+
         def cut(obj):
             if isinstance(obj, h5py.Dataset):
                 obj.resize(s.n_tokens if obj.name.endswith("/" + TOKENS_DATASET) else s.rows, axis=0)
+
         s.group.visititems(lambda name, obj: cut(obj))
 
     def _write_buffered(self, s):
@@ -201,7 +233,9 @@ class TraceWriter:
             name = hidden_path(site)
             if name not in g:
                 dt = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16}[self.hidden_dtype]
-                d = self._growing(g, name, dt, v.shape[1], _chunk_rows(v.shape[1], np.dtype(dt).itemsize, self._compression))
+                d = self._growing(
+                    g, name, dt, v.shape[1], _chunk_rows(v.shape[1], np.dtype(dt).itemsize, self._compression)
+                )
                 if self.hidden_dtype == "bf16":
                     d.attrs["dtype"] = "bf16"
             if self.hidden_dtype == "bf16":
@@ -214,12 +248,13 @@ class TraceWriter:
             ids, vals, lse = np.concatenate(s.ids), np.concatenate(s.vals), np.concatenate(s.lse)
             if logits_path(TOPK_IDS) not in g:
                 k = ids.shape[1]
-                self._growing(g, logits_path(TOPK_IDS), np.int32, k, _chunk_rows(k, 4, self._compression),
-                              checksum=True)
-                self._growing(g, logits_path(TOPK_LOGITS), np.float32, k, _chunk_rows(k, 4, self._compression),
-                              checksum=True)
-                self._growing(g, logits_path(LSE), np.float32, 0, _chunk_rows(0, 4, self._compression),
-                              checksum=True)
+                self._growing(
+                    g, logits_path(TOPK_IDS), np.int32, k, _chunk_rows(k, 4, self._compression), checksum=True
+                )
+                self._growing(
+                    g, logits_path(TOPK_LOGITS), np.float32, k, _chunk_rows(k, 4, self._compression), checksum=True
+                )
+                self._growing(g, logits_path(LSE), np.float32, 0, _chunk_rows(0, 4, self._compression), checksum=True)
                 if self.full_logits:
                     v = s.full[0].shape[1]
                     self._growing(g, logits_path(FULL_LOGITS), np.float32, v, _chunk_rows(v, 4, self._compression))

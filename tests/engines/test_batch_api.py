@@ -26,6 +26,7 @@ both traces; w_v the lm_head row of each token), and what was seen is printed.
 
   python tests/engines/test_batch_api.py DRIFTSCOPE_EXE WORK_DIR
 """
+
 import json
 import os
 import re
@@ -60,8 +61,11 @@ def batches(exe, work):
     _, t1 = recorder(*args, "-o", t("b1.h5"))
     _, t8 = recorder(*args, "--batch", "8", "-o", t("b8.h5"))
     c = Comparison(t("b1.h5"), t("b8.h5"))
-    ok &= check(not c.token_mismatches(), "fp32 eager --batch 8 against --batch 1: identical tokens on 8 prompts x 40 "
-                "(mismatches: %s; %.1f s, %.1f s)" % (c.token_mismatches(), t1, t8))
+    ok &= check(
+        not c.token_mismatches(),
+        "fp32 eager --batch 8 against --batch 1: identical tokens on 8 prompts x 40 "
+        "(mismatches: %s; %.1f s, %.1f s)" % (c.token_mismatches(), t1, t8),
+    )
     c.close()
     with h5py.File(t("b8.h5"), "r") as f:
         cfg = json.loads(f["meta"].attrs["config_json"])
@@ -70,11 +74,20 @@ def batches(exe, work):
     import tokenizers
     import torch
     import transformers
-    ok &= check(cfg["batch"] == 8 and e["padding_side"] == "left" and e["attn_implementation"] == "eager"
-                and e["threads"] == 1 and cfg["dtype"] == "fp32" and e["dtype"] == "float32"
-                and e["version"] == transformers.__version__ and e["torch"] == torch.__version__
-                and e["tokenizers"] == tokenizers.__version__ and e["numpy"] == numpy.__version__,
-                "config_json records batch, padding side, attention, threads, dtype and versions: %s" % e)
+
+    ok &= check(
+        cfg["batch"] == 8
+        and e["padding_side"] == "left"
+        and e["attn_implementation"] == "eager"
+        and e["threads"] == 1
+        and cfg["dtype"] == "fp32"
+        and e["dtype"] == "float32"
+        and e["version"] == transformers.__version__
+        and e["torch"] == torch.__version__
+        and e["tokenizers"] == tokenizers.__version__
+        and e["numpy"] == numpy.__version__,
+        "config_json records batch, padding side, attention, threads, dtype and versions: %s" % e,
+    )
     small = ["-m", MODEL, "--prompts", t("prompts8.txt"), "-n", "4", "--probes", "L*/out", "--force"]
     recorder(*small, "--threads", "2", "-o", t("threads2.h5"), threads="2")
     p, _ = driftscope(exe, "diff", t("b8.h5"), t("threads2.h5"))
@@ -92,27 +105,38 @@ def api(exe, work):
     if os.path.exists(t("eval.h5")):  # the example, as a user runs it, does not overwrite
         os.remove(t("eval.h5"))
     t0 = time.perf_counter()
-    p = subprocess.run([sys.executable, "-c", doc_example()], cwd=work, capture_output=True, text=True,
-                       env=dict(os.environ, OMP_NUM_THREADS="1"))
-    ok &= check(p.returncode == 0 and os.path.exists(t("eval.h5")),
-                "the worked example of docs/engines.md runs (%.1f s): %s" % (time.perf_counter() - t0,
-                                                                         (p.stdout + p.stderr).strip()[-600:]))
+    p = subprocess.run(
+        [sys.executable, "-c", doc_example()],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, OMP_NUM_THREADS="1"),
+    )
+    ok &= check(
+        p.returncode == 0 and os.path.exists(t("eval.h5")),
+        "the worked example of docs/engines.md runs (%.1f s): %s"
+        % (time.perf_counter() - t0, (p.stdout + p.stderr).strip()[-600:]),
+    )
     if not ok:
         return ok
     with h5py.File(t("eval.h5"), "r") as f:
         cfg = json.loads(f["meta"].attrs["config_json"])
         n = len(f["seq"])
-    ok &= check(n == 8 and cfg["batch"] == 4 and cfg["engine"]["padding_side"] == "left",
-                "eval.h5: 8 sequences, batch 4, left padding")
+    ok &= check(
+        n == 8 and cfg["batch"] == 4 and cfg["engine"]["padding_side"] == "left",
+        "eval.h5: 8 sequences, batch 4, left padding",
+    )
     with open(os.path.join(MODEL, "prompts.txt")) as f, open(t("prompts8.txt"), "w") as g:
         g.writelines(f.readlines()[:8])
     args = ["-m", MODEL, "--prompts", t("prompts8.txt"), "-n", "24", "--probes", "L*/out,final_norm", "--force"]
     recorder(*args, "--batch", "4", "-o", t("cli_b4.h5"))
     c = Comparison(t("eval.h5"), t("cli_b4.h5"))
     worst = c.max_rel_l2()
-    ok &= check(not c.token_mismatches() and max(worst.values()) == 0.0,
-                "generate() at batch 4 against the recorder's --batch 4: identical tokens, hidden states "
-                "bit-identical (max relative L2 %.1e)" % max(worst.values()))
+    ok &= check(
+        not c.token_mismatches() and max(worst.values()) == 0.0,
+        "generate() at batch 4 against the recorder's --batch 4: identical tokens, hidden states "
+        "bit-identical (max relative L2 %.1e)" % max(worst.values()),
+    )
     c.close()
     ok &= logits_agree(t("eval.h5"), t("cli_b4.h5"))
     p, _ = driftscope(exe, "diff", t("eval.h5"), t("cli_b4.h5"))
@@ -121,9 +145,11 @@ def api(exe, work):
     driftscope(exe, "run", *args, "-q", "-o", t("ds.h5"))
     c = Comparison(t("eval.h5"), t("ds.h5"))
     worst = c.max_rel_l2()
-    ok &= check(not c.token_mismatches() and max(worst.values()) <= THRESHOLD,
-                "record() around generate() against driftscope fp32: identical tokens, max relative L2 %s <= %.0e"
-                % (" ".join("%s %.1e" % kv for kv in worst.items()), THRESHOLD))
+    ok &= check(
+        not c.token_mismatches() and max(worst.values()) <= THRESHOLD,
+        "record() around generate() against driftscope fp32: identical tokens, max relative L2 %s <= %.0e"
+        % (" ".join("%s %.1e" % kv for kv in worst.items()), THRESHOLD),
+    )
     c.close()
     return ok
 
@@ -149,8 +175,11 @@ def logits_agree(path_a, path_b):
             val_a, val_b = sa["logits/topk_logits"][:], sb["logits/topk_logits"][:]
             lse_a, lse_b = sa["logits/lse"][:], sb["logits/lse"][:]
             decode = slice(n, ids_a.shape[0])
-            same = (np.array_equal(ids_a[decode], ids_b[decode]) and np.array_equal(val_a[decode], val_b[decode])
-                    and np.array_equal(lse_a[decode], lse_b[decode]))
+            same = (
+                np.array_equal(ids_a[decode], ids_b[decode])
+                and np.array_equal(val_a[decode], val_b[decode])
+                and np.array_equal(lse_a[decode], lse_b[decode])
+            )
             if not same:
                 not_identical.append(int(k))
             decode_rows += ids_a.shape[0] - n
@@ -168,14 +197,29 @@ def logits_agree(path_a, path_b):
             prompt_rows, moved_rows = prompt_rows + n, moved_rows + len(moved)
             worst = max(worst, float(diff.max()))
             worst_share = max(worst_share, float((diff / bound).max()))
-    ok = check(not not_identical, "the logits of all %d generated rows (decode passes of one shape in both) are "
-               "bit-identical (sequences where not: %s)" % (decode_rows, not_identical or "none"))
-    ok &= check(not beyond, "the logits of all %d prompt rows (GEMMs of other shapes) within the float32 dot-product "
-                "bound, as top-K and log-sum-exp (rows beyond it: %s)" % (prompt_rows, beyond or "none"))
-    print("seen    %d of %d prompt rows' logits differ between generate() and the recorder's prefill (max "
-          "|logit_a - logit_b| %.1e, %.1f%% of its bound) on torch %s, CPU capability %s, MKL_CBWR %s"
-          % (moved_rows, prompt_rows, worst, 100 * worst_share, torch_version(), cpu_capability(),
-             os.environ.get("MKL_CBWR", "unset")))
+    ok = check(
+        not not_identical,
+        "the logits of all %d generated rows (decode passes of one shape in both) are "
+        "bit-identical (sequences where not: %s)" % (decode_rows, not_identical or "none"),
+    )
+    ok &= check(
+        not beyond,
+        "the logits of all %d prompt rows (GEMMs of other shapes) within the float32 dot-product "
+        "bound, as top-K and log-sum-exp (rows beyond it: %s)" % (prompt_rows, beyond or "none"),
+    )
+    print(
+        "seen    %d of %d prompt rows' logits differ between generate() and the recorder's prefill (max "
+        "|logit_a - logit_b| %.1e, %.1f%% of its bound) on torch %s, CPU capability %s, MKL_CBWR %s"
+        % (
+            moved_rows,
+            prompt_rows,
+            worst,
+            100 * worst_share,
+            torch_version(),
+            cpu_capability(),
+            os.environ.get("MKL_CBWR", "unset"),
+        )
+    )
     return ok
 
 
@@ -198,8 +242,10 @@ def main(exe, work):
     if transformers_major() >= 5:
         ok &= api(exe, work)
     else:
-        print("note    record() around generate() is tested on transformers 5 (.venv-current): 4.46's "
-              "generate() does not import on torch 1.13")
+        print(
+            "note    record() around generate() is tested on transformers 5 (.venv-current): 4.46's "
+            "generate() does not import on torch 1.13"
+        )
     print("(%s)" % stack())
     return ok
 
