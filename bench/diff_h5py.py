@@ -6,6 +6,7 @@ largest per site summed over sequences, so the work cannot be skipped.
 
   diff_h5py.py A.h5 B.h5
 """
+
 import sys
 
 import h5py

@@ -9,6 +9,7 @@ which is what the filter costs the writer.
 fletcher32: every dataset with HDF5's Fletcher-32 checksum and no compression (what checksumming
 hidden states too would cost; driftscope checksums tokens, top-K and lse only).
 """
+
 import sys
 import time
 
@@ -29,8 +30,10 @@ def main(src, dst, kind):
     opts = filters(kind)
     items = []
     with h5py.File(src, "r") as f:
+
         def collect(name, obj):
             items.append((name, obj))
+
         f.visititems(collect)
         data = {}
         for name, obj in items:
@@ -48,8 +51,7 @@ def main(src, dst, kind):
                 grp.attrs[k] = v
         for name, (values, chunks, maxshape, dtype, attrs) in data.items():
             t0 = time.perf_counter()
-            d = g.create_dataset(name, data=values, chunks=chunks, maxshape=maxshape, dtype=dtype,
-                                 **opts)
+            d = g.create_dataset(name, data=values, chunks=chunks, maxshape=maxshape, dtype=dtype, **opts)
             g.flush()
             spent += time.perf_counter() - t0
             for k, v in attrs.items():

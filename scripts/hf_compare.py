@@ -14,6 +14,7 @@ transformers' hidden_states[0] is the embedding output, hidden_states[l] (1 <= l
 output of layer l-1, and hidden_states[L] the final norm of the last layer's output; so
 L<L-1>/out has no transformers counterpart and is not compared.
 """
+
 import argparse
 import json
 import time
@@ -55,8 +56,10 @@ def main():
     prompt_len = int(seq.attrs["prompt_len"])
     rows = seq["hidden/embed"].shape[0] if "hidden/embed" in seq else len(tokens) - 1
     config = json.loads(f["meta"].attrs["config_json"])
-    print("trace: %s, dtype %s, device %s, %d tokens (prompt %d)" % (
-        args.trace, config.get("dtype"), config.get("device"), len(tokens), prompt_len))
+    print(
+        "trace: %s, dtype %s, device %s, %d tokens (prompt %d)"
+        % (args.trace, config.get("dtype"), config.get("device"), len(tokens), prompt_len)
+    )
 
     model = AutoModelForCausalLM.from_pretrained(args.model, torch_dtype=dtype, attn_implementation="eager")
     model.to(args.device).eval()

@@ -2,6 +2,7 @@
 it (the text's copyright expired; the retrieval program is GPL-2+). Read through the package's own
 `bible` program, verse references removed, one document per chapter (its verses joined by spaces).
 """
+
 import re
 import shutil
 import subprocess
@@ -24,8 +25,10 @@ def chapters():
     """The corpus as a list of documents, one per chapter, in canonical order."""
     exe = shutil.which("bible")
     if exe is None or package_version() is None:
-        raise CorpusMissing("the corpus package %s is not installed (its `bible` program prints "
-                            "the text); install it with: sudo apt-get install %s" % (PACKAGE, PACKAGE))
+        raise CorpusMissing(
+            "the corpus package %s is not installed (its `bible` program prints "
+            "the text); install it with: sudo apt-get install %s" % (PACKAGE, PACKAGE)
+        )
     out = subprocess.run([exe, "-f", WHOLE_BIBLE], capture_output=True, text=True, check=True).stdout
     docs, key = [], None
     for line in out.splitlines():

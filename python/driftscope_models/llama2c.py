@@ -4,6 +4,7 @@ seq_len; a positive vocab_size means the classifier is the embedding), the float
 run.c's order, then the freq_cis_real/imag tables run.c skips. q/k rows go back from Hugging
 Face's half-split RoPE layout to llama2.c's interleaved pairs (the inverse of the permute() in
 transformers' Llama conversion script)."""
+
 import struct
 
 import torch
@@ -20,8 +21,15 @@ def write(model, path):
         raise ValueError("llama2.c's legacy format is written here for tied embeddings only")
     head = c.hidden_size // c.num_attention_heads
     layers = model.model.layers
-    header = [c.hidden_size, c.intermediate_size, c.num_hidden_layers, c.num_attention_heads,
-              c.num_key_value_heads, c.vocab_size, c.max_position_embeddings]
+    header = [
+        c.hidden_size,
+        c.intermediate_size,
+        c.num_hidden_layers,
+        c.num_attention_heads,
+        c.num_key_value_heads,
+        c.vocab_size,
+        c.max_position_embeddings,
+    ]
     tensors = [model.model.embed_tokens.weight]
     tensors += [l.input_layernorm.weight for l in layers]
     tensors += [_to_interleaved(l.self_attn.q_proj.weight, c.num_attention_heads) for l in layers]

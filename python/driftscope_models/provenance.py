@@ -1,6 +1,7 @@
 """models/PROVENANCE.md: where every file under models/ came from, written by scripts/make_models
 after it trains. Each file's line reads "- `PATH` — N bytes, sha256 HEX"; tests/models checks the
 committed files against these lines."""
+
 import hashlib
 import os
 import platform
@@ -44,14 +45,31 @@ def write(root, corpus_info, tokenizer_text, results, software):
     ]
     for r in results:
         lines += ["## %s/ — %s" % (r["name"], r["about"]), ""]
-        lines += ["Shape: %s. %s parameters. Trained %d steps of %d windows of %d tokens "
-                  "(%s tokens seen); final training loss %.3f (mean of the last 20 steps)."
-                  % (r["shape"], format(r["params"], ","), r["steps"], r["batch"], r["window"],
-                     format(r["tokens_seen"], ","), r["loss"]), ""]
+        lines += [
+            "Shape: %s. %s parameters. Trained %d steps of %d windows of %d tokens "
+            "(%s tokens seen); final training loss %.3f (mean of the last 20 steps)."
+            % (
+                r["shape"],
+                format(r["params"], ","),
+                r["steps"],
+                r["batch"],
+                r["window"],
+                format(r["tokens_seen"], ","),
+                r["loss"],
+            ),
+            "",
+        ]
         lines += ["Greedy continuation of `%s` (transformers fp32, 40 tokens): %s" % (r["prompt"], r["sample"]), ""]
-        lines += [file_line(root, os.path.join(r["name"], f)) for f in sorted(os.listdir(os.path.join(root, r["name"])))]
+        lines += [
+            file_line(root, os.path.join(r["name"], f)) for f in sorted(os.listdir(os.path.join(root, r["name"])))
+        ]
         lines += [""]
-    lines += ["## Prompts", "", "`kjv-llama/prompts.txt`: 32 openings in the corpus's style, written by hand",
-              "(python/driftscope_models/prompts.txt) for the demo, the sweeps and the tests.", ""]
+    lines += [
+        "## Prompts",
+        "",
+        "`kjv-llama/prompts.txt`: 32 openings in the corpus's style, written by hand",
+        "(python/driftscope_models/prompts.txt) for the demo, the sweeps and the tests.",
+        "",
+    ]
     with open(os.path.join(root, "PROVENANCE.md"), "w") as f:
         f.write("\n".join(lines))

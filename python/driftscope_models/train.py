@@ -1,6 +1,7 @@
 """Training one family: a transformers model made from its config, trained on random windows of
 the tokenized corpus with AdamW and a cosine schedule, deterministically (fixed seed, fixed thread
 count, deterministic algorithms). Progress goes to stderr every 10 steps."""
+
 import math
 import sys
 import time
@@ -23,8 +24,10 @@ def token_stream(tok, docs, bos, eos):
 
 def make_model(family, vocab_size, bos, eos):
     from transformers import AutoConfig, AutoModelForCausalLM
-    config = AutoConfig.for_model(family["model_type"], vocab_size=vocab_size, bos_token_id=bos,
-                                  eos_token_id=eos, **COMMON, **family["config"])
+
+    config = AutoConfig.for_model(
+        family["model_type"], vocab_size=vocab_size, bos_token_id=bos, eos_token_id=eos, **COMMON, **family["config"]
+    )
     torch.manual_seed(SEED)
     return AutoModelForCausalLM.from_config(config, attn_implementation="eager")
 
@@ -46,7 +49,7 @@ def train(model, stream, steps, name):
         for group in opt.param_groups:
             group["lr"] = lr_at(step, steps)
         at = torch.randint(0, len(stream) - WINDOW - 1, (BATCH,), generator=g)
-        batch = torch.stack([stream[i:i + WINDOW + 1] for i in at.tolist()])
+        batch = torch.stack([stream[i : i + WINDOW + 1] for i in at.tolist()])
         logits = model(input_ids=batch[:, :-1]).logits
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), batch[:, 1:].reshape(-1))
         opt.zero_grad(set_to_none=True)
@@ -57,9 +60,12 @@ def train(model, stream, steps, name):
         if (step + 1) % 10 == 0 or step + 1 == steps:
             spent = time.time() - start
             left = spent / (step + 1) * (steps - step - 1)
-            print("%s: step %d/%d  loss %.3f  (%.0f s, about %.0f s left)"
-                  % (name, step + 1, steps, sum(losses[-10:]) / len(losses[-10:]), spent, left),
-                  file=sys.stderr, flush=True)
+            print(
+                "%s: step %d/%d  loss %.3f  (%.0f s, about %.0f s left)"
+                % (name, step + 1, steps, sum(losses[-10:]) / len(losses[-10:]), spent, left),
+                file=sys.stderr,
+                flush=True,
+            )
     model.eval()
     return sum(losses[-20:]) / len(losses[-20:])
 

@@ -15,6 +15,7 @@ other prompt positions' logits are the model's own lm_head applied to its final-
 Greedy search and sampling are supported; beam search and assisted decoding are refused.
 The layout is checked before the file is made: a model the recorder cannot map raises
 LayoutError and writes nothing."""
+
 import functools
 import json
 import os
@@ -36,14 +37,29 @@ def _numpy(t):
 
 
 class Recording:
-    def __init__(self, model, path, *, tokenizer=None, probes="default", topk=20, hidden_dtype="f32",
-                 full_logits=False, compression="none", force=False):
+    def __init__(
+        self,
+        model,
+        path,
+        *,
+        tokenizer=None,
+        probes="default",
+        topk=20,
+        hidden_dtype="f32",
+        full_logits=False,
+        compression="none",
+        force=False,
+    ):
         site_table(model)  # a LayoutError before anything is written
         self.model, self.path, self.tokenizer = model, path, tokenizer
         self.sites = schema.resolve_probes(probes, model.config.num_hidden_layers)
-        self._writer_args = dict(hidden_dtype=hidden_dtype, topk=topk, full_logits=full_logits,
-                                 compression=compression, force=force)
-        self._trace_block = schema.trace_block(probes, hidden_dtype, topk, full_logits, compression)
+        self._writer_args = dict(
+            hidden_dtype=hidden_dtype, topk=topk, full_logits=full_logits, compression=compression, force=force
+        )
+        # what the trace stores: a top-K beyond the vocabulary is cut to it, as driftscope records it
+        self._trace_block = schema.trace_block(
+            probes, hidden_dtype, min(topk, model.config.vocab_size), full_logits, compression
+        )
         if os.path.exists(path) and not force:
             raise FileExistsError("trace '%s' already exists; pass force=True to overwrite it" % path)
         self.n_sequences = 0
@@ -66,9 +82,14 @@ class Recording:
         def generate(*args, **kw):
             return self._observed_generate(*args, **kw)
 
-        self._writer = TraceWriter(self.path, producer=self._producer(), command_line="driftscope_trace.record",
-                                   model_json=self._model_json(), env_json=self._env_json(),
-                                   **self._writer_args)
+        self._writer = TraceWriter(
+            self.path,
+            producer=self._producer(),
+            command_line="driftscope_trace.record",
+            model_json=self._model_json(),
+            env_json=self._env_json(),
+            **self._writer_args,
+        )
         self._hooks = SiteHooks(self.model, set(self.sites) | {"final_norm"})
         self.model.forward, self.model.generate = forward, generate
         return self
@@ -98,8 +119,9 @@ class Recording:
 
     def _observed_generate(self, *args, **kw):
         if kw.get("num_beams", 1) > 1 or kw.get("assistant_model") is not None:
-            raise UnsupportedGeneration("driftscope_trace.record follows greedy search and sampling, "
-                                        "not beam search or assisted decoding")
+            raise UnsupportedGeneration(
+                "driftscope_trace.record follows greedy search and sampling, not beam search or assisted decoding"
+            )
         self._steps = []
         try:
             out = self._generate(*args, **kw)
@@ -128,21 +150,27 @@ class Recording:
             prompt = ids0[b][keep].tolist()
             new = sequences[b, width:].tolist()
             ends = [k for k, t in enumerate(new) if t in eos]
-            gen = new[:ends[0] + 1] if ends else new
+            gen = new[: ends[0] + 1] if ends else new
             if len(steps) < len(gen):
-                raise UnsupportedGeneration("generate() returned %d new tokens after %d passes" % (len(gen), len(steps)))
+                raise UnsupportedGeneration(
+                    "generate() returned %d new tokens after %d passes" % (len(gen), len(steps))
+                )
             index = self.n_sequences
             self.n_sequences += 1
             self._writer.begin_sequence(index, prompt)
-            self._writer.append(index, {s: taken0[s][b][keep] for s in self.sites},
-                                self._prefill_logits(taken0, b, keep), gen[:1])
+            self._writer.append(
+                index, {s: taken0[s][b][keep] for s in self.sites}, self._prefill_logits(taken0, b, keep), gen[:1]
+            )
             for k in range(1, len(gen)):
                 ids_k, _, taken_k = steps[k]
                 if int(ids_k[b, -1]) != gen[k - 1]:
-                    raise UnsupportedGeneration("pass %d of generate() was fed token %d, not the token %d it "
-                                                "returned" % (k, int(ids_k[b, -1]), gen[k - 1]))
-                self._writer.append(index, {s: taken_k[s][b][-1:] for s in self.sites},
-                                    taken_k["logits"][b][-1:], gen[k:k + 1])
+                    raise UnsupportedGeneration(
+                        "pass %d of generate() was fed token %d, not the token %d it "
+                        "returned" % (k, int(ids_k[b, -1]), gen[k - 1])
+                    )
+                self._writer.append(
+                    index, {s: taken_k[s][b][-1:] for s in self.sites}, taken_k["logits"][b][-1:], gen[k : k + 1]
+                )
             self._writer.end_sequence(index, "eos" if ends else "max_new")
 
     def _prefill_logits(self, taken, b, keep):
@@ -152,10 +180,11 @@ class Recording:
         if logits.shape[0] == normed.shape[0]:
             return logits[keep]
         import torch
+
         head = self.model.get_output_embeddings()
         p = next(head.parameters())
         with torch.no_grad():
-            rest = head(torch.from_numpy(normed[:-logits.shape[0]]).to(device=p.device, dtype=p.dtype))
+            rest = head(torch.from_numpy(normed[: -logits.shape[0]]).to(device=p.device, dtype=p.dtype))
         return np.concatenate([_numpy(rest), logits])[keep]
 
     # -- /meta --
@@ -168,20 +197,30 @@ class Recording:
             "temperature": float(kw.get("temperature", g.temperature) or 1.0) if sample else 0.0,
             "top_p": float(kw.get("top_p", g.top_p) or 1.0) if sample else 1.0,
             "top_k": int(kw.get("top_k", g.top_k) or 0) if sample else 0,
-            "repetition_penalty": float(kw.get("repetition_penalty", g.repetition_penalty) or 1.0)}
+            "repetition_penalty": float(kw.get("repetition_penalty", g.repetition_penalty) or 1.0),
+        }
 
     def _config_json(self):
         from .hf_compat import engine_block
+
         p = next(self.model.parameters())
         sizes = sorted(set(self._batches))
         engine = engine_block(self.model, p.device)
         engine["padding_side"] = getattr(self.tokenizer, "padding_side", None)
         engine["api"] = "record"
         dtype = schema.DTYPE_NAMES.get(engine["dtype"], engine["dtype"])
-        j = {"device": p.device.type, "dtype": dtype,
-             "batch": sizes[0] if len(sizes) == 1 else sizes, "tp": 1, "prefill_chunk": 0,
-             "prefix_cache": "off", "tie_break": "lowest_id", "cuda_graphs": "off", "engine": engine,
-             "trace": self._trace_block}
+        j = {
+            "device": p.device.type,
+            "dtype": dtype,
+            "batch": sizes[0] if len(sizes) == 1 else sizes,
+            "tp": 1,
+            "prefill_chunk": 0,
+            "prefix_cache": "off",
+            "tie_break": "lowest_id",
+            "cuda_graphs": "off",
+            "engine": engine,
+            "trace": self._trace_block,
+        }
         j.update(self._generation)
         return json.dumps(j)
 
@@ -190,14 +229,22 @@ class Recording:
 
     def _producer(self):
         from .hf_compat import library_versions
+
         v = library_versions()
         return "driftscope_trace %s (transformers %s, torch %s)" % (schema.PACKAGE_VERSION, v["version"], v["torch"])
 
     def _env_json(self):
         from .hf_compat import library_versions
+
         v = library_versions()
-        return env_json({"driftscope_trace_version": schema.PACKAGE_VERSION, "transformers_version": v["version"],
-                         "torch_version": v["torch"], "numpy_version": v["numpy"]})
+        return env_json(
+            {
+                "driftscope_trace_version": schema.PACKAGE_VERSION,
+                "transformers_version": v["version"],
+                "torch_version": v["torch"],
+                "numpy_version": v["numpy"],
+            }
+        )
 
 
 def record(model, path, **kw):

@@ -6,6 +6,7 @@
 
 `python3 -m driftscope_trace` is the same command. Exit codes as driftscope's: 2 for bad input
 (a missing optional dependency included), 130 when interrupted."""
+
 import sys
 
 from .schema import PACKAGE_VERSION
@@ -18,11 +19,13 @@ def main(argv=None):
         return 0
     if argv[:1] == ["llamacpp"]:
         from . import gguf_run
+
         return gguf_run.main(argv[1:])
     if argv[:1] in (["-h"], ["--help"], []):
         print(__doc__.strip())
         return 0 if argv else 2
     from . import hf
+
     return hf.main(argv)
 
 

@@ -23,6 +23,7 @@ logits for these families (no logit scale, no soft cap), with one tensor-paralle
 
 Tested on stand-in modules with vLLM's structure and calling conventions, not on vLLM or SGLang
 (docs/engines.md, "vLLM and SGLang")."""
+
 import importlib.metadata
 import json
 import os
@@ -48,9 +49,23 @@ def _numpy(t):
 
 
 class FlatRecording:
-    def __init__(self, model, path, *, engine, engine_version=None, tokenizer=None,
-                 model_dir=None, probes="default", topk=20, hidden_dtype="f32", full_logits=False,
-                 compression="none", force=False, sampling=None):
+    def __init__(
+        self,
+        model,
+        path,
+        *,
+        engine,
+        engine_version=None,
+        tokenizer=None,
+        model_dir=None,
+        probes="default",
+        topk=20,
+        hidden_dtype="f32",
+        full_logits=False,
+        compression="none",
+        force=False,
+        sampling=None,
+    ):
         flat_site_table(model)  # a LayoutError before anything is written
         self.model, self.path, self.engine = model, path, engine
         self.family = FLAT.family(model)
@@ -59,21 +74,29 @@ class FlatRecording:
         self.sampling = dict(sampling or {})
         self.engine_version = engine_version or _installed_version(engine)
         self.sites = schema.resolve_probes(probes, model.config.num_hidden_layers)
-        self._writer_args = dict(hidden_dtype=hidden_dtype, topk=topk, full_logits=full_logits,
-                                 compression=compression, force=force)
-        self._trace_block = schema.trace_block(probes, hidden_dtype, topk, full_logits, compression)
+        self._writer_args = dict(
+            hidden_dtype=hidden_dtype, topk=topk, full_logits=full_logits, compression=compression, force=force
+        )
+        # what the trace stores: a top-K beyond the vocabulary is cut to it, as driftscope records it
+        self._trace_block = schema.trace_block(
+            probes, hidden_dtype, min(topk, model.config.vocab_size), full_logits, compression
+        )
         if os.path.exists(path) and not force:
-            raise FileExistsError("trace '%s' already exists; pass force=True to overwrite it"
-                                  % path)
+            raise FileExistsError("trace '%s' already exists; pass force=True to overwrite it" % path)
         self._requests = {}
         self._sizes, self._chunked = set(), False
 
     # -- the with block --
     def __enter__(self):
         mj = loaded_model_json(self.model.config, self.family, self.tokenizer, self.model_dir)
-        self._writer = TraceWriter(self.path, producer=self._producer(),
-                                   command_line="driftscope_trace.record_flat", model_json=mj,
-                                   env_json=self._env_json(), **self._writer_args)
+        self._writer = TraceWriter(
+            self.path,
+            producer=self._producer(),
+            command_line="driftscope_trace.record_flat",
+            model_json=mj,
+            env_json=self._env_json(),
+            **self._writer_args,
+        )
         self._hooks = flat_hooks(self.model, self.sites)
         return self
 
@@ -102,8 +125,10 @@ class FlatRecording:
         taken, self._hooks.taken = self._hooks.taken, {}
         rids, counts = [rid for rid, _ in scheduled], [int(n) for _, n in scheduled]
         if len(set(rids)) != len(rids) or len(tokens) != len(rids):
-            raise FlatBatchError("a step lists each request once with one token (or None) each: "
-                                 "%d requests, %d tokens" % (len(rids), len(tokens)))
+            raise FlatBatchError(
+                "a step lists each request once with one token (or None) each: "
+                "%d requests, %d tokens" % (len(rids), len(tokens))
+            )
         reqs = [self._live(rid) for rid in rids]
         parts = split_rows(taken, counts)
         logits = self._logits(logits, len(rids), sum(counts))
@@ -112,7 +137,7 @@ class FlatRecording:
         per_request = logits.shape[0] == len(rids)
         at = 0
         for i, (r, n, part, tok) in enumerate(zip(reqs, counts, parts, tokens)):
-            rows = logits[i:i + 1] if per_request else logits[at:at + n]
+            rows = logits[i : i + 1] if per_request else logits[at : at + n]
             if per_request and n > 1:
                 rows = np.concatenate([self._head(part["final_norm"][:-1]), rows])
             at += n
@@ -126,8 +151,7 @@ class FlatRecording:
     def end_request(self, rid, stop_reason):
         """The request stopped (eos, max_new, context, forced, interrupted): its sequence ends."""
         if stop_reason not in schema.STOP_REASONS or stop_reason == "running":
-            raise ValueError("stop reason '%s': one of %s"
-                             % (stop_reason, ", ".join(schema.STOP_REASONS[:-1])))
+            raise ValueError("stop reason '%s': one of %s" % (stop_reason, ", ".join(schema.STOP_REASONS[:-1])))
         r = self._live(rid)
         r.ended = True
         self._writer.end_sequence(r.index, stop_reason)
@@ -136,29 +160,33 @@ class FlatRecording:
     def _live(self, rid):
         r = self._requests.get(rid)
         if r is None or r.ended:
-            raise FlatBatchError("request %r %s" % (rid, "has ended" if r else
-                                                    "was never added (add_request)"))
+            raise FlatBatchError("request %r %s" % (rid, "has ended" if r else "was never added (add_request)"))
         return r
 
     def _logits(self, logits, n_requests, n_tokens):
         logits = _rows(logits)
         if logits.shape[0] not in (n_requests, n_tokens):
-            raise FlatBatchError("logits have %d rows: one per request (%d) or per token (%d) "
-                                 "expected" % (logits.shape[0], n_requests, n_tokens))
+            raise FlatBatchError(
+                "logits have %d rows: one per request (%d) or per token (%d) "
+                "expected" % (logits.shape[0], n_requests, n_tokens)
+            )
         vocab = self.model.config.vocab_size
         if logits.shape[1] != vocab:
-            raise FlatBatchError("logits have %d columns, the vocabulary %d (the LogitsProcessor's "
-                                 "output, not lm_head's padded rows)" % (logits.shape[1], vocab))
+            raise FlatBatchError(
+                "logits have %d columns, the vocabulary %d (the LogitsProcessor's "
+                "output, not lm_head's padded rows)" % (logits.shape[1], vocab)
+            )
         return logits
 
     def _head(self, normed):
         """lm_head's weight (its first vocab_size rows: the engines pad the vocabulary) over
         final-norm rows, as the LogitsProcessor computes logits."""
         import torch
+
         head = self.model.lm_head
-        w = head.weight[:self.model.config.vocab_size]
+        w = head.weight[: self.model.config.vocab_size]
         bias = getattr(head, "bias", None)
-        bias = None if bias is None else bias[:w.shape[0]]
+        bias = None if bias is None else bias[: w.shape[0]]
         with torch.no_grad():
             out = torch.nn.functional.linear(normed.to(w.dtype), w, bias)
         return out.double().cpu().numpy()
@@ -166,30 +194,56 @@ class FlatRecording:
     # -- /meta --
     def _config_json(self):
         import torch
+
         p = next(self.model.parameters())
         sizes = sorted(self._sizes) or [0]
         dtype = str(p.dtype).replace("torch.", "")
-        engine = {"name": self.engine, "version": self.engine_version, "torch": torch.__version__,
-                  "numpy": np.__version__, "device": str(p.device), "dtype": dtype,
-                  "threads": torch.get_num_threads(), "chunked_prefill": self._chunked,
-                  "api": "record_flat"}
-        j = {"device": p.device.type, "dtype": schema.DTYPE_NAMES.get(dtype, dtype),
-             "batch": sizes[0] if len(sizes) == 1 else sizes, "tp": 1, "prefix_cache": "off",
-             "cuda_graphs": "off", "engine": engine, "trace": self._trace_block}
+        engine = {
+            "name": self.engine,
+            "version": self.engine_version,
+            "torch": torch.__version__,
+            "numpy": np.__version__,
+            "device": str(p.device),
+            "dtype": dtype,
+            "threads": torch.get_num_threads(),
+            "chunked_prefill": self._chunked,
+            "api": "record_flat",
+        }
+        j = {
+            "device": p.device.type,
+            "dtype": schema.DTYPE_NAMES.get(dtype, dtype),
+            "batch": sizes[0] if len(sizes) == 1 else sizes,
+            "tp": 1,
+            "prefix_cache": "off",
+            "cuda_graphs": "off",
+            "engine": engine,
+            "trace": self._trace_block,
+        }
         j.update(self.sampling)
         return json.dumps(j)
 
     def _producer(self):
         import torch
+
         return "driftscope_trace %s (%s %s, torch %s)" % (
-            schema.PACKAGE_VERSION, self.engine, self.engine_version or "(version unknown)",
-            torch.__version__)
+            schema.PACKAGE_VERSION,
+            self.engine,
+            self.engine_version or "(version unknown)",
+            torch.__version__,
+        )
 
     def _env_json(self):
         import torch
-        return env_json({"driftscope_trace_version": schema.PACKAGE_VERSION, "engine": self.engine,
-                         "engine_version": self.engine_version, "torch_version": torch.__version__,
-                         "numpy_version": np.__version__})
+
+        return env_json(
+            {
+                "driftscope_trace_version": schema.PACKAGE_VERSION,
+                "engine": self.engine,
+                "engine_version": self.engine_version,
+                "torch_version": torch.__version__,
+                "numpy_version": np.__version__,
+            }
+        )
 
 
 def _check_head(model):
@@ -198,26 +252,32 @@ def _check_head(model):
     head = getattr(getattr(model, "lm_head", None), "weight", None)
     rows, vocab = (0 if head is None else head.shape[0]), model.config.vocab_size
     if rows < vocab:
-        raise LayoutError("lm_head holds %d of the %d vocabulary rows: record_flat needs the whole "
-                          "head, one tensor-parallel rank" % (rows, vocab))
+        raise LayoutError(
+            "lm_head holds %d of the %d vocabulary rows: record_flat needs the whole "
+            "head, one tensor-parallel rank" % (rows, vocab)
+        )
 
 
 def _check_fed(rid, r, ids, n, tok):
     """The n token ids the embedding was fed for request r are its next known tokens, and a token
     is chosen only where the pass reached the end of its prompt."""
-    want = r.tokens[r.fed:r.fed + n]
+    want = r.tokens[r.fed : r.fed + n]
     if len(want) < n:
-        raise FlatBatchError("request %r fed %d tokens at position %d, where %d are known (a token "
-                             "chosen and not passed to step(), or a preempted request recomputed)"
-                             % (rid, n, r.fed, len(want)))
+        raise FlatBatchError(
+            "request %r fed %d tokens at position %d, where %d are known (a token "
+            "chosen and not passed to step(), or a preempted request recomputed)" % (rid, n, r.fed, len(want))
+        )
     got = [int(t) for t in ids.cpu().tolist()]
     if got != want:
-        raise FlatBatchError("request %r was fed tokens %s at positions %d.., not its own %s "
-                             "(counts in another order than the flattened batch? a cached prefix "
-                             "skipped?)" % (rid, got, r.fed, want))
+        raise FlatBatchError(
+            "request %r was fed tokens %s at positions %d.., not its own %s "
+            "(counts in another order than the flattened batch? a cached prefix "
+            "skipped?)" % (rid, got, r.fed, want)
+        )
     if tok is not None and r.fed + n < r.prompt_len:
-        raise FlatBatchError("request %r: a token chosen at position %d, inside its prompt of %d"
-                             % (rid, r.fed + n, r.prompt_len))
+        raise FlatBatchError(
+            "request %r: a token chosen at position %d, inside its prompt of %d" % (rid, r.fed + n, r.prompt_len)
+        )
 
 
 def _installed_version(engine):

@@ -24,12 +24,12 @@ sglang/srt/models/llama.py and qwen2.py; sglang/srt/layers/layernorm.py, RMSNorm
   caller hands them to flat_record.py); the embedding's input (the flattened token ids) is taken
   too, to check each request's rows against the tokens the caller says it fed.
 """
+
 import inspect
 
 import numpy as np
 
-from .hf_sites import (TRANSFORMERS, Layout, LayoutError, SiteHooks, family_of_config,
-                       site_table)
+from .hf_sites import TRANSFORMERS, Layout, LayoutError, SiteHooks, family_of_config, site_table
 
 
 class FlatBatchError(ValueError):
@@ -42,18 +42,31 @@ def _engine_family(model):
     layers = getattr(getattr(model, "model", None), "layers", None)
     first = layers[0] if layers is not None and len(layers) else None
     if first is None or "residual" not in inspect.signature(first.forward).parameters:
-        raise LayoutError("%s is not a vLLM or SGLang model: its decoder layers take no residual "
-                          "(a transformers model is recorded with driftscope_trace.record)"
-                          % type(model).__name__)
+        raise LayoutError(
+            "%s is not a vLLM or SGLang model: its decoder layers take no residual "
+            "(a transformers model is recorded with driftscope_trace.record)" % type(model).__name__
+        )
     return family_of_config(model.config)
 
 
 # transformers' modules, read otherwise: the fused norms' pairs, the layer's deferred sum
-_CAPTURES = {"attn_norm": "output0", "attn_out": "output0", "resid_mid": "output1",
-             "mlp_norm": "output0", "mlp_out": "output0", "out": "sum01", "final_norm": "output0"}
+_CAPTURES = {
+    "attn_norm": "output0",
+    "attn_out": "output0",
+    "resid_mid": "output1",
+    "mlp_norm": "output0",
+    "mlp_out": "output0",
+    "out": "sum01",
+    "final_norm": "output0",
+}
 _TAPS = {"input_ids": ("model.embed_tokens", "input", "Embedding")}
-_TAPS.update({k: (path, _CAPTURES.get(k, capture), must_be)
-              for k, (path, capture, must_be) in TRANSFORMERS.taps.items() if k != "logits"})
+_TAPS.update(
+    {
+        k: (path, _CAPTURES.get(k, capture), must_be)
+        for k, (path, capture, must_be) in TRANSFORMERS.taps.items()
+        if k != "logits"
+    }
+)
 FLAT = Layout(_engine_family, _TAPS, ("input_ids", "final_norm"))
 
 
@@ -75,13 +88,13 @@ def split_rows(taken, counts):
     if not taken:
         raise FlatBatchError("no forward pass of the model was observed since the last step")
     if any(int(n) < 1 for n in counts):
-        raise FlatBatchError("every request of a step feeds at least one token: counts %s"
-                             % list(counts))
+        raise FlatBatchError("every request of a step feeds at least one token: counts %s" % list(counts))
     total = sum(int(n) for n in counts)
     for site, t in taken.items():
         if t.shape[0] != total:
-            raise FlatBatchError("site %s holds %d rows, the step's token counts %s sum to %d (a "
-                                 "padded batch? CUDA graphs must be off)"
-                                 % (site, t.shape[0], list(counts), total))
+            raise FlatBatchError(
+                "site %s holds %d rows, the step's token counts %s sum to %d (a "
+                "padded batch? CUDA graphs must be off)" % (site, t.shape[0], list(counts), total)
+            )
     starts = np.concatenate([[0], np.cumsum(counts)]).astype(int)
     return [{s: t[a:b] for s, t in taken.items()} for a, b in zip(starts[:-1], starts[1:])]

@@ -12,6 +12,7 @@ GGUF was converted from: its weight files are the trace's model identity (so `dr
 compares the trace with driftscope's and transformers' runs of that model), its tokenizer encodes
 text prompts. The GGUF's file type (F32, F16, BF16, Q8_0, ...) and the KV cache type are in
 config_json's engine block, so diff names them."""
+
 import argparse
 import ctypes
 import json
@@ -25,7 +26,7 @@ from . import schema, writer
 from .deps import require
 from .gguf_sites import ARCHITECTURES, available, site_of
 from .identity import env_json, model_json, sha256_file
-from .prompt_args import UsageError, add_common_flags, select_prompts
+from .prompt_args import UsageError, add_common_flags, check_flags, check_topk, select_prompts
 from .prompts import PromptError
 from .sampler import sample_next, validate as validate_sampling
 
@@ -34,13 +35,18 @@ KV_TYPES = {"f32": GGML_TYPE_F32, "f16": GGML_TYPE_F16}
 
 
 def parse_args(argv):
-    ap = argparse.ArgumentParser(prog="driftscope-trace llamacpp", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="driftscope-trace llamacpp", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("-m", "--model", required=True, help="GGUF file")
     ap.add_argument("--source-model", help="the Hugging Face directory the GGUF was converted from")
     add_common_flags(ap)
-    ap.add_argument("--kv-type", default="f32", choices=sorted(KV_TYPES),
-                    help="KV cache type (llama.cpp's default is f16; f32 agrees with fp32 engines)")
+    ap.add_argument(
+        "--kv-type",
+        default="f32",
+        choices=sorted(KV_TYPES),
+        help="KV cache type (llama.cpp's default is f16; f32 agrees with fp32 engines)",
+    )
     ap.add_argument("--threads", type=int, default=1)
     return ap.parse_args(argv)
 
@@ -50,6 +56,7 @@ class _Ggml:
 
     def __init__(self):
         from llama_cpp import _ggml
+
         lib = _ggml.libggml
         self.get_name = lib.ggml_get_name
         self.get_name.argtypes, self.get_name.restype = [ctypes.c_void_p], ctypes.c_char_p
@@ -82,6 +89,7 @@ class Engine:
 
     def __init__(self, path, kv_type, threads, n_ctx, sites):
         import llama_cpp as L
+
         self.L, self.g = L, _Ggml()
         L.llama_log_set(_quiet_log(L), ctypes.c_void_p(0))
         L.llama_backend_init()
@@ -122,8 +130,9 @@ class Engine:
             if site in self.wanted:
                 n, rows = self.g.nelements(t), self.g.nrows(t)
                 if self.g.type_of(t) != GGML_TYPE_F32:
-                    raise RuntimeError("llama.cpp's tensor for %s is not F32 (ggml type %d)"
-                                       % (site, self.g.type_of(t)))
+                    raise RuntimeError(
+                        "llama.cpp's tensor for %s is not F32 (ggml type %d)" % (site, self.g.type_of(t))
+                    )
                 out = np.empty(n, dtype=np.float32)
                 self.g.tensor_get(t, out.ctypes.data, 0, n * 4)
                 self.taken[site] = out.reshape(rows, n // rows)
@@ -154,8 +163,10 @@ class Engine:
         """A UsageError naming the first of `sites` the last decode's graph did not compute."""
         missing = [s for s in sites if s not in self.taken]
         if missing:
-            raise UsageError("llama.cpp's graph has no tensor for %s (architecture %s): leave it out "
-                             "of --probes" % (missing[0], self.arch))
+            raise UsageError(
+                "llama.cpp's graph has no tensor for %s (architecture %s): leave it out "
+                "of --probes" % (missing[0], self.arch)
+            )
 
     def tokenize(self, text):
         raw = text.encode()
@@ -182,9 +193,22 @@ def generate_one(engine, w, index, prompt, forced, sites, a, eos):
         if (forced is not None and len(forced) == 0) or (forced is None and a.max_new == 0):
             w.append(index, hidden, logits, [])
             return "max_new"
-        nxt = int(forced[generated]) if forced is not None else sample_next(
-            logits[-1], a.temperature, a.top_p, a.top_k, a.seed, a.tie_break == "highest_id",
-            a.repetition_penalty, index, generated, tokens)
+        nxt = (
+            int(forced[generated])
+            if forced is not None
+            else sample_next(
+                logits[-1],
+                a.temperature,
+                a.top_p,
+                a.top_k,
+                a.seed,
+                a.tie_break == "highest_id",
+                a.repetition_penalty,
+                index,
+                generated,
+                tokens,
+            )
+        )
         tokens.append(nxt)
         generated += 1
         w.append(index, hidden, logits, [nxt])
@@ -232,8 +256,10 @@ def gguf_architecture(path):
 
     with open(path, "rb") as f:
         if f.read(4) != b"GGUF":
-            raise UsageError("'%s' is not a GGUF file (no GGUF magic): convert a Hugging Face directory with "
-                             "llama.cpp's convert_hf_to_gguf.py" % path)
+            raise UsageError(
+                "'%s' is not a GGUF file (no GGUF magic): convert a Hugging Face directory with "
+                "llama.cpp's convert_hf_to_gguf.py" % path
+            )
         _, _, n_kv = struct.unpack("<IQQ", read(f, 20))
         for _ in range(n_kv):
             key, t = string(f), struct.unpack("<I", read(f, 4))[0]
@@ -253,16 +279,21 @@ def record(a):
         raise UsageError("threads %d: --threads takes N >= 1" % a.threads)
     arch = gguf_architecture(a.model)
     if arch not in ARCHITECTURES:
-        raise UsageError("GGUF '%s' is architecture '%s': the llama.cpp recorder maps %s (convert a "
-                         "Llama, Mistral or Qwen2 model)" % (a.model, arch, ", ".join(sorted(ARCHITECTURES))))
+        raise UsageError(
+            "GGUF '%s' is architecture '%s': the llama.cpp recorder maps %s (convert a "
+            "Llama, Mistral or Qwen2 model)" % (a.model, arch, ", ".join(sorted(ARCHITECTURES)))
+        )
     require("llamacpp")  # after the checks that need no llama.cpp
     import llama_cpp
+
     engine = Engine(a.model, a.kv_type, a.threads, 4096, [])
+    check_topk(a, engine.n_vocab)
     sites = available(schema.resolve_probes(a.probes, engine.n_layers), arch, a.probes)
     engine.wanted = set(sites)
     tok = None
     if a.source_model and os.path.exists(os.path.join(a.source_model, "tokenizer.json")):
         from tokenizers import Tokenizer
+
         tok = Tokenizer.from_file(os.path.join(a.source_model, "tokenizer.json"))
     encode = (lambda text: tok.encode(text).ids) if tok is not None else engine.tokenize
     bos = engine.L.llama_vocab_bos(engine.vocab)
@@ -270,32 +301,68 @@ def record(a):
     bos, eos = (None if bos < 0 else bos), (None if eos < 0 else eos)
     prompts = select_prompts(a, encode, bos, engine.n_vocab, engine.n_ctx, "")
     ftype = engine.L.llama_model_ftype(engine.model)
-    eng = {"name": "llama.cpp", "version": "llama-cpp-python %s" % llama_cpp.__version__,
-           "architecture": engine.arch, "weights": FILE_TYPES.get(ftype, "ftype %d" % ftype),
-           "kv_type": a.kv_type, "flash_attn": "off", "threads": a.threads, "device": "cpu",
-           "gguf": os.path.basename(a.model)}
+    eng = {
+        "name": "llama.cpp",
+        "version": "llama-cpp-python %s" % llama_cpp.__version__,
+        "architecture": engine.arch,
+        "weights": FILE_TYPES.get(ftype, "ftype %d" % ftype),
+        "kv_type": a.kv_type,
+        "flash_attn": "off",
+        "threads": a.threads,
+        "device": "cpu",
+        "gguf": os.path.basename(a.model),
+    }
     window = unapplied_window(a, prompts)
     if window:
         eng["sliding_window"] = "none (source model: %d)" % window
-    config = {"device": "cpu", "dtype": "fp32", "batch": 1, "tp": 1, "prefill_chunk": 0, "prefix_cache": "off",
-              "tie_break": a.tie_break, "add_bos": a.add_bos, "repetition_penalty": a.repetition_penalty,
-              "max_new": a.max_new, "temperature": a.temperature, "top_p": a.top_p, "top_k": a.top_k,
-              "seed": a.seed, "cuda_graphs": "off", "tf32": "off", "engine": eng,
-              "trace": schema.trace_block(a.probes, a.hidden_dtype, a.topk, a.full_logits, a.compression,
-                                          a.force_tokens)}
+    config = {
+        "device": "cpu",
+        "dtype": "fp32",
+        "batch": 1,
+        "tp": 1,
+        "prefill_chunk": 0,
+        "prefix_cache": "off",
+        "tie_break": a.tie_break,
+        "add_bos": a.add_bos,
+        "repetition_penalty": a.repetition_penalty,
+        "max_new": a.max_new,
+        "temperature": a.temperature,
+        "top_p": a.top_p,
+        "top_k": a.top_k,
+        "seed": a.seed,
+        "cuda_graphs": "off",
+        "tf32": "off",
+        "engine": eng,
+        "trace": schema.trace_block(a.probes, a.hidden_dtype, a.topk, a.full_logits, a.compression, a.force_tokens),
+    }
     # one forward pass before the trace is opened: a site the graph does not name is refused
     # with nothing written
     engine.decode(prompts[0][1][:1], 0)
     engine.require_sites(sites)
     mjson = gguf_model_json(a, engine)
     producer = "driftscope_trace %s (llama.cpp, llama-cpp-python %s)" % (schema.PACKAGE_VERSION, llama_cpp.__version__)
-    env = env_json({"driftscope_trace_version": schema.PACKAGE_VERSION, "llama_cpp_python_version": llama_cpp.__version__,
-                    "numpy_version": np.__version__})
+    env = env_json(
+        {
+            "driftscope_trace_version": schema.PACKAGE_VERSION,
+            "llama_cpp_python_version": llama_cpp.__version__,
+            "numpy_version": np.__version__,
+        }
+    )
     cmd = " ".join(shlex.quote(x) for x in [os.path.basename(sys.argv[0])] + sys.argv[1:])
     n_gen = 0
-    with writer.TraceWriter(a.output, hidden_dtype=a.hidden_dtype, topk=a.topk, full_logits=a.full_logits,
-                            force=a.force, config_json=json.dumps(config), model_json=mjson, env_json=env,
-                            command_line=cmd, producer=producer, compression=a.compression) as w:
+    with writer.TraceWriter(
+        a.output,
+        hidden_dtype=a.hidden_dtype,
+        topk=a.topk,
+        full_logits=a.full_logits,
+        force=a.force,
+        config_json=json.dumps(config),
+        model_json=mjson,
+        env_json=env,
+        command_line=cmd,
+        producer=producer,
+        compression=a.compression,
+    ) as w:
         for i, (_, ids, forced) in enumerate(prompts):
             w.begin_sequence(i, ids)
             w.end_sequence(i, generate_one(engine, w, i, ids, forced, sites, a, eos))
@@ -303,8 +370,11 @@ def record(a):
         w.finish(True, "finished")
     engine.close()
     if not a.quiet:
-        print("driftscope_trace: wrote %s (%d sequences, %d generated tokens, %d hidden sites, llama.cpp %s)"
-              % (a.output, len(prompts), n_gen, len(sites), eng["weights"]), file=sys.stderr)
+        print(
+            "driftscope_trace: wrote %s (%d sequences, %d generated tokens, %d hidden sites, llama.cpp %s)"
+            % (a.output, len(prompts), n_gen, len(sites), eng["weights"]),
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -322,9 +392,12 @@ def unapplied_window(a, prompts):
     if not isinstance(window, int) or isinstance(window, bool) or window <= 0 or reach <= window:
         return None
     if not a.quiet:
-        print("driftscope_trace: note: %s attends within a sliding window of %d positions; llama.cpp's graph "
-              "of this GGUF attends to every position, so from position %d on it computes another model "
-              "(recorded as engine.sliding_window)" % (a.source_model, window, window), file=sys.stderr)
+        print(
+            "driftscope_trace: note: %s attends within a sliding window of %d positions; llama.cpp's graph "
+            "of this GGUF attends to every position, so from position %d on it computes another model "
+            "(recorded as engine.sliding_window)" % (a.source_model, window, window),
+            file=sys.stderr,
+        )
     return window
 
 
@@ -333,16 +406,23 @@ def gguf_model_json(a, engine):
     GGUF's; the GGUF itself in "gguf"."""
     if a.source_model:
         import types
+
         with open(os.path.join(a.source_model, "config.json")) as f:
             cfg = types.SimpleNamespace(**json.load(f))  # read as it is: no transformers needed
-        arch = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral",
-                "Qwen2ForCausalLM": "qwen2"}.get((getattr(cfg, "architectures", None) or [""])[0], engine.arch)
+        arch = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "Qwen2ForCausalLM": "qwen2"}.get(
+            (getattr(cfg, "architectures", None) or [""])[0], engine.arch
+        )
         j = json.loads(model_json(os.path.abspath(a.source_model), cfg, arch, None))
     else:
-        j = {"architecture": engine.arch, "format": "gguf", "path": os.path.abspath(a.model),
-             "config": {"n_layers": engine.n_layers, "vocab_size": engine.n_vocab},
-             "files": [{"name": os.path.basename(a.model), "bytes": os.path.getsize(a.model),
-                        "sha256": sha256_file(a.model)}]}
+        j = {
+            "architecture": engine.arch,
+            "format": "gguf",
+            "path": os.path.abspath(a.model),
+            "config": {"n_layers": engine.n_layers, "vocab_size": engine.n_vocab},
+            "files": [
+                {"name": os.path.basename(a.model), "bytes": os.path.getsize(a.model), "sha256": sha256_file(a.model)}
+            ],
+        }
     j["gguf"] = {"path": os.path.abspath(a.model), "sha256": sha256_file(a.model)}
     return json.dumps(j)
 
@@ -350,6 +430,7 @@ def gguf_model_json(a, engine):
 def main(argv=None):
     a = parse_args(sys.argv[1:] if argv is None else argv)
     try:
+        check_flags(a)
         return record(a)
     except (UsageError, PromptError, schema.ProbeError, ValueError, OSError) as e:
         print("driftscope_trace: %s" % e, file=sys.stderr)

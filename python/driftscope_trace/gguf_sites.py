@@ -20,12 +20,19 @@ written). The names were read in llama.cpp's source as llama-cpp-python 0.3.36 v
 checked against the names its eval callback sees (tests/engines/test_llamacpp.py records every
 site).
 """
+
 import re
 
 # GGUF general.architecture values whose graphs have the names above (Mistral converts as llama)
 ARCHITECTURES = {"llama": "llama", "qwen2": "qwen2"}
-_LAYER = {"attn_norm": "attn_norm", "attn_out": "attn_out", "ffn_inp": "resid_mid", "ffn_norm": "mlp_norm",
-          "ffn_out": "mlp_out", "l_out": "out"}
+_LAYER = {
+    "attn_norm": "attn_norm",
+    "attn_out": "attn_out",
+    "ffn_inp": "resid_mid",
+    "ffn_norm": "mlp_norm",
+    "ffn_out": "mlp_out",
+    "l_out": "out",
+}
 # layer site kinds a graph does not name, by architecture
 UNNAMED = {"llama": set(), "qwen2": {"attn_out"}}
 _NAMED = re.compile(r"^([a-z_]+)-(\d+)$")
@@ -48,6 +55,5 @@ def available(sites, arch, spec):
     were "default" or "all"; a ValueError naming the first unnamed one asked for by name."""
     missing = [s for s in sites if s.split("/")[-1] in UNNAMED[arch] and s.startswith("L")]
     if missing and spec not in ("default", "all"):
-        raise ValueError("llama.cpp's %s graph names no tensor for %s: leave it out of --probes"
-                         % (arch, missing[0]))
+        raise ValueError("llama.cpp's %s graph names no tensor for %s: leave it out of --probes" % (arch, missing[0]))
     return [s for s in sites if s not in missing]

@@ -14,6 +14,7 @@ decode pass per token with the model's KV cache, the next token chosen as drifts
 sites (driftscope_trace/hf_sites.py). Exit codes as driftscope's: 2 for bad input, 130 when
 interrupted (the trace is kept with complete=0).
 """
+
 import argparse
 import json
 import os
@@ -26,7 +27,7 @@ import numpy as np
 from . import schema, writer
 from .identity import env_json, model_json, tokenizer_identity
 from .deps import require
-from .prompt_args import UsageError, add_common_flags, select_prompts
+from .prompt_args import UsageError, add_common_flags, check_flags, check_topk, select_prompts
 from .prompts import PromptError
 from .sampler import validate as validate_sampling
 
@@ -34,8 +35,9 @@ DTYPES = ("fp32", "fp64", "bf16", "fp16")
 
 
 def parse_args(argv):
-    ap = argparse.ArgumentParser(prog="driftscope-trace", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="driftscope-trace", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = ap.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="record a trace")
     r.add_argument("-m", "--model", required=True, help="Hugging Face model directory")
@@ -45,8 +47,12 @@ def parse_args(argv):
     r.add_argument("--dtype", default="fp32", choices=DTYPES)
     r.add_argument("--attn-implementation", default="eager", help="eager, sdpa, flash_attention_2")
     r.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
-    r.add_argument("--batch", type=int, default=1,
-                   help="prompts generated together, left-padded with an attention mask (default 1)")
+    r.add_argument(
+        "--batch",
+        type=int,
+        default=1,
+        help="prompts generated together, left-padded with an attention mask (default 1)",
+    )
     return ap.parse_args(argv)
 
 
@@ -59,6 +65,7 @@ def load_tokenizer(path):
     if not os.path.exists(tj):
         return None, None
     from transformers import AutoTokenizer
+
     tok = AutoTokenizer.from_pretrained(os.path.dirname(os.path.abspath(tj)))
     return tok, tj
 
@@ -69,16 +76,28 @@ def run_config(a, engine):
     (with its batch shape, thread count and library versions), and the trace options. Knobs of
     driftscope's own kernels (gemm_policy, split_k, accum, attn_splits, allreduce, kernel) are not
     recorded: transformers has no such choice."""
-    return json.dumps({
-        "device": "cuda" if a.device.startswith("cuda") else a.device, "dtype": a.dtype, "batch": a.batch,
-        "tp": 1, "prefill_chunk": 0, "prefix_cache": "off", "tie_break": a.tie_break,
-        "add_bos": a.add_bos, "repetition_penalty": a.repetition_penalty, "max_new": a.max_new,
-        "temperature": a.temperature, "top_p": a.top_p, "top_k": a.top_k, "seed": a.seed,
-        "cuda_graphs": "off", "tf32": engine.pop("_tf32"),
-        "engine": engine,
-        "trace": schema.trace_block(a.probes, a.hidden_dtype, a.topk, a.full_logits, a.compression,
-                                    a.force_tokens),
-    })
+    return json.dumps(
+        {
+            "device": "cuda" if a.device.startswith("cuda") else a.device,
+            "dtype": a.dtype,
+            "batch": a.batch,
+            "tp": 1,
+            "prefill_chunk": 0,
+            "prefix_cache": "off",
+            "tie_break": a.tie_break,
+            "add_bos": a.add_bos,
+            "repetition_penalty": a.repetition_penalty,
+            "max_new": a.max_new,
+            "temperature": a.temperature,
+            "top_p": a.top_p,
+            "top_k": a.top_k,
+            "seed": a.seed,
+            "cuda_graphs": "off",
+            "tf32": engine.pop("_tf32"),
+            "engine": engine,
+            "trace": schema.trace_block(a.probes, a.hidden_dtype, a.topk, a.full_logits, a.compression, a.force_tokens),
+        }
+    )
 
 
 def pad_token(tok, cfg, eos):
@@ -102,13 +121,16 @@ def load_model(a):
     cfg = AutoConfig.from_pretrained(a.model)
     archs = getattr(cfg, "architectures", None) or []
     if not any(x in FAMILIES for x in archs):
-        raise LayoutError("model '%s' is %s (model_type '%s'): not a family driftscope loads; the "
-                          "recorder maps %s" % (a.model, ", ".join(archs) or "of no architecture",
-                                                cfg.model_type, ", ".join(sorted(FAMILIES))))
+        raise LayoutError(
+            "model '%s' is %s (model_type '%s'): not a family driftscope loads; the "
+            "recorder maps %s"
+            % (a.model, ", ".join(archs) or "of no architecture", cfg.model_type, ", ".join(sorted(FAMILIES)))
+        )
     dtype = {"fp32": torch.float32, "fp64": torch.float64, "bf16": torch.bfloat16, "fp16": torch.float16}[a.dtype]
     check_matmul(torch, dtype, a)
     if a.quiet:  # transformers 5 draws a progress bar while loading weights
         from transformers.utils import logging as hf_logging
+
         hf_logging.disable_progress_bar()
     model = AutoModelForCausalLM.from_pretrained(a.model, **from_pretrained_kwargs(dtype, a.attn_implementation))
     model.to(device=a.device, dtype=dtype).eval()
@@ -124,14 +146,17 @@ def check_matmul(torch, dtype, a):
         x = torch.ones(1, 2, dtype=dtype, device=a.device)
         torch.nn.functional.linear(x, torch.ones(2, 2, dtype=dtype, device=a.device))
     except RuntimeError as e:
-        raise UsageError("torch %s cannot compute in %s on %s (%s): choose another --dtype, or "
-                         "another torch (pip install 'driftscope-trace[transformers]' gets today's)"
-                         % (torch.__version__, a.dtype, a.device, str(e).splitlines()[0]))
+        raise UsageError(
+            "torch %s cannot compute in %s on %s (%s): choose another --dtype, or "
+            "another torch (pip install 'driftscope-trace[transformers]' gets today's)"
+            % (torch.__version__, a.dtype, a.device, str(e).splitlines()[0])
+        )
 
 
 def main(argv=None):
     a = parse_args(sys.argv[1:] if argv is None else argv)
     try:
+        check_flags(a)  # before transformers and torch load: a bad flag is refused at once
         require("transformers")
         return record(a)
     except (UsageError, PromptError, schema.ProbeError, ValueError, OSError) as e:
@@ -153,11 +178,14 @@ def record(a):
     if a.max_new < 0:
         raise UsageError("max_new %d is negative: --max-new takes N >= 0" % a.max_new)
     if os.path.exists(a.output) and not a.force:
-        raise UsageError("trace '%s' already exists; pass --force to overwrite it, or choose another -o path" % a.output)
+        raise UsageError(
+            "trace '%s' already exists; pass --force to overwrite it, or choose another -o path" % a.output
+        )
     model, engine = load_model(a)
     site_table(model)  # the layout is checked before anything is written
     cfg = model.config
     n_layers, vocab = cfg.num_hidden_layers, cfg.vocab_size
+    check_topk(a, vocab)
     sites = schema.resolve_probes(a.probes, n_layers)
     tok, tok_json = load_tokenizer(a.tokenizer or a.model)
     encode = (lambda text: tok(text, add_special_tokens=True)["input_ids"]) if tok is not None else None
@@ -166,38 +194,66 @@ def record(a):
     if isinstance(eos, list):
         eos = eos[0]
     pad = pad_token(tok, cfg, eos)
-    prompts = select_prompts(a, encode, bos, vocab, cfg.max_position_embeddings,
-                             "'%s' has no tokenizer.json (pass --tokenizer or --prompt-ids)" % a.model)
+    prompts = select_prompts(
+        a,
+        encode,
+        bos,
+        vocab,
+        cfg.max_position_embeddings,
+        "'%s' has no tokenizer.json (pass --tokenizer or --prompt-ids)" % a.model,
+    )
     ctx = cfg.max_position_embeddings
 
     from .hf_sites import family_of
-    mjson = model_json(os.path.abspath(a.model), cfg, family_of(model),
-                       tokenizer_identity(tok_json, tok, vocab))
+
+    mjson = model_json(os.path.abspath(a.model), cfg, family_of(model), tokenizer_identity(tok_json, tok, vocab))
     import transformers
-    env = env_json({"driftscope_trace_version": schema.PACKAGE_VERSION, "transformers_version": transformers.__version__,
-                    "torch_version": torch.__version__, "numpy_version": np.__version__,
-                    "cuda": torch.cuda.get_device_name(0) if a.device.startswith("cuda") else None})
+
+    env = env_json(
+        {
+            "driftscope_trace_version": schema.PACKAGE_VERSION,
+            "transformers_version": transformers.__version__,
+            "torch_version": torch.__version__,
+            "numpy_version": np.__version__,
+            "cuda": torch.cuda.get_device_name(0) if a.device.startswith("cuda") else None,
+        }
+    )
     cmd = " ".join(shlex.quote(x) for x in [os.path.basename(sys.argv[0])] + sys.argv[1:])
-    producer = "driftscope_trace %s (transformers %s, torch %s)" % (schema.PACKAGE_VERSION, engine["version"], engine["torch"])
+    producer = "driftscope_trace %s (transformers %s, torch %s)" % (
+        schema.PACKAGE_VERSION,
+        engine["version"],
+        engine["torch"],
+    )
     config_json = run_config(a, engine)
 
     stop = {"flag": False}
+
     def on_signal(signum, frame):
         stop["flag"] = True
+
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     hooks = SiteHooks(model, sites)
     n_gen = n_seq = 0
     interrupted = False
     try:
-        with writer.TraceWriter(a.output, hidden_dtype=a.hidden_dtype, topk=a.topk, full_logits=a.full_logits,
-                                force=a.force, config_json=config_json, model_json=mjson, env_json=env,
-                                command_line=cmd, producer=producer, compression=a.compression) as w:
+        with writer.TraceWriter(
+            a.output,
+            hidden_dtype=a.hidden_dtype,
+            topk=a.topk,
+            full_logits=a.full_logits,
+            force=a.force,
+            config_json=config_json,
+            model_json=mjson,
+            env_json=env,
+            command_line=cmd,
+            producer=producer,
+            compression=a.compression,
+        ) as w:
             for first in range(0, len(prompts), a.batch):
                 if stop["flag"]:
                     interrupted = True
                     break
-                group = [(i, ids, forced) for i, (_, ids, forced) in
-                         enumerate(prompts[first:first + a.batch], first)]
+                group = [(i, ids, forced) for i, (_, ids, forced) in enumerate(prompts[first : first + a.batch], first)]
                 interrupted = generate_batch(model, hooks, w, group, sites, a, eos, ctx, stop, pad)
                 n_gen += sum(w._seqs[i].n_tokens - len(ids) for i, ids, _ in group)
                 n_seq += len(group)
@@ -209,9 +265,11 @@ def record(a):
         for s, h in old.items():
             signal.signal(s, h)
     if not a.quiet:
-        print("driftscope_trace: wrote %s (%d of %d sequences, %d generated tokens, %d hidden sites)"
-              % (a.output, n_seq, len(prompts), n_gen, len(sites)),
-              file=sys.stderr)
+        print(
+            "driftscope_trace: wrote %s (%d of %d sequences, %d generated tokens, %d hidden sites)"
+            % (a.output, n_seq, len(prompts), n_gen, len(sites)),
+            file=sys.stderr,
+        )
     return 130 if interrupted else 0
 
 

@@ -5,6 +5,7 @@ decode pass per step for every row of the batch with the model's KV cache. A row
 (EOS, the context) is fed a padding token until the whole batch stops, as generate() does, and its
 rows are no longer recorded. Each row's next token is chosen as driftscope chooses it (sampler.py);
 its rows (the positions of its own tokens only) go to the trace as one sequence."""
+
 import torch
 
 from .sampler import sample_next
@@ -21,8 +22,18 @@ class _Row:
 def _choose(row, logits, a):
     if row.forced is not None:
         return int(row.forced[row.generated])
-    return sample_next(logits[-1], a.temperature, a.top_p, a.top_k, a.seed, a.tie_break == "highest_id",
-                       a.repetition_penalty, row.index, row.generated, row.tokens)
+    return sample_next(
+        logits[-1],
+        a.temperature,
+        a.top_p,
+        a.top_k,
+        a.seed,
+        a.tie_break == "highest_id",
+        a.repetition_penalty,
+        row.index,
+        row.generated,
+        row.tokens,
+    )
 
 
 def _record_row(row, taken, b, w, sites, a, eos, ctx):
@@ -59,8 +70,8 @@ def left_padded(prompts, pad_id, device):
     ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(prompts), width), dtype=torch.long)
     for b, p in enumerate(prompts):
-        ids[b, width - len(p):] = torch.tensor(p, dtype=torch.long)
-        mask[b, width - len(p):] = 1
+        ids[b, width - len(p) :] = torch.tensor(p, dtype=torch.long)
+        mask[b, width - len(p) :] = 1
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
     return ids.to(device), mask.to(device), positions.to(device)
 
@@ -74,6 +85,7 @@ def generate_batch(model, hooks, w, group, sites, a, eos, ctx, stop, pad_id):
         w.begin_sequence(r.index, r.tokens)
     feed, mask, positions = left_padded([r.tokens for r in rows], pad_id, device)
     from transformers import DynamicCache
+
     past = DynamicCache()
     while True:
         if stop["flag"]:
@@ -83,8 +95,9 @@ def generate_batch(model, hooks, w, group, sites, a, eos, ctx, stop, pad_id):
             return True
         hooks.clear()
         with torch.no_grad():
-            out = model(input_ids=feed, attention_mask=mask, position_ids=positions, past_key_values=past,
-                        use_cache=True)
+            out = model(
+                input_ids=feed, attention_mask=mask, position_ids=positions, past_key_values=past, use_cache=True
+            )
         past = out.past_key_values
         nxt = []
         for b, r in enumerate(rows):

@@ -16,6 +16,7 @@ module the layout needs that is missing or of the wrong kind, stops with a Layou
 The table is a Layout (TRANSFORMERS); flat_sites.py reads the same modules of a vLLM or SGLang
 model object otherwise.
 """
+
 import torch
 
 from .schema import LAYER_SITE_KINDS
@@ -31,9 +32,10 @@ class LayoutError(ValueError):
 def family_of(model):
     cls = type(model).__name__
     if cls not in FAMILIES:
-        raise LayoutError("model class %s (model_type '%s') is not a family driftscope loads; the "
-                          "recorder maps %s" % (cls, getattr(model.config, "model_type", "?"),
-                                                ", ".join(sorted(FAMILIES))))
+        raise LayoutError(
+            "model class %s (model_type '%s') is not a family driftscope loads; the "
+            "recorder maps %s" % (cls, getattr(model.config, "model_type", "?"), ", ".join(sorted(FAMILIES)))
+        )
     return FAMILIES[cls]
 
 
@@ -43,9 +45,10 @@ def family_of_config(config):
     archs = getattr(config, "architectures", None) or []
     found = [FAMILIES[a] for a in archs if a in FAMILIES]
     if not found:
-        raise LayoutError("config architectures %s (model_type '%s'): not a family driftscope "
-                          "loads; the recorder maps %s" % (archs, getattr(config, "model_type", "?"),
-                                                           ", ".join(sorted(FAMILIES))))
+        raise LayoutError(
+            "config architectures %s (model_type '%s'): not a family driftscope "
+            "loads; the recorder maps %s" % (archs, getattr(config, "model_type", "?"), ", ".join(sorted(FAMILIES)))
+        )
     return found[0]
 
 
@@ -60,28 +63,33 @@ class Layout:
         self.family, self.taps, self.always = family, taps, always
 
 
-TRANSFORMERS = Layout(family_of, {
-    "embed": ("model.embed_tokens", "output", "Embedding"),
-    "attn_norm": ("input_layernorm", "output", "RMSNorm"),
-    "attn_out": ("self_attn.o_proj", "output", "Linear"),
-    "resid_mid": ("post_attention_layernorm", "input", "RMSNorm"),
-    "mlp_norm": ("post_attention_layernorm", "output", "RMSNorm"),
-    "mlp_out": ("mlp.down_proj", "output", "Linear"),
-    "out": ("", "output0", "DecoderLayer"),
-    "final_norm": ("model.norm", "output", "RMSNorm"),
-    "logits": ("lm_head", "output", "Linear"),
-}, ("logits",))
+TRANSFORMERS = Layout(
+    family_of,
+    {
+        "embed": ("model.embed_tokens", "output", "Embedding"),
+        "attn_norm": ("input_layernorm", "output", "RMSNorm"),
+        "attn_out": ("self_attn.o_proj", "output", "Linear"),
+        "resid_mid": ("post_attention_layernorm", "input", "RMSNorm"),
+        "mlp_norm": ("post_attention_layernorm", "output", "RMSNorm"),
+        "mlp_out": ("mlp.down_proj", "output", "Linear"),
+        "out": ("", "output0", "DecoderLayer"),
+        "final_norm": ("model.norm", "output", "RMSNorm"),
+        "logits": ("lm_head", "output", "Linear"),
+    },
+    ("logits",),
+)
 
 
 def _module(model, path, must_be):
     try:
         m = model.get_submodule(path)
     except AttributeError:
-        raise LayoutError("cannot map %s onto driftscope's sites: module '%s' not found"
-                          % (type(model).__name__, path))
+        raise LayoutError("cannot map %s onto driftscope's sites: module '%s' not found" % (type(model).__name__, path))
     if not type(m).__name__.endswith(must_be):
-        raise LayoutError("cannot map %s onto driftscope's sites: module '%s' is a %s, expected a %s"
-                          % (type(model).__name__, path, type(m).__name__, must_be))
+        raise LayoutError(
+            "cannot map %s onto driftscope's sites: module '%s' is a %s, expected a %s"
+            % (type(model).__name__, path, type(m).__name__, must_be)
+        )
     return m
 
 
@@ -92,8 +100,9 @@ def site_table(model, layout=TRANSFORMERS):
     n_layers = model.config.num_hidden_layers
     layers = _module(model, "model.layers", "ModuleList")
     if len(layers) != n_layers:
-        raise LayoutError("module 'model.layers' holds %d layers, config.num_hidden_layers says %d"
-                          % (len(layers), n_layers))
+        raise LayoutError(
+            "module 'model.layers' holds %d layers, config.num_hidden_layers says %d" % (len(layers), n_layers)
+        )
     taps, after = layout.taps, ("final_norm", "logits")
 
     def top(name):
@@ -113,8 +122,10 @@ def _captured(site, module, output, capture):
     """The value a forward hook's `output` holds for `capture` (Layout's captures)."""
     pair = isinstance(output, (tuple, list))
     if capture in ("output1", "sum01") and not (pair and len(output) >= 2):
-        raise LayoutError("site %s: module %s returned %s, expected a pair (hidden, residual)"
-                          % (site, type(module).__name__, type(output).__name__))
+        raise LayoutError(
+            "site %s: module %s returned %s, expected a pair (hidden, residual)"
+            % (site, type(module).__name__, type(output).__name__)
+        )
     # "output0": a decoder layer returns a tuple (hidden, ...) in transformers 4.x, the tensor in
     # 5.x; an engine's fused RMSNorm a pair (normed, residual) when given a residual
     if capture == "output1":
@@ -126,8 +137,9 @@ def _captured(site, module, output, capture):
     else:
         t = output
     if not isinstance(t, torch.Tensor):
-        raise LayoutError("site %s: module %s returned %s, not a tensor"
-                          % (site, type(module).__name__, type(t).__name__))
+        raise LayoutError(
+            "site %s: module %s returned %s, not a tensor" % (site, type(module).__name__, type(t).__name__)
+        )
     return t
 
 
@@ -158,11 +170,13 @@ class SiteHooks:
     def _pre_hook(self, site):
         def hook(module, args):
             self.taken[site] = self._keep(args[0])
+
         return hook
 
     def _hook(self, site, capture):
         def hook(module, args, output):
             self.taken[site] = self._keep(_captured(site, module, output, capture))
+
         return hook
 
     def clear(self):

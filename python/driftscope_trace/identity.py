@@ -1,5 +1,6 @@
 """The /meta descriptions of a recorder run: model identity (the same fields as driftscope's
 model_json, so `driftscope diff` checks both traces are of the same weights) and environment."""
+
 import hashlib
 import json
 import os
@@ -67,17 +68,21 @@ def model_json(model_dir, hf_config, architecture, tokenizer_identity):
         "path": model_dir,
         "weight_dtype": safetensors_dtype(files[0]) if files else None,
         "config": {
-            "dim": c.hidden_size, "hidden_dim": c.intermediate_size, "n_layers": c.num_hidden_layers,
+            "dim": c.hidden_size,
+            "hidden_dim": c.intermediate_size,
+            "n_layers": c.num_hidden_layers,
             "n_heads": c.num_attention_heads,
             "n_kv_heads": getattr(c, "num_key_value_heads", None) or c.num_attention_heads,
-            "head_dim": head_dim, "vocab_size": c.vocab_size, "max_seq_len": c.max_position_embeddings,
-            "rms_norm_eps": c.rms_norm_eps, "rope_theta": rope_theta(c),
+            "head_dim": head_dim,
+            "vocab_size": c.vocab_size,
+            "max_seq_len": c.max_position_embeddings,
+            "rms_norm_eps": c.rms_norm_eps,
+            "rope_theta": rope_theta(c),
             "tied_embeddings": bool(getattr(c, "tie_word_embeddings", False)),
             "qkv_bias": architecture == "qwen2" or bool(getattr(c, "attention_bias", False)),
             "sliding_window": int(sliding or 0),
         },
-        "files": [{"name": os.path.basename(p), "bytes": os.path.getsize(p), "sha256": sha256_file(p)}
-                  for p in files],
+        "files": [{"name": os.path.basename(p), "bytes": os.path.getsize(p), "sha256": sha256_file(p)} for p in files],
         "tokenizer": tokenizer_identity,
     }
     return json.dumps(j)
@@ -91,13 +96,25 @@ def tokenizer_identity(tokenizer_json, tokenizer, vocab_size):
     bos, eos = tokenizer.bos_token_id, tokenizer.eos_token_id
     empty = tokenizer("", add_special_tokens=True)["input_ids"]
     prefix = [i for i in empty if i == bos] if empty else []
-    suffix = [i for i in empty[len(prefix):]] if empty else []
-    policy = {"kind": "hf-tokenizers", "vocab_size": vocab_size, "bos_id": bos, "eos_id": eos,
-              "add_special": {"prefix": prefix, "suffix": suffix},
-              "adds_bos": bos is not None and bos in prefix, "adds_eos": eos is not None and eos in suffix,
-              "special_in_text": True}
-    return {"path": os.path.abspath(tokenizer_json), "sha256": sha256_file(tokenizer_json),
-            "kind": "hf-tokenizers", "bos_id": bos, "eos_id": eos, "policy": policy}
+    suffix = [i for i in empty[len(prefix) :]] if empty else []
+    policy = {
+        "kind": "hf-tokenizers",
+        "vocab_size": vocab_size,
+        "bos_id": bos,
+        "eos_id": eos,
+        "add_special": {"prefix": prefix, "suffix": suffix},
+        "adds_bos": bos is not None and bos in prefix,
+        "adds_eos": eos is not None and eos in suffix,
+        "special_in_text": True,
+    }
+    return {
+        "path": os.path.abspath(tokenizer_json),
+        "sha256": sha256_file(tokenizer_json),
+        "kind": "hf-tokenizers",
+        "bos_id": bos,
+        "eos_id": eos,
+        "policy": policy,
+    }
 
 
 def loaded_model_json(config, family, tokenizer, model_dir=None):
@@ -115,8 +132,12 @@ def loaded_model_json(config, family, tokenizer, model_dir=None):
 
 
 def env_json(extra):
-    j = {"host": socket.gethostname(), "os": "%s %s %s" % (platform.system(), platform.release(), platform.machine()),
-         "python": platform.python_version(), "h5py_version": h5py.__version__,
-         "hdf5_version": h5py.version.hdf5_version}
+    j = {
+        "host": socket.gethostname(),
+        "os": "%s %s %s" % (platform.system(), platform.release(), platform.machine()),
+        "python": platform.python_version(),
+        "h5py_version": h5py.__version__,
+        "hdf5_version": h5py.version.hdf5_version,
+    }
     j.update(extra)
     return json.dumps(j)

@@ -1,5 +1,6 @@
 """Top-K and log-sum-exp of logits rows, as trace/topk.cpp computes them: ids sorted by logit,
 descending, ties by lower id; log-sum-exp of the whole row in float64."""
+
 import numpy as np
 
 

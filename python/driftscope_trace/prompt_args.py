@@ -1,11 +1,16 @@
-"""The prompts of a recorder run from its flags, as `driftscope run` takes them: --force-tokens
-(a trace's prompts and tokens), --prompts FILE, --prompt-ids, --prompt TEXT, or BOS alone;
---add-bos applied; every id checked against the vocabulary and every prompt against the
-context. Shared by the transformers and llama.cpp recorders."""
+"""The flags both recorders share, named and checked as `driftscope run` names and checks them, and
+the prompts of a run from them: --force-tokens (a trace's prompts and tokens), --prompts FILE,
+--prompt-ids, --prompt TEXT, or BOS alone; --add-bos applied; every id checked against the
+vocabulary and every prompt against the context. Shared by the transformers and llama.cpp
+recorders; tests/data/bad_inputs/run.json holds both to driftscope's refusals."""
+
 import h5py
 
 from . import schema, writer
-from .prompts import parse_ids, read_prompts_file
+from .prompts import parse_ids, read_prompts_file, read_prompts_text
+from .sampler import parse_seed
+
+DEFAULT_TOPK = 20
 
 
 class UsageError(ValueError):
@@ -18,17 +23,28 @@ def add_common_flags(p):
     g = p.add_mutually_exclusive_group()
     g.add_argument("-p", "--prompt", help="prompt text (BOS as the tokenizer's config says)")
     g.add_argument("--prompt-ids", help="prompt as token ids, e.g. 1,403,407 (used as given)")
-    g.add_argument("--prompts", help="file of prompts: one per line, or JSONL {\"text\"}/{\"ids\"}, "
-                   "{\"ids\", \"forced\"} teacher-forced")
+    g.add_argument(
+        "--prompts", help='file of prompts: one per line, or JSONL {"text"}/{"ids"}, {"ids", "forced"} teacher-forced'
+    )
     g.add_argument("--force-tokens", help="teacher forcing: consume this trace's prompts and tokens")
     p.add_argument("--probes", default="default", help="default, all, none, or a list like embed,L*/out")
     p.add_argument("--hidden-dtype", default="f32", choices=writer.HIDDEN_DTYPES)
-    p.add_argument("--trace-topk", dest="topk", type=int, default=20,
-                   help="logits kept per position (sorted, with log-sum-exp), as driftscope run's")
+    p.add_argument(
+        "--trace-topk",
+        dest="topk",
+        type=int,
+        default=None,
+        help="logits kept per position (sorted, with log-sum-exp), at most the model's "
+        "vocabulary (default %d, cut to the vocabulary), as driftscope run's" % DEFAULT_TOPK,
+    )
     p.add_argument("--full-logits", action="store_true")
-    p.add_argument("--compression", default="none", choices=writer.COMPRESSIONS,
-                   help="none (default, as driftscope's: cheapest to write and to diff) or deflate "
-                        "(shuffle + gzip level 1: smaller when generation is fast)")
+    p.add_argument(
+        "--compression",
+        default="none",
+        choices=writer.COMPRESSIONS,
+        help="none (default, as driftscope's: cheapest to write and to diff) or deflate "
+        "(shuffle + gzip level 1: smaller when generation is fast)",
+    )
     p.add_argument("-o", "--output", required=True)
     p.add_argument("--force", action="store_true", help="overwrite an existing trace file")
     p.add_argument("-q", "--quiet", action="store_true")
@@ -39,7 +55,32 @@ def add_common_flags(p):
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--top-p", type=float, default=1.0)
     p.add_argument("--top-k", type=int, default=0)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", default="0", help="0 .. 2^64 - 1 (parsed by check_flags)")
+
+
+def check_flags(a):
+    """The checks of the shared flags that need no model, as driftscope makes them before it loads
+    one: the seed parsed (a.seed becomes the number), --trace-topk >= 1, and a --prompts file read
+    for what refuses it whatever the tokenizer (a NUL byte, its size). Raises UsageError or
+    ValueError with one line: the message, then the hint."""
+    a.seed = parse_seed(a.seed)
+    if a.topk is not None and a.topk < 1:
+        raise UsageError("trace-topk %d must be >= 1: --trace-topk takes N >= 1" % a.topk)
+    if a.prompts:
+        read_prompts_text(a.prompts)
+
+
+def check_topk(a, vocab):
+    """--trace-topk against the model's vocabulary, as driftscope run: given above it, refused (the
+    trace would store vocab columns and say it stored more); left out, the default cut to it.
+    Sets a.topk to what the trace stores and config_json records."""
+    if a.topk is None:
+        a.topk = min(DEFAULT_TOPK, vocab)
+    elif a.topk > vocab:
+        raise UsageError(
+            "--trace-topk %d is more than the model's %d tokens: --trace-topk takes 1..%d; "
+            "--full-logits keeps every logit" % (a.topk, vocab, vocab)
+        )
 
 
 def forced_prompts(path):
@@ -48,9 +89,9 @@ def forced_prompts(path):
         if f.attrs.get("format") != schema.FORMAT_NAME:
             raise UsageError("'%s' is not a driftscope trace (--force-tokens)" % path)
         out = []
-        for k in sorted(f["seq"].keys(), key=int):
-            s = f["seq"][k]
-            t = s["tokens"][:].tolist()
+        for k in sorted(f[schema.SEQ_GROUP].keys(), key=int):
+            s = f[schema.sequence_path(int(k))]
+            t = s[schema.TOKENS_DATASET][:].tolist()
             n = int(s.attrs["prompt_len"])
             out.append((None, t[:n], t[n:]))
     return out

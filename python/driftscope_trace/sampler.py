@@ -2,11 +2,14 @@
 the lowest (or highest) id, or seeded sampling whose uniform number is a pure function of
 (seed, prompt index, step), so a recorder run and a driftscope run with the same seed share the
 same noise (coupled sampling)."""
+
 import math
+import re
 
 import numpy as np
 
 _MASK = (1 << 64) - 1
+SEED_MAX = _MASK
 
 
 def _splitmix64(x):
@@ -18,7 +21,7 @@ def _splitmix64(x):
 
 def sampling_uniform(seed, stream, step):
     h = _splitmix64(_splitmix64(_splitmix64(seed & _MASK) ^ stream) ^ step)
-    return (h >> 11) * 2.0 ** -53
+    return (h >> 11) * 2.0**-53
 
 
 def argmax(logits, highest_id=False):
@@ -28,8 +31,18 @@ def argmax(logits, highest_id=False):
     return int(np.argmax(row))
 
 
-def sample_next(raw, temperature=0.0, top_p=1.0, top_k=0, seed=0, highest_id_ties=False,
-                repetition_penalty=1.0, stream=0, step=0, history=()):
+def sample_next(
+    raw,
+    temperature=0.0,
+    top_p=1.0,
+    top_k=0,
+    seed=0,
+    highest_id_ties=False,
+    repetition_penalty=1.0,
+    stream=0,
+    step=0,
+    history=(),
+):
     logits = np.array(raw, dtype=np.float64)
     if repetition_penalty != 1.0 and len(history):
         for i in set(int(t) for t in history if 0 <= int(t) < len(logits)):
@@ -68,10 +81,29 @@ def _sum(values):
 
 def validate(temperature, top_p, top_k, repetition_penalty):
     if not (temperature >= 0 and math.isfinite(temperature)):
-        raise ValueError("temperature %s is invalid: --temperature takes a finite value >= 0 (0 = greedy)" % temperature)
+        raise ValueError(
+            "temperature %s is invalid: --temperature takes a finite value >= 0 (0 = greedy)" % temperature
+        )
     if not (0 < top_p <= 1):
         raise ValueError("top_p %s is outside (0, 1]: --top-p takes 0 < p <= 1" % top_p)
     if top_k < 0:
         raise ValueError("top_k %s is negative: --top-k takes >= 0" % top_k)
     if not repetition_penalty > 0:
-        raise ValueError("repetition_penalty %s is invalid: --repetition-penalty takes a value > 0 (1 = off)" % repetition_penalty)
+        raise ValueError(
+            "repetition_penalty %s is invalid: --repetition-penalty takes a value > 0 (1 = off)" % repetition_penalty
+        )
+
+
+def parse_seed(text):
+    """--seed as driftscope reads it (src/experiment/run_config.cpp, parse_seed): decimal digits
+    for a whole number in 0..2^64 - 1. A negative seed is refused, not wrapped (-1 would be
+    2^64 - 1), a larger one refused, not clamped, and "+5", "1_000" or "1.5" are not numbers."""
+    digits = text[1:] if text.startswith("-") else text
+    if not re.fullmatch(r"[0-9]+", digits):
+        raise ValueError("invalid seed '%s': not a number: a seed is a whole number from 0 to %d" % (text, SEED_MAX))
+    if text.startswith("-") or len(digits.lstrip("0")) > 20 or int(digits) > SEED_MAX:
+        raise ValueError(
+            "seed %s is outside 0..%d: a seed is a whole number; a negative one is not wrapped, "
+            "a larger one not clamped" % (text, SEED_MAX)
+        )
+    return int(digits)

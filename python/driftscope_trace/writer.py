@@ -1,6 +1,7 @@
 """TraceWriter: trace format v1 (docs/trace-format.md) written from Python with h5py.
 
-The same layout, attributes and row semantics as driftscope's C++ writer (trace/writer.cpp):
+The same layout, attributes and row semantics as driftscope's C++ writer (trace/writer.cpp, its
+datasets made by trace/layout.cpp), the paths named in schema.py as trace/schema.h names them:
 chunked (about 256 KiB per chunk), stored as they are by default (compression="none", as
 driftscope's `--compression none`: 6-8x cheaper to write and 1.4-2.3x faster to diff than deflate,
 and no larger on slow runs, where every flush rewrites a partly filled compressed chunk; see
@@ -11,6 +12,7 @@ rows buffered per sequence and written in batches of 64 or at least every half s
 attributes complete=0 / stop_reason="running" until finish(). Used as a context manager, an
 exception (Ctrl-C included) leaves a readable file with complete=0, stop_reason="interrupted".
 """
+
 import os
 import time
 
@@ -18,7 +20,20 @@ import h5py
 import numpy as np
 
 from .logits import log_sum_exp, top_k
-from .schema import FORMAT_NAME, FORMAT_VERSION, PACKAGE_VERSION
+from .schema import (
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    FULL_LOGITS,
+    LSE,
+    META_GROUP,
+    PACKAGE_VERSION,
+    SEQ_GROUP,
+    TOKENS_DATASET,
+    TOPK_IDS,
+    TOPK_LOGITS,
+    hidden_path,
+    logits_path,
+)
 
 HIDDEN_DTYPES = ("f32", "f16", "bf16")
 COMPRESSIONS = ("none", "deflate")
@@ -40,7 +55,7 @@ def bf16_bits(x):
 
 
 def _chunk_rows(width, elem_size, compression):
-    """Rows per chunk as driftscope's writer (trace/writer.cpp, chunk_rows_for): unfiltered, at most
+    """Rows per chunk as driftscope's writer (trace/layout.cpp, chunk_rows_for): unfiltered, at most
     16 (HDF5 stores a sequence's last chunk whole, unfilled rows included, and only deflate
     shrinks them); deflated, the rows of about 256 KiB, at most 1024 (4096 for rank-1 datasets)."""
     cap = 16 if compression == "none" else (4096 if width == 0 else 1024)
@@ -57,24 +72,35 @@ class _Seq:
     def __init__(self, group, prompt_len):
         self.group = group
         self.prompt_len = prompt_len
-        self.rows = 0          # rows on disk, the same in every dataset
+        self.rows = 0  # rows on disk, the same in every dataset
         self.n_tokens = prompt_len
-        self.hidden = {}       # site -> buffered list of [n, D] float32 arrays
-        self.sites = []        # site order of the first step
+        self.hidden = {}  # site -> buffered list of [n, D] float32 arrays
+        self.sites = []  # site order of the first step
         self.ids, self.vals, self.lse, self.full = [], [], [], []
         self.tokens = []
         self.buffered = 0
 
 
 class TraceWriter:
-    def __init__(self, path, *, hidden_dtype="f32", topk=20, full_logits=False, force=False,
-                 config_json="{}", model_json="{}", env_json="{}", command_line="",
-                 producer="driftscope_trace " + PACKAGE_VERSION, compression="none"):
+    def __init__(
+        self,
+        path,
+        *,
+        hidden_dtype="f32",
+        topk=20,
+        full_logits=False,
+        force=False,
+        config_json="{}",
+        model_json="{}",
+        env_json="{}",
+        command_line="",
+        producer="driftscope_trace " + PACKAGE_VERSION,
+        compression="none",
+    ):
         if compression not in COMPRESSIONS:
             raise ValueError("unknown compression '%s': --compression takes none or deflate" % compression)
         self._compression = compression
-        self._filters = {} if compression == "none" else \
-            {"shuffle": True, "compression": "gzip", "compression_opts": 1}
+        self._filters = {} if compression == "none" else {"shuffle": True, "compression": "gzip", "compression_opts": 1}
         if hidden_dtype not in HIDDEN_DTYPES:
             raise ValueError("unknown hidden dtype '%s': --hidden-dtype takes f32, f16 or bf16" % hidden_dtype)
         if topk < 1:
@@ -93,11 +119,15 @@ class TraceWriter:
         a["producer"] = producer
         a["complete"] = np.int64(0)
         a["stop_reason"] = "running"
-        meta = self._f.create_group("meta")
-        for k, v in (("config_json", config_json), ("model_json", model_json), ("env_json", env_json),
-                     ("command_line", command_line)):
+        meta = self._f.create_group(META_GROUP)
+        for k, v in (
+            ("config_json", config_json),
+            ("model_json", model_json),
+            ("env_json", env_json),
+            ("command_line", command_line),
+        ):
             meta.attrs[k] = v
-        self._f.create_group("seq")
+        self._f.create_group(SEQ_GROUP)
         self._f.flush()
         self._seqs = {}
         self._last_flush = time.monotonic()
@@ -113,10 +143,12 @@ class TraceWriter:
         return False
 
     def _growing(self, group, name, dtype, width, chunk_rows, checksum=False):
-        shape, maxshape, chunks = ((0,), (None,), (chunk_rows,)) if width == 0 else \
-            ((0, width), (None, width), (chunk_rows, width))
-        return group.create_dataset(name, shape=shape, maxshape=maxshape, chunks=chunks, dtype=dtype,
-                                    fletcher32=checksum, **self._filters)
+        shape, maxshape, chunks = (
+            ((0,), (None,), (chunk_rows,)) if width == 0 else ((0, width), (None, width), (chunk_rows, width))
+        )
+        return group.create_dataset(
+            name, shape=shape, maxshape=maxshape, chunks=chunks, dtype=dtype, fletcher32=checksum, **self._filters
+        )
 
     @staticmethod
     def _append(ds, values):
@@ -124,16 +156,16 @@ class TraceWriter:
         at = ds.shape[0]
         ds.resize(at + n, axis=0)
         if n:
-            ds[at:at + n] = values
+            ds[at : at + n] = values
 
     def set_meta(self, name, value):
         """Replaces a /meta attribute (config_json, model_json, env_json, command_line) before
         finish(): a recorder that learns its configuration while recording writes it last."""
-        self._f["meta"].attrs[name] = value
+        self._f[META_GROUP].attrs[name] = value
 
     def begin_sequence(self, seq, prompt):
-        g = self._f["seq"].create_group(str(seq))
-        tokens = self._growing(g, "tokens", np.int32, 0, _chunk_rows(0, 4, self._compression), checksum=True)
+        g = self._f[SEQ_GROUP].create_group(str(seq))
+        tokens = self._growing(g, TOKENS_DATASET, np.int32, 0, _chunk_rows(0, 4, self._compression), checksum=True)
         self._append(tokens, np.asarray(prompt, dtype=np.int32))
         g.attrs["prompt_len"] = np.int64(len(prompt))
         g.attrs["gen_len"] = np.int64(0)
@@ -187,19 +219,23 @@ class TraceWriter:
     @staticmethod
     def _rollback(s):
         """Cuts every dataset of the sequence back to the last fully written step."""
+
         def cut(obj):
             if isinstance(obj, h5py.Dataset):
-                obj.resize(s.n_tokens if obj.name.endswith("/tokens") else s.rows, axis=0)
+                obj.resize(s.n_tokens if obj.name.endswith("/" + TOKENS_DATASET) else s.rows, axis=0)
+
         s.group.visititems(lambda name, obj: cut(obj))
 
     def _write_buffered(self, s):
         g = s.group
         for site in s.sites:
             v = np.concatenate(s.hidden[site])
-            name = "hidden/" + site
+            name = hidden_path(site)
             if name not in g:
                 dt = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16}[self.hidden_dtype]
-                d = self._growing(g, name, dt, v.shape[1], _chunk_rows(v.shape[1], np.dtype(dt).itemsize, self._compression))
+                d = self._growing(
+                    g, name, dt, v.shape[1], _chunk_rows(v.shape[1], np.dtype(dt).itemsize, self._compression)
+                )
                 if self.hidden_dtype == "bf16":
                     d.attrs["dtype"] = "bf16"
             if self.hidden_dtype == "bf16":
@@ -210,22 +246,25 @@ class TraceWriter:
             s.hidden[site] = []
         if s.lse:
             ids, vals, lse = np.concatenate(s.ids), np.concatenate(s.vals), np.concatenate(s.lse)
-            if "logits/topk_ids" not in g:
+            if logits_path(TOPK_IDS) not in g:
                 k = ids.shape[1]
-                self._growing(g, "logits/topk_ids", np.int32, k, _chunk_rows(k, 4, self._compression), checksum=True)
-                self._growing(g, "logits/topk_logits", np.float32, k, _chunk_rows(k, 4, self._compression),
-                              checksum=True)
-                self._growing(g, "logits/lse", np.float32, 0, _chunk_rows(0, 4, self._compression), checksum=True)
+                self._growing(
+                    g, logits_path(TOPK_IDS), np.int32, k, _chunk_rows(k, 4, self._compression), checksum=True
+                )
+                self._growing(
+                    g, logits_path(TOPK_LOGITS), np.float32, k, _chunk_rows(k, 4, self._compression), checksum=True
+                )
+                self._growing(g, logits_path(LSE), np.float32, 0, _chunk_rows(0, 4, self._compression), checksum=True)
                 if self.full_logits:
                     v = s.full[0].shape[1]
-                    self._growing(g, "logits/full", np.float32, v, _chunk_rows(v, 4, self._compression))
-            self._append(g["logits/topk_ids"], ids)
-            self._append(g["logits/topk_logits"], vals)
-            self._append(g["logits/lse"], lse)
+                    self._growing(g, logits_path(FULL_LOGITS), np.float32, v, _chunk_rows(v, 4, self._compression))
+            self._append(g[logits_path(TOPK_IDS)], ids)
+            self._append(g[logits_path(TOPK_LOGITS)], vals)
+            self._append(g[logits_path(LSE)], lse)
             if self.full_logits:
-                self._append(g["logits/full"], np.concatenate(s.full))
+                self._append(g[logits_path(FULL_LOGITS)], np.concatenate(s.full))
             s.ids, s.vals, s.lse, s.full = [], [], [], []
-        self._append(g["tokens"], np.asarray(s.tokens, dtype=np.int32))
+        self._append(g[TOKENS_DATASET], np.asarray(s.tokens, dtype=np.int32))
         s.rows += s.buffered
         s.n_tokens += len(s.tokens)
         g.attrs["gen_len"] = np.int64(s.n_tokens - s.prompt_len)

@@ -9,6 +9,7 @@ its table, so it refuses the model ("BPE pre-tokenizer was not recognized"). Her
 answers "qwen2", the family's pre-tokenizer. It decides only how llama.cpp itself would split text;
 the recorder encodes text with the model's tokenizer.json (--source-model), and the weights and
 every other key are the converter's own."""
+
 import runpy
 import sys
 
@@ -17,6 +18,7 @@ def main():
     src = sys.argv[1]
     sys.path[:0] = [src, src + "/gguf-py"]
     from conversion import base
+
     known = base.TextModel.get_vocab_base_pre
 
     def pre_tokenizer(self, tokenizer):

@@ -5,6 +5,7 @@ an expected value with the code under test.
 The recorder under test is the driftscope-trace package installed in the venv that runs the test
 (scripts/setup_python.sh installs python/ into .venv and .venv-current): importing this module
 fails when that copy differs from python/driftscope_trace, so a stale install is never tested."""
+
 import filecmp
 import json
 import os
@@ -24,15 +25,16 @@ def _installed_is_source():
     try:
         import driftscope_trace
     except ImportError:
-        sys.exit("FAILED: driftscope_trace is not installed in %s\nhint: run scripts/setup_python.sh"
-                 % sys.prefix)
+        sys.exit("FAILED: driftscope_trace is not installed in %s\nhint: run scripts/setup_python.sh" % sys.prefix)
     installed = os.path.dirname(os.path.abspath(driftscope_trace.__file__))
     names = sorted(n for n in os.listdir(source) if n.endswith(".py"))
     _, differ, missing = filecmp.cmpfiles(source, installed, names, shallow=False)
     if differ or missing:
-        sys.exit("FAILED: the driftscope_trace installed in %s differs from python/driftscope_trace (%s)\n"
-                 "hint: run scripts/setup_python.sh (it re-installs the package when python/ changed)"
-                 % (sys.prefix, ", ".join(differ + missing)))
+        sys.exit(
+            "FAILED: the driftscope_trace installed in %s differs from python/driftscope_trace (%s)\n"
+            "hint: run scripts/setup_python.sh (it re-installs the package when python/ changed)"
+            % (sys.prefix, ", ".join(differ + missing))
+        )
 
 
 _installed_is_source()
@@ -42,11 +44,13 @@ def stack():
     """'transformers X, torch Y' of this venv, for the test's messages."""
     import torch
     import transformers
+
     return "transformers %s, torch %s" % (transformers.__version__, torch.__version__)
 
 
 def transformers_major():
     import transformers
+
     return int(transformers.__version__.split(".")[0])
 
 
@@ -83,6 +87,26 @@ def rel_l2_rows(ref, x):
     """Relative L2 of each row of x against ref (float64)."""
     ref, x = ref.astype(np.float64), x.astype(np.float64)
     return np.linalg.norm(x - ref, axis=1) / np.maximum(np.linalg.norm(ref, axis=1), 1e-30)
+
+
+def topk_disagreements(ids_a, vals_a, ids_b, vals_b, tol):
+    """Rows [r] where two traces' top-K lists of one distribution disagree by more than tol (a number,
+    or one per row): an id in both lists whose logits differ by more than tol, or an id in one list
+    only whose logit lies more than tol above the other list's last (K-th) logit. Within tol the
+    lists may order near-ties either way, as two summation orders' roundings may."""
+    tol = np.broadcast_to(np.asarray(tol, dtype=np.float64), (ids_a.shape[0],))
+    bad = []
+    for r in range(ids_a.shape[0]):
+        a = dict(zip(ids_a[r].tolist(), vals_a[r].astype(np.float64).tolist()))
+        b = dict(zip(ids_b[r].tolist(), vals_b[r].astype(np.float64).tolist()))
+        t, last_a, last_b = tol[r], min(a.values()), min(b.values())
+        if (
+            any(abs(a[i] - b[i]) > t for i in a.keys() & b.keys())
+            or any(a[i] > last_b + t for i in a.keys() - b.keys())
+            or any(b[i] > last_a + t for i in b.keys() - a.keys())
+        ):
+            bad.append(r)
+    return bad
 
 
 class Comparison:

@@ -12,6 +12,7 @@ requests listed out of flattened order.
 
   python tests/engines/test_flat_hooks.py DRIFTSCOPE_EXE WORK_DIR
 """
+
 import json
 import os
 import subprocess
@@ -22,7 +23,7 @@ import h5py
 import numpy as np
 import torch
 
-from engines_common import ROOT, check, driftscope, hidden, rel_l2_rows, stack
+from engines_common import ROOT, check, driftscope, hidden, rel_l2_rows, stack, topk_disagreements
 
 import driftscope_trace
 from driftscope_trace.flat_sites import FlatBatchError
@@ -45,11 +46,27 @@ def reference(exe, model_dir, work):
     with open(prompts, "w") as f:
         f.writelines(lines[i] for i in PROMPT_LINES)
     out = os.path.join(work, "ref.h5")
-    driftscope(exe, "run", "-m", model_dir, "--prompts", prompts, "-n", str(MAX_NEW),
-               "--probes", "all", "-q", "--force", "-o", out)
+    driftscope(
+        exe,
+        "run",
+        "-m",
+        model_dir,
+        "--prompts",
+        prompts,
+        "-n",
+        str(MAX_NEW),
+        "--probes",
+        "all",
+        "-q",
+        "--force",
+        "-o",
+        out,
+    )
     with h5py.File(out, "r") as f:
-        return out, [f["seq/%d/tokens" % i][:int(f["seq/%d" % i].attrs["prompt_len"])].tolist()
-                     for i in range(len(PROMPT_LINES))]
+        return out, [
+            f["seq/%d/tokens" % i][: int(f["seq/%d" % i].attrs["prompt_len"])].tolist()
+            for i in range(len(PROMPT_LINES))
+        ]
 
 
 def serve(model, prompts, eos, rec):
@@ -64,7 +81,7 @@ def serve(model, prompts, eos, rec):
             if r not in fed:
                 rec.add_request(r, prompts[r])
             a = fed.get(r, 0)
-            sched.append((r, prompts[r][a:a + chunk if chunk else None]))
+            sched.append((r, prompts[r][a : a + chunk if chunk else None]))
         for r, new in sched:
             fed[r] = fed.get(r, 0) + len(new)
         logits, best = runner.step(sched)
@@ -89,8 +106,7 @@ def compare(ref, flat, n):
     layers = json.loads(a["meta"].attrs["model_json"])["config"]["n_layers"]
     for i in range(n):
         sa, sb = a["seq/%d" % i], b["seq/%d" % i]
-        if not np.array_equal(sa["tokens"][:], sb["tokens"][:]) or \
-                sa.attrs["stop_reason"] != sb.attrs["stop_reason"]:
+        if not np.array_equal(sa["tokens"][:], sb["tokens"][:]) or sa.attrs["stop_reason"] != sb.attrs["stop_reason"]:
             tokens.append(i)
             continue
         for site in all_sites(layers):
@@ -112,37 +128,47 @@ def one_model(exe, name, work):
     ref, prompts = reference(exe, model_dir, work)
     model = load(model_dir)
     from transformers import AutoTokenizer
+
     tok = AutoTokenizer.from_pretrained(model_dir)
     flat = os.path.join(work, "flat.h5")
     t0 = time.perf_counter()
     sampling = {"temperature": 0.0, "max_new": MAX_NEW}
-    with driftscope_trace.record_flat(model, flat, engine="vllm-standin", tokenizer=tok,
-                                      probes="all", force=True, sampling=sampling) as rec:
+    with driftscope_trace.record_flat(
+        model, flat, engine="vllm-standin", tokenizer=tok, probes="all", force=True, sampling=sampling
+    ) as rec:
         sizes = serve(model, prompts, model.config.eos_token_id, rec)
     took = time.perf_counter() - t0
     tokens, worst, lse, top1 = compare(ref, flat, len(prompts))
-    ok &= check(not tokens and top1 == 0, "%s: stand-in under record_flat against driftscope "
-                "fp32: identical greedy tokens and stop reasons on %d requests (mismatches %s), "
-                "top-1 of every row (%d differ); steps' token counts %s (%.1f s)"
-                % (name, len(prompts), tokens, top1, sizes, took))
-    ok &= check(worst and max(worst.values()) <= THRESHOLD and lse <= THRESHOLD,
-                "%s: every site of every row within %.0e relative L2: %s; log-sum-exp %.1e"
-                % (name, THRESHOLD, " ".join("%s %.1e" % kv for kv in sorted(worst.items())), lse))
+    ok &= check(
+        not tokens and top1 == 0,
+        "%s: stand-in under record_flat against driftscope "
+        "fp32: identical greedy tokens and stop reasons on %d requests (mismatches %s), "
+        "top-1 of every row (%d differ); steps' token counts %s (%.1f s)"
+        % (name, len(prompts), tokens, top1, sizes, took),
+    )
+    ok &= check(
+        worst and max(worst.values()) <= THRESHOLD and lse <= THRESHOLD,
+        "%s: every site of every row within %.0e relative L2: %s; log-sum-exp %.1e"
+        % (name, THRESHOLD, " ".join("%s %.1e" % kv for kv in sorted(worst.items())), lse),
+    )
     with h5py.File(flat, "r") as f:
         cfg = json.loads(f["meta"].attrs["config_json"])
         mj = json.loads(f["meta"].attrs["model_json"])
-    ok &= check(cfg["engine"]["name"] == "vllm-standin" and cfg["engine"]["chunked_prefill"]
-                and cfg["batch"] == sorted(set(len(s) for s in sizes))
-                and mj["architecture"] == name[4:],
-                "%s: config_json names the engine, chunked prefill, the step sizes %s; "
-                "model_json %s"
-                % (name, cfg["batch"], mj["architecture"]))
+    ok &= check(
+        cfg["engine"]["name"] == "vllm-standin"
+        and cfg["engine"]["chunked_prefill"]
+        and cfg["batch"] == sorted(set(len(s) for s in sizes))
+        and mj["architecture"] == name[4:],
+        "%s: config_json names the engine, chunked prefill, the step sizes %s; "
+        "model_json %s" % (name, cfg["batch"], mj["architecture"]),
+    )
     p = subprocess.run([exe, "show", flat], capture_output=True, text=True)
     d = subprocess.run([exe, "diff", ref, flat], capture_output=True, text=True)
     summary = next((l for l in d.stdout.splitlines() if l.startswith("summary")), d.stderr.strip())
-    ok &= check(p.returncode == 0 and d.returncode == 0 and " 0 diverged" in summary,
-                "%s: driftscope show reads the trace; diff against driftscope's: %s"
-                % (name, summary.strip()))
+    ok &= check(
+        p.returncode == 0 and d.returncode == 0 and " 0 diverged" in summary,
+        "%s: driftscope show reads the trace; diff against driftscope's: %s" % (name, summary.strip()),
+    )
     return ok
 
 
@@ -151,9 +177,12 @@ def refusals(work):
     model_dir = os.path.join(ROOT, "models", "kjv-llama")
     x, r = torch.ones(2, 4), torch.ones(2, 4)
     out = RMSNorm(4, 1e-5)(x, r)
-    ok &= check(out[0] is x and out[1] is r and float(r[0, 0]) == 2.0,
-                "the stand-in's fused norm writes its inputs in place (vLLM's fused_add_rms_norm)")
+    ok &= check(
+        out[0] is x and out[1] is r and float(r[0, 0]) == 2.0,
+        "the stand-in's fused norm writes its inputs in place (vLLM's fused_add_rms_norm)",
+    )
     from transformers import AutoModelForCausalLM
+
     hf = AutoModelForCausalLM.from_pretrained(model_dir)
     path = os.path.join(work, "refused.h5")
     if os.path.exists(path):
@@ -162,8 +191,10 @@ def refusals(work):
         driftscope_trace.record_flat(hf, path, engine="vllm")
         ok &= check(False, "a transformers model is refused by record_flat")
     except LayoutError as e:
-        ok &= check("not a vLLM or SGLang model" in str(e) and not os.path.exists(path),
-                    "a transformers model is refused, nothing written: %s" % e)
+        ok &= check(
+            "not a vLLM or SGLang model" in str(e) and not os.path.exists(path),
+            "a transformers model is refused, nothing written: %s" % e,
+        )
     model = load(model_dir)
     c = model.config
     shard = load(model_dir)
@@ -173,8 +204,10 @@ def refusals(work):
         ok &= check(False, "one rank's half of lm_head is refused")
     except LayoutError as e:
         ok &= check(not os.path.exists(path), "one rank's half of lm_head is refused: %s" % e)
-    for what, counts in (("token counts that do not sum to the pass's rows", [(0, 3), (1, 3)]),
-                         ("requests listed out of flattened order", [(1, 2), (0, 3)])):
+    for what, counts in (
+        ("token counts that do not sum to the pass's rows", [(0, 3), (1, 3)]),
+        ("requests listed out of flattened order", [(1, 2), (0, 3)]),
+    ):
         try:
             with driftscope_trace.record_flat(model, path, engine="vllm", force=True) as rec:
                 rec.add_request(0, [1, 5, 6])
@@ -189,7 +222,10 @@ def refusals(work):
 
 def every_row(work):
     """The logits of every row (a prompt-logprobs run) against one row per request, whose other
-    prompt rows record_flat computes from lm_head's weight: the same top-K ids and log-sum-exp."""
+    prompt rows record_flat computes from lm_head's weight: the same top-K and log-sum-exp within
+    1e-5. Not bit for bit: the two are GEMMs of other shapes, whose summation order torch's BLAS
+    chooses by the host's instruction set (test_batch_api.py); near-ties within 1e-5 may rank
+    either way."""
     model = load(os.path.join(ROOT, "models", "kjv-llama"))
     prompts = {0: [1, 5, 6, 7], 1: [1, 9]}
     paths = [os.path.join(work, "rows_%d.h5" % k) for k in (0, 1)]
@@ -205,10 +241,20 @@ def every_row(work):
                 sched = [(r, [t]) for (r, _), t in zip(sched, best)]
     with h5py.File(paths[0], "r") as a, h5py.File(paths[1], "r") as b:
         got = lambda f, i, what: f["seq/%d/logits/%s" % (i, what)][:]
-        ids = all(np.array_equal(got(a, i, "topk_ids"), got(b, i, "topk_ids")) for i in prompts)
+        bad = {
+            i: topk_disagreements(
+                got(a, i, "topk_ids"), got(a, i, "topk_logits"), got(b, i, "topk_ids"), got(b, i, "topk_logits"), 1e-5
+            )
+            for i in prompts
+        }
+        same_ids = all(np.array_equal(got(a, i, "topk_ids"), got(b, i, "topk_ids")) for i in prompts)
         lse = max(float(np.max(np.abs(got(a, i, "lse") - got(b, i, "lse")))) for i in prompts)
-    return check(ids and lse <= 1e-5, "logits of every row (prompt logprobs) against one per "
-                 "request and lm_head's weight: same top-K ids, log-sum-exp within %.1e" % lse)
+    return check(
+        not any(bad.values()) and lse <= 1e-5,
+        "logits of every row (prompt logprobs) against one per "
+        "request and lm_head's weight: top-K within 1e-5 (rows beyond: %s; ids %s), log-sum-exp within "
+        "%.1e" % (bad, "identical" if same_ids else "ordered otherwise at a near-tie", lse),
+    )
 
 
 def main(exe, work):

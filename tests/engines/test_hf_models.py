@@ -7,6 +7,7 @@ and engine against engine, seeded sampling and teacher forcing on kjv-llama.
 
   python tests/engines/test_hf_models.py DRIFTSCOPE_EXE WORK_DIR
 """
+
 import os
 import sys
 import time
@@ -35,14 +36,19 @@ def compare_family(exe, work, name, n_prompts, fp64):
     times = {}
     for dtype in ("fp32", "fp64") if fp64 else ("fp32",):
         args = common if dtype == "fp32" else [x if x != t("prompts.txt") else t("prompts8.txt") for x in common]
-        _, times["driftscope " + dtype] = driftscope(exe, "run", *args, "--dtype", dtype, "-q", "-o", t("ds_%s.h5" % dtype))
+        _, times["driftscope " + dtype] = driftscope(
+            exe, "run", *args, "--dtype", dtype, "-q", "-o", t("ds_%s.h5" % dtype)
+        )
         _, times["transformers " + dtype] = recorder(*args, "--dtype", dtype, "-o", t("hf_%s.h5" % dtype))
     print("%s seconds: " % name + ", ".join("%s %.1f" % kv for kv in times.items()))
 
     c = Comparison(t("hf_fp32.h5"), t("ds_fp32.h5"))
     ok &= check(len(c.seqs) == n_prompts, "%s: %d sequences in both fp32 traces" % (name, n_prompts))
-    ok &= check(not c.token_mismatches(), "%s fp32: identical prompts and greedy tokens on all %d prompts "
-                "(mismatches (seq, position): %s)" % (name, n_prompts, c.token_mismatches()))
+    ok &= check(
+        not c.token_mismatches(),
+        "%s fp32: identical prompts and greedy tokens on all %d prompts "
+        "(mismatches (seq, position): %s)" % (name, n_prompts, c.token_mismatches()),
+    )
     for site, v in c.max_rel_l2().items():
         ok &= check(v <= THRESHOLD, "%s fp32: %-11s max relative L2 %.2e <= %.0e" % (name, site, v, THRESHOLD))
     c.close()
@@ -69,20 +75,39 @@ def main(exe, work):
     t = lambda f: os.path.join(work, "kjv-llama_" + f)
 
     p, _ = driftscope(exe, "show", t("hf_fp32.h5"))
-    ok &= check("driftscope_trace" in p.stdout and "transformers" in p.stdout and "complete" in p.stdout,
-                "show reads the recorder's trace and names its producer and engine")
+    ok &= check(
+        "driftscope_trace" in p.stdout and "transformers" in p.stdout and "complete" in p.stdout,
+        "show reads the recorder's trace and names its producer and engine",
+    )
     for a, b in (("hf_fp32.h5", "ds_fp32.h5"), ("ds_fp32.h5", "hf_fp32.h5"), ("hf_fp64.h5", "ds_fp64.h5")):
         p, _ = driftscope(exe, "diff", t(a), t(b), "--fail-on", "flip")
         ok &= check(" 0 diverged" in p.stdout, "diff %s %s: no sequence diverged" % (a, b))
-    ok &= check("engine.name" in driftscope(exe, "diff", t("ds_fp32.h5"), t("hf_fp32.h5"))[0].stdout,
-                "diff lists the engine among the configuration differences")
+    ok &= check(
+        "engine.name" in driftscope(exe, "diff", t("ds_fp32.h5"), t("hf_fp32.h5"))[0].stdout,
+        "diff lists the engine among the configuration differences",
+    )
 
     # Seeded sampling: the noise of each draw depends only on (seed, prompt, step) in both
     # engines, so the same logits give the same samples.
     with open(PROMPTS) as f, open(t("prompts3.txt"), "w") as g:
         g.writelines(f.readlines()[:3])
-    sampled = ["-m", MODEL, "--prompts", t("prompts3.txt"), "-n", "50", "--temperature", "0.8", "--top-p", "0.9",
-               "--seed", "3", "--probes", "L*/out,final_norm", "--force"]
+    sampled = [
+        "-m",
+        MODEL,
+        "--prompts",
+        t("prompts3.txt"),
+        "-n",
+        "50",
+        "--temperature",
+        "0.8",
+        "--top-p",
+        "0.9",
+        "--seed",
+        "3",
+        "--probes",
+        "L*/out,final_norm",
+        "--force",
+    ]
     driftscope(exe, "run", *sampled, "-q", "-o", t("ds_sampled.h5"))
     recorder(*sampled, "-o", t("hf_sampled.h5"))
     c = Comparison(t("hf_sampled.h5"), t("ds_sampled.h5"))
@@ -90,8 +115,17 @@ def main(exe, work):
     c.close()
 
     # Teacher forcing from a driftscope trace: the recorder consumes its tokens.
-    recorder("-m", MODEL, "--force-tokens", t("ds_fp32.h5"), "--probes", "L*/out,final_norm", "--force",
-             "-o", t("hf_forced.h5"))
+    recorder(
+        "-m",
+        MODEL,
+        "--force-tokens",
+        t("ds_fp32.h5"),
+        "--probes",
+        "L*/out,final_norm",
+        "--force",
+        "-o",
+        t("hf_forced.h5"),
+    )
     c = Comparison(t("ds_fp32.h5"), t("hf_forced.h5"))
     ok &= check(not c.token_mismatches(), "teacher forcing: the recorder's tokens are the forced trace's")
     c.close()

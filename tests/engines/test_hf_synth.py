@@ -8,6 +8,7 @@ final_norm.
 
   python tests/engines/test_hf_synth.py DRIFTSCOPE_EXE WORK_DIR
 """
+
 import json
 import os
 import sys
@@ -32,24 +33,50 @@ def write_checkpoint(path, model_type, dtype=torch.float32, tied=False, bias=Fal
     t = {"model.embed_tokens.weight": w(V, D), "model.norm.weight": norm()}
     for l in range(L):
         p = "model.layers.%d." % l
-        t.update({p + "input_layernorm.weight": norm(), p + "post_attention_layernorm.weight": norm(),
-                  p + "self_attn.q_proj.weight": w(H * hd, D), p + "self_attn.k_proj.weight": w(KV * hd, D),
-                  p + "self_attn.v_proj.weight": w(KV * hd, D), p + "self_attn.o_proj.weight": w(D, H * hd),
-                  p + "mlp.gate_proj.weight": w(F, D), p + "mlp.up_proj.weight": w(F, D),
-                  p + "mlp.down_proj.weight": w(D, F)})
+        t.update(
+            {
+                p + "input_layernorm.weight": norm(),
+                p + "post_attention_layernorm.weight": norm(),
+                p + "self_attn.q_proj.weight": w(H * hd, D),
+                p + "self_attn.k_proj.weight": w(KV * hd, D),
+                p + "self_attn.v_proj.weight": w(KV * hd, D),
+                p + "self_attn.o_proj.weight": w(D, H * hd),
+                p + "mlp.gate_proj.weight": w(F, D),
+                p + "mlp.up_proj.weight": w(F, D),
+                p + "mlp.down_proj.weight": w(D, F),
+            }
+        )
         if bias:
-            t.update({p + "self_attn.q_proj.bias": w(H * hd) * 10, p + "self_attn.k_proj.bias": w(KV * hd) * 10,
-                      p + "self_attn.v_proj.bias": w(KV * hd) * 10})
+            t.update(
+                {
+                    p + "self_attn.q_proj.bias": w(H * hd) * 10,
+                    p + "self_attn.k_proj.bias": w(KV * hd) * 10,
+                    p + "self_attn.v_proj.bias": w(KV * hd) * 10,
+                }
+            )
     if not tied:
         t["lm_head.weight"] = w(V, D)
     os.makedirs(path, exist_ok=True)
     save_file(t, os.path.join(path, "model.safetensors"), metadata={"format": "pt"})
     arch = {"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM", "qwen2": "Qwen2ForCausalLM"}[model_type]
-    cfg = {"architectures": [arch], "model_type": model_type, "hidden_size": D, "intermediate_size": F,
-           "num_hidden_layers": L, "num_attention_heads": H, "num_key_value_heads": KV, "vocab_size": V,
-           "max_position_embeddings": 256, "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "hidden_act": "silu",
-           "tie_word_embeddings": tied, "bos_token_id": 1, "eos_token_id": 2,
-           "torch_dtype": str(dtype).replace("torch.", "")}
+    cfg = {
+        "architectures": [arch],
+        "model_type": model_type,
+        "hidden_size": D,
+        "intermediate_size": F,
+        "num_hidden_layers": L,
+        "num_attention_heads": H,
+        "num_key_value_heads": KV,
+        "vocab_size": V,
+        "max_position_embeddings": 256,
+        "rms_norm_eps": 1e-5,
+        "rope_theta": 10000.0,
+        "hidden_act": "silu",
+        "tie_word_embeddings": tied,
+        "bos_token_id": 1,
+        "eos_token_id": 2,
+        "torch_dtype": str(dtype).replace("torch.", ""),
+    }
     cfg.update(extra or {})
     with open(os.path.join(path, "config.json"), "w") as f:
         json.dump(cfg, f, indent=2)
@@ -66,12 +93,27 @@ def main(exe, work):
         driftscope(exe, "synth", "--shape", "tiny", "--dtype", dt, "--seed", "7", "--force", "-o", d)
         cases["synth tiny %s (llama, untied)" % dt.upper()] = d
     made = {
-        "llama-3 rope scaling": dict(model_type="llama", extra={
-            "rope_theta": 500000.0, "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
-                                                     "high_freq_factor": 4.0, "original_max_position_embeddings": 32}}),
+        "llama-3 rope scaling": dict(
+            model_type="llama",
+            extra={
+                "rope_theta": 500000.0,
+                "rope_scaling": {
+                    "rope_type": "llama3",
+                    "factor": 8.0,
+                    "low_freq_factor": 1.0,
+                    "high_freq_factor": 4.0,
+                    "original_max_position_embeddings": 32,
+                },
+            },
+        ),
         "mistral sliding window 8": dict(model_type="mistral", extra={"sliding_window": 8}),
-        "qwen2 q/k/v bias, tied, BF16": dict(model_type="qwen2", tied=True, bias=True, dtype=torch.bfloat16,
-                                             extra={"rms_norm_eps": 1e-6, "use_sliding_window": False}),
+        "qwen2 q/k/v bias, tied, BF16": dict(
+            model_type="qwen2",
+            tied=True,
+            bias=True,
+            dtype=torch.bfloat16,
+            extra={"rms_norm_eps": 1e-6, "use_sliding_window": False},
+        ),
         "llama tied embeddings": dict(model_type="llama", tied=True),
     }
     for i, (name, kw) in enumerate(made.items()):
@@ -88,10 +130,15 @@ def main(exe, work):
         c = Comparison(a, b)
         mism = c.token_mismatches()
         worst = c.max_rel_l2()
-        ok &= check(not mism, "%s: identical greedy tokens on %d prompts x %d (mismatches: %s)"
-                    % (name, len(PROMPTS), MAX_NEW, mism))
-        ok &= check(max(worst.values()) <= THRESHOLD, "%s: max relative L2 %s <= %.0e  (%.1f s + %.1f s)"
-                    % (name, " ".join("%s %.1e" % kv for kv in worst.items()), THRESHOLD, t_ds, t_hf))
+        ok &= check(
+            not mism,
+            "%s: identical greedy tokens on %d prompts x %d (mismatches: %s)" % (name, len(PROMPTS), MAX_NEW, mism),
+        )
+        ok &= check(
+            max(worst.values()) <= THRESHOLD,
+            "%s: max relative L2 %s <= %.0e  (%.1f s + %.1f s)"
+            % (name, " ".join("%s %.1e" % kv for kv in worst.items()), THRESHOLD, t_ds, t_hf),
+        )
         c.close()
     return ok
 

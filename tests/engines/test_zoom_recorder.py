@@ -10,6 +10,7 @@ refusal when the recorder cannot be found: exit 2, one driftscope: line and a hi
 
   python tests/engines/test_zoom_recorder.py DRIFTSCOPE_EXE WORK_DIR
 """
+
 import json
 import os
 import shutil
@@ -41,8 +42,10 @@ def sites(t, i):
 
 def same_topk(x, i, y, j, rows):
     """Top-K rows [0, rows) of x's sequence i and y's sequence j, ids and logits bit for bit."""
-    return all(np.array_equal(x["seq/%d/logits/%s" % (i, k)][:rows], y["seq/%d/logits/%s" % (j, k)][:rows])
-               for k in ("topk_ids", "topk_logits"))
+    return all(
+        np.array_equal(x["seq/%d/logits/%s" % (i, k)][:rows], y["seq/%d/logits/%s" % (j, k)][:rows])
+        for k in ("topk_ids", "topk_logits")
+    )
 
 
 def first_flips(a, b):
@@ -59,8 +62,12 @@ def first_flips(a, b):
 def replays(exe, work, a_path, b_path, env):
     ok = True
     z = os.path.join(work, "zoom")
-    p = subprocess.run([exe, "zoom", a_path, b_path, "-o", z, "--after", str(AFTER), "-j", "2"],
-                       capture_output=True, text=True, env=env)
+    p = subprocess.run(
+        [exe, "zoom", a_path, b_path, "-o", z, "--after", str(AFTER), "-j", "2"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     ok &= check(p.returncode == 0, "zoom of two recorder traces: exit 0 (%s)" % p.stderr.strip()[-600:])
     if p.returncode != 0:
         return ok, z
@@ -72,14 +79,20 @@ def replays(exe, work, a_path, b_path, env):
     # batch groups: blocks of lcm(1, 2) = 2 prompts; every block holding a flip is replayed
     replayed = sorted(i for i in range(len(PROMPTS)) if any(j // 2 == i // 2 for j in flips))
     for name, t2 in (("a", a2), ("b", b2)):
-        ok &= check(sorted(int(k) for k in t2["seq"].keys()) == list(range(len(replayed))),
-                    "%s.h5 holds the %d sequences of the flipped batch groups" % (name, len(replayed)))
-        ok &= check(t2.attrs["producer"].startswith("driftscope_trace")
-                    and json.loads(t2["meta"].attrs["config_json"])["trace"]["probes"] == "all",
-                    "%s.h5 was written by the recorder with --probes all" % name)
+        ok &= check(
+            sorted(int(k) for k in t2["seq"].keys()) == list(range(len(replayed))),
+            "%s.h5 holds the %d sequences of the flipped batch groups" % (name, len(replayed)),
+        )
+        ok &= check(
+            t2.attrs["producer"].startswith("driftscope_trace")
+            and json.loads(t2["meta"].attrs["config_json"])["trace"]["probes"] == "all",
+            "%s.h5 was written by the recorder with --probes all" % name,
+        )
     want_sites = sites(h5py.File(all_probes(exe, work), "r"), 0)
-    ok &= check(all(sites(t2, r) == want_sites for t2 in (a2, b2) for r in range(len(replayed))),
-                "every replayed sequence holds the %d sites of driftscope run --probes all" % len(want_sites))
+    ok &= check(
+        all(sites(t2, r) == want_sites for t2 in (a2, b2) for r in range(len(replayed))),
+        "every replayed sequence holds the %d sites of driftscope run --probes all" % len(want_sites),
+    )
     lines = p.stdout.strip().splitlines()
     for r, i in enumerate(replayed):
         ta, n = tokens(a, i)
@@ -89,32 +102,57 @@ def replays(exe, work, a_path, b_path, env):
             want_a = want_b = ta[:upto]
         else:  # a neighbour: its own tokens, as long as its group's flipped sequences run
             steps = max(min(len(ta) - n, flips[j] + 1 + AFTER) for j in flips if j // 2 == i // 2)
-            want_a, want_b = ta[:n + min(steps, len(ta) - n)], tb[:n + min(steps, len(tb) - n)]
-        ok &= check(tokens(a2, r)[0] == want_a and tokens(b2, r)[0] == want_b,
-                    "seq %d: both replays consume %s, %d tokens" % (i, "A's" if i in flips else "their own",
-                                                                    len(want_a)))
+            want_a, want_b = ta[: n + min(steps, len(ta) - n)], tb[: n + min(steps, len(tb) - n)]
+        ok &= check(
+            tokens(a2, r)[0] == want_a and tokens(b2, r)[0] == want_b,
+            "seq %d: both replays consume %s, %d tokens" % (i, "A's" if i in flips else "their own", len(want_a)),
+        )
         ok &= check(same_topk(a2, r, a, i, len(want_a) - 1), "seq %d: A's replay reproduces A's top-K" % i)
         if i not in flips:
             continue
-        ok &= check(same_topk(b2, r, b, i, n + flips[i]),
-                    "seq %d: B's replay (batched, forced) reproduces B's top-K through the flip row" % i)
+        ok &= check(
+            same_topk(b2, r, b, i, n + flips[i]),
+            "seq %d: B's replay (batched, forced) reproduces B's top-K through the flip row" % i,
+        )
         path = os.path.join(z, "seq-%d" % i, "diff.json")
         s = json.load(open(path))["sequences"][0] if os.path.exists(path) else {}
         f = s.get("first_flip") or {}
-        ok &= check(s.get("index") == i and f.get("step") == flips[i] and f.get("token_a") == ta[n + flips[i]]
-                    and f.get("token_b") == tb[n + flips[i]],
-                    "seq-%d/diff.json names the flip at step %d (%s vs %s)" % (i, flips[i], f.get("token_a"),
-                                                                              f.get("token_b")))
+        ok &= check(
+            s.get("index") == i
+            and f.get("step") == flips[i]
+            and f.get("token_a") == ta[n + flips[i]]
+            and f.get("token_b") == tb[n + flips[i]],
+            "seq-%d/diff.json names the flip at step %d (%s vs %s)" % (i, flips[i], f.get("token_a"), f.get("token_b")),
+        )
         ok &= check("seq %d: flip at step %d" % (i, flips[i]) in lines, "the verdict line of seq %d" % i)
-    ok &= check(not os.path.exists(os.path.join(z, "flips.json")),
-                "no flips.* without attributions (B was recorded by the recorder)")
+    ok &= check(
+        not os.path.exists(os.path.join(z, "flips.json")),
+        "no flips.* without attributions (B was recorded by the recorder)",
+    )
     return ok, z
 
 
 def all_probes(exe, work):
     path = os.path.join(work, "all.h5")
-    subprocess.run([exe, "run", "--model", MODEL, "--prompt-ids", "1,400", "-n", "1", "--probes", "all",
-                    "-q", "--force", "-o", path], check=True)
+    subprocess.run(
+        [
+            exe,
+            "run",
+            "--model",
+            MODEL,
+            "--prompt-ids",
+            "1,400",
+            "-n",
+            "1",
+            "--probes",
+            "all",
+            "-q",
+            "--force",
+            "-o",
+            path,
+        ],
+        check=True,
+    )
     return path
 
 
@@ -126,14 +164,22 @@ def refusal(exe, work, a_path, b_path, command):
     os.makedirs(env["PATH"], exist_ok=True)
     p = subprocess.run([exe, "zoom", a_path, b_path, "-o", z], capture_output=True, text=True, env=env)
     err = p.stderr.strip().splitlines()
-    ok = check(p.returncode == 2 and len(err) == 2 and err[0].startswith("driftscope: ")
-               and "written by driftscope_trace" in err[0] and err[1].startswith("hint: ")
-               and "pip install './python[transformers]'" in err[1] and not os.path.exists(z),
-               "no recorder: exit 2, one driftscope: line naming the recorder, a hint, no DIR: %s" % err)
+    ok = check(
+        p.returncode == 2
+        and len(err) == 2
+        and err[0].startswith("driftscope: ")
+        and "written by driftscope_trace" in err[0]
+        and err[1].startswith("hint: ")
+        and "pip install './python[transformers]'" in err[1]
+        and not os.path.exists(z),
+        "no recorder: exit 2, one driftscope: line naming the recorder, a hint, no DIR: %s" % err,
+    )
     # the hint's command is the replay zoom runs when it finds the recorder (but for the folder)
     tail = command.split(" ", 1)[1].replace(os.path.join(work, "zoom"), z)
-    ok &= check(err[-1].endswith("its replay is: driftscope-trace " + tail),
-                "the hint gives the exact replay command: driftscope-trace " + tail[:60] + " ...")
+    ok &= check(
+        err[-1].endswith("its replay is: driftscope-trace " + tail),
+        "the hint gives the exact replay command: driftscope-trace " + tail[:60] + " ...",
+    )
     return ok
 
 
@@ -151,8 +197,11 @@ def main(exe, work):
     recorder(*common, "-o", a_path)
     recorder(*common, "--dtype", "bf16", "--batch", "2", "-o", b_path)
     # the recorder as pip installs it beside this venv's Python; one torch thread per replay
-    env = dict(os.environ, OMP_NUM_THREADS=THREADS,
-               PATH=os.path.dirname(recorder_command()[0]) + os.pathsep + os.environ.get("PATH", ""))
+    env = dict(
+        os.environ,
+        OMP_NUM_THREADS=THREADS,
+        PATH=os.path.dirname(recorder_command()[0]) + os.pathsep + os.environ.get("PATH", ""),
+    )
     env.pop("DRIFTSCOPE_TRACE", None)
     ok, z = replays(exe, work, a_path, b_path, env)
     if os.path.exists(os.path.join(z, "zoom.json")):

@@ -18,6 +18,7 @@ Not vLLM: no paged KV cache, no CUDA kernels, no torch.compile; attention is pla
   vllm/v1/worker/gpu_model_runner.py               _prepare_inputs: flattened input_ids,
                                                    positions, query_start_loc, logits_indices
 """
+
 import contextlib
 import json
 import os
@@ -191,8 +192,7 @@ class LlamaAttention(nn.Module):
         self.qkv_proj = QKVParallelLinear(c.hidden_size, self.q_size + 2 * self.kv_size, bias)
         self.o_proj = RowParallelLinear(self.q_size, c.hidden_size, False)
         self.rotary_emb = RotaryEmbedding(self.head_dim, c.max_position_embeddings, c.rope_theta)
-        self.attn = Attention(c.num_attention_heads, self.head_dim, self.head_dim ** -0.5,
-                              c.num_key_value_heads)
+        self.attn = Attention(c.num_attention_heads, self.head_dim, self.head_dim**-0.5, c.num_key_value_heads)
 
     def forward(self, positions, hidden_states):
         qkv, _ = self.qkv_proj(hidden_states)
@@ -206,8 +206,7 @@ class LlamaAttention(nn.Module):
 class LlamaMLP(nn.Module):
     def __init__(self, c):
         super().__init__()
-        self.gate_up_proj = MergedColumnParallelLinear(c.hidden_size, 2 * c.intermediate_size,
-                                                       False)
+        self.gate_up_proj = MergedColumnParallelLinear(c.hidden_size, 2 * c.intermediate_size, False)
         self.down_proj = RowParallelLinear(c.intermediate_size, c.hidden_size, False)
         self.act_fn = SiluAndMul()
 
@@ -242,8 +241,7 @@ class LlamaModel(nn.Module):
     def __init__(self, c, qkv_bias):
         super().__init__()
         self.embed_tokens = VocabParallelEmbedding(c.vocab_size, c.hidden_size)
-        self.layers = nn.ModuleList([LlamaDecoderLayer(c, qkv_bias)
-                                     for _ in range(c.num_hidden_layers)])
+        self.layers = nn.ModuleList([LlamaDecoderLayer(c, qkv_bias) for _ in range(c.num_hidden_layers)])
         self.norm = RMSNorm(c.hidden_size, c.rms_norm_eps)
 
     def forward(self, input_ids, positions, intermediate_tensors=None, inputs_embeds=None):
@@ -262,7 +260,7 @@ class LogitsProcessor(nn.Module):
 
     def forward(self, lm_head, hidden_states):
         logits = F.linear(hidden_states, lm_head.weight, lm_head.bias)
-        return logits[..., :self.org_vocab_size]
+        return logits[..., : self.org_vocab_size]
 
 
 class LlamaForCausalLM(nn.Module):
@@ -284,8 +282,13 @@ class LlamaForCausalLM(nn.Module):
     def load_weights(self, weights):
         """q/k/v_proj into qkv_proj and gate/up_proj into gate_up_proj, shard by shard in that
         order (the stacked_params_mapping of LlamaForCausalLM.load_weights)."""
-        stacked = {"q_proj": ("qkv_proj", 0), "k_proj": ("qkv_proj", 1), "v_proj": ("qkv_proj", 2),
-                   "gate_proj": ("gate_up_proj", 0), "up_proj": ("gate_up_proj", 1)}
+        stacked = {
+            "q_proj": ("qkv_proj", 0),
+            "k_proj": ("qkv_proj", 1),
+            "v_proj": ("qkv_proj", 2),
+            "gate_proj": ("gate_up_proj", 0),
+            "up_proj": ("gate_up_proj", 1),
+        }
         params = dict(self.named_parameters())
         shards = {}
         for name, w in weights.items():
@@ -310,6 +313,7 @@ class Qwen2ForCausalLM(LlamaForCausalLM):
 def load(model_dir):
     """(the stand-in model with the directory's safetensors weights, its transformers config)."""
     from transformers import AutoConfig
+
     c = AutoConfig.from_pretrained(model_dir)
     cls = Qwen2ForCausalLM if c.architectures[0] == "Qwen2ForCausalLM" else LlamaForCausalLM
     with open(os.path.join(model_dir, "config.json")) as f:  # transformers 5 moved it
@@ -348,4 +352,3 @@ class Runner:
             logits = self.model.compute_logits(hidden if every_row else hidden[last])
         best = (logits[last] if every_row else logits).argmax(dim=-1).tolist()
         return logits, best
-

@@ -10,6 +10,7 @@ damaged-trace handling (tests/cli/test_cli_damaged.cpp).
   damage_trace.py widen FILE DATASET            replace a hidden dataset by one a column wider
   damage_trace.py drop-rows FILE DATASET N      replace a dataset by its first rows minus N
 """
+
 import sys
 
 import h5py
