@@ -22,9 +22,22 @@ Usage (any machine with torch and transformers; no network):
       --probes all -o ds.h5                                 # add --device cuda on a GPU
   python3 scripts/hf_ops_compare.py MODEL ds.h5 --dtype bf16 --attn eager --device cpu
 
+With --emulate-all, also every layer from the embedding: driftscope's conventions (checked
+against the trace) and transformers' conventions with driftscope's sums and with float64 sums,
+against transformers: what a transformers-convention mode in driftscope would give.
+
 The emulation computes in float64 where driftscope computes in float32 (and transformers' GEMMs
 sum in their own order), so "same convention" still differs where a float32 error moves a value
-across a rounding boundary: the "tf emul vs tf" column measures that floor for each op.
+across a rounding boundary: the "tf emul vs tf" column measures that floor for each op. With
+--ds-sums seq32 (the default) driftscope's GEMMs are summed as its CPU reference sums them and
+its RMSNorm is computed in float32 as written, so on a CPU trace the "driftscope's" line of the
+layer table equals the trace (on a CUDA trace, cuBLAS sums in its own order). transformers 4.x
+(scores divided by sqrt(head_dim)) and torch 1.x (a Python scalar rounded to the tensor's format;
+SiLU in 16-bit steps) are emulated as measured. With --dtype fp32 nothing is rounded (float64):
+the numbers are float32's agreement.
+
+On a GPU machine (torch, transformers, h5py; no network): --device cuda runs transformers there
+and driftscope's float32 sums on the GPU (one torch op per k); docs/numerics.md has the CPU run.
 """
 import argparse
 import json
@@ -190,10 +203,19 @@ def silu(g):
     return g / (1.0 + np.exp(-g))
 
 
+# torch 1.x computes SiLU of a 16-bit tensor in that format, each step rounded (measured on
+# Debian's torch 1.13: round(x / round(1 + round(exp(-x))))); torch 2.x in float32, rounded once.
+SILU_STEPS_ROUNDED = False
+
+
 def swiglu(gate, up, conv, r):
     """ds: round(silu(g) * u) once; tf: act_fn(gate) rounded, then the product rounded."""
     if conv == "tf":
-        return rnd(rnd(silu(gate), r) * up, r)
+        if SILU_STEPS_ROUNDED:
+            act = rnd(gate / rnd(1.0 + rnd(np.exp(-gate), r), r), r)
+        else:
+            act = rnd(silu(gate), r)
+        return rnd(act * up, r)
     y = silu(gate) * up
     return rnd(y, r) if conv == "ds" else y
 
@@ -424,7 +446,15 @@ def main():
         sys.exit("apply_rotary_pos_emb was not called through %s: this transformers version applies "
                  "RoPE elsewhere; the per-op table needs it" % cap.mod.__name__)
     results = {"per_op": {}, "layer": {}, "sites": {}}
-    divide_by = math.sqrt(Layer(model, a.layer).hd) if int(transformers.__version__.split(".")[0]) < 5 else None
+    # transformers 4.x divides the scores by sqrt(head_dim), 5.x multiplies by the scale; torch 1.x
+    # rounds a Python scalar to the tensor's 16-bit format first (measured), torch 2.x keeps it float32
+    torch1 = int(torch.__version__.split(".")[0]) < 2
+    global SILU_STEPS_ROUNDED
+    SILU_STEPS_ROUNDED = torch1
+    divide_by = None
+    if int(transformers.__version__.split(".")[0]) < 5:
+        divide_by = math.sqrt(Layer(model, a.layer).hd)
+        divide_by = float(rnd(divide_by, r)) if torch1 else divide_by
 
     # ---- 1. per op of layer a.layer, on transformers' own inputs ----
     ly = Layer(model, a.layer)
@@ -578,11 +608,11 @@ def main():
             outs[label]["final_norm"] = rmsnorm(xs[label], fn, cfg.rms_norm_eps, conv["norm"], r)
         print("\nThe whole stack emulated from the embedding (%.0f s): median / max relative L2 over rows"
               % (time.perf_counter() - t0))
-        head = ["trace vs tf"] + ["%s vs %s" % (lb.split(" (")[0].split(",")[0], "trace" if k == 0 else "tf")
-                                  for k, (lb, _) in enumerate(stacks)]
-        print("%-14s" % "site" + "".join("%22s" % h_[:22] for h_ in head))
-        print("  columns: the driftscope trace against transformers; " + "; ".join(
-            "%s against %s" % (lb, "the trace" if k == 0 else "transformers") for k, (lb, _) in enumerate(stacks)))
+        head = ["trace vs tf", "ds emul vs trace", "tf conv, ds sums", "tf conv, fp64 sums"]
+        print("%-14s" % "site" + "".join("%22s" % h_ for h_ in head))
+        print("  (the trace against transformers; driftscope emulated (its conventions and sums) against the trace;\n"
+              "   transformers' conventions with driftscope's sums (%s), then with float64 sums, against transformers)"
+              % ("float32 in order" if DS_SUMS == "seq32" else "here float64: --ds-sums fp64"))
         results["stack"] = {}
         for site in ["L%d/out" % l for l in range(cfg.num_hidden_layers)] + ["final_norm"]:
             tf_s = cap.sites[site][:T]
