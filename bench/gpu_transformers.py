@@ -10,6 +10,7 @@ Prompts as bench_gpu_decode's: 16 tokens, id (7 + 31 i + 101 b) mod vocab for ro
 the median of 3 after a warm-up; tokens/s = batch x (N - 1) / decode time. Needs torch with a
 CUDA device and transformers.
 """
+
 import argparse
 import json
 import statistics

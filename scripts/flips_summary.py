@@ -7,6 +7,7 @@ flip, at which generated steps they first flip, and where the drift begins (the 
 Prints a Markdown table (one row per pair) and the onset sites counted per pair; --json writes
 the same as an object keyed by label (the `flips` table of bench/results/gpu-*.json).
 """
+
 import argparse
 import collections
 import json
@@ -57,10 +58,7 @@ def main():
         steps = s["first_flip_steps"]
         shown = ", ".join(map(str, steps[:12])) + (" ..." if len(steps) > 12 else "")
         kinds = ", ".join(f"{k} {n}" for k, n in s["onset_kinds"].items())
-        print(
-            f"| {label} | {s['flipped']} of {s['sequences']} | "
-            f"{s['first_flip_median']}; {shown} | {kinds} |"
-        )
+        print(f"| {label} | {s['flipped']} of {s['sequences']} | {s['first_flip_median']}; {shown} | {kinds} |")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(out, f, indent=1)

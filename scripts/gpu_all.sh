@@ -89,3 +89,5 @@ done
 step hf_trace 60 "$b/driftscope" run -m "$model" --prompt-ids 1,100,200,300,400,500,600,700 \
   -n 32 --device cuda --dtype bf16 --probes all --force -o /tmp/ds-hf.h5
 step hf_compare 90 python3 scripts/hf_compare.py "$model" /tmp/ds-hf.h5 --dtype bf16 --device cuda
+step hf_ops 90 python3 scripts/hf_ops_compare.py "$model" /tmp/ds-hf.h5 --dtype bf16 --attn eager \
+  --device cuda --json "$r/hf_ops.json"

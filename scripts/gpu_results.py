@@ -9,6 +9,7 @@ DIR holds what gpu_run.sh wrote: device.txt (nvidia-smi's name, driver, memory),
 observer.txt (the exit code of the [graphs] observer test), flips/flips.json
 (scripts/gpu_flips.sh). A missing piece is recorded as null, never guessed.
 """
+
 import argparse
 import datetime
 import json

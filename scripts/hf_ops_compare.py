@@ -39,6 +39,7 @@ the numbers are float32's agreement.
 On a GPU machine (torch, transformers, h5py; no network): --device cuda runs transformers there
 and driftscope's float32 sums on the GPU (one torch op per k); docs/numerics.md has the CPU run.
 """
+
 import argparse
 import json
 import math
@@ -86,6 +87,7 @@ def stat(ref, b, rows=None):
 
 # ---- the ops, in float64, with rounding (r = storage format or None) where each engine rounds ----
 
+
 def rmsnorm(x, w, eps, conv, r):
     """ds: round((x * inv) * w); tf (LlamaRMSNorm): round(w * round(x * inv)); exact: no rounding;
     ds32: driftscope's CPU op in float32 as written (kernels/cpu/ops_cpu.cpp: the sum of squares in
@@ -111,12 +113,13 @@ def gemm_seq32(x, w, b):
     each product rounded to float32 and added for k = 0, 1, ... in order (no FMA), the bias added
     last; unrounded to the storage format. Run with torch on SEQ32_DEVICE, one k at a time."""
     import torch
+
     dev = SEQ32_DEVICE
     xt = torch.tensor(x, dtype=torch.float32, device=dev)
     wt = torch.tensor(w, dtype=torch.float32, device=dev).t().contiguous()  # (K, N)
     acc = torch.zeros(xt.shape[0], wt.shape[1], dtype=torch.float32, device=dev)
     for k in range(wt.shape[0]):
-        acc.add_(xt[:, k:k + 1] * wt[k])
+        acc.add_(xt[:, k : k + 1] * wt[k])
     if b is not None:
         acc.add_(torch.tensor(b, dtype=torch.float32, device=dev))
     return acc.double().cpu().numpy()
@@ -226,8 +229,10 @@ def add(a, b, conv, r):
 
 # ---- transformers: the model, hooks on one layer's ops, the sites of every layer ----
 
+
 def to_np(t):
     import torch
+
     return t.detach().to(device="cpu", dtype=torch.float64).numpy()
 
 
@@ -236,6 +241,7 @@ class Capture:
 
     def __init__(self, model, op_layer):
         import torch
+
         self.model, self.op_layer = model, op_layer
         self.sites, self.ops, self.handles = {}, {}, []
         inner = model.model
@@ -243,19 +249,30 @@ class Capture:
         for l, layer in enumerate(inner.layers):
             self._hook(layer.input_layernorm, lambda m, i, o, l=l: self._site("L%d/attn_norm" % l, o))
             self._hook(layer.self_attn.o_proj, lambda m, i, o, l=l: self._site("L%d/attn_out" % l, o))
-            self._hook(layer.post_attention_layernorm,
-                       lambda m, i, o, l=l: (self._site("L%d/resid_mid" % l, i[0]),
-                                             self._site("L%d/mlp_norm" % l, o)))
+            self._hook(
+                layer.post_attention_layernorm,
+                lambda m, i, o, l=l: (self._site("L%d/resid_mid" % l, i[0]), self._site("L%d/mlp_norm" % l, o)),
+            )
             self._hook(layer.mlp.down_proj, lambda m, i, o, l=l: self._site("L%d/mlp_out" % l, o))
-            self._hook(layer, lambda m, i, o, l=l: self._site(
-                "L%d/out" % l, o[0] if isinstance(o, (tuple, list)) else o))
+            self._hook(
+                layer, lambda m, i, o, l=l: self._site("L%d/out" % l, o[0] if isinstance(o, (tuple, list)) else o)
+            )
         self._hook(inner.norm, lambda m, i, o: self._site("final_norm", o))
         L = inner.layers[op_layer]
         att, mlp = L.self_attn, L.mlp
-        pairs = [("input_layernorm", L.input_layernorm), ("q_proj", att.q_proj), ("k_proj", att.k_proj),
-                 ("v_proj", att.v_proj), ("o_proj", att.o_proj),
-                 ("post_attention_layernorm", L.post_attention_layernorm), ("gate_proj", mlp.gate_proj),
-                 ("up_proj", mlp.up_proj), ("act_fn", mlp.act_fn), ("down_proj", mlp.down_proj), ("layer", L)]
+        pairs = [
+            ("input_layernorm", L.input_layernorm),
+            ("q_proj", att.q_proj),
+            ("k_proj", att.k_proj),
+            ("v_proj", att.v_proj),
+            ("o_proj", att.o_proj),
+            ("post_attention_layernorm", L.post_attention_layernorm),
+            ("gate_proj", mlp.gate_proj),
+            ("up_proj", mlp.up_proj),
+            ("act_fn", mlp.act_fn),
+            ("down_proj", mlp.down_proj),
+            ("layer", L),
+        ]
         for name, mod in pairs:
             self._hook(mod, lambda m, i, o, name=name: self._op(name, i[0] if i else None, o))
         # RoPE is a function of the modeling module (apply_rotary_pos_emb), not a module: wrapped
@@ -267,16 +284,25 @@ class Capture:
         def rope_wrap(q, k, cos, sin, *a, **kw):
             qo, ko = self.orig_rope(q, k, cos, sin, *a, **kw)
             if self.rope_calls == op_layer:
-                self.ops["rope"] = {"q": to_np(q), "k": to_np(k), "q_out": to_np(qo), "k_out": to_np(ko),
-                                    "cos": to_np(cos), "sin": to_np(sin), "cos_dtype": str(cos.dtype)}
+                self.ops["rope"] = {
+                    "q": to_np(q),
+                    "k": to_np(k),
+                    "q_out": to_np(qo),
+                    "k_out": to_np(ko),
+                    "cos": to_np(cos),
+                    "sin": to_np(sin),
+                    "cos_dtype": str(cos.dtype),
+                }
             self.rope_calls += 1
             return qo, ko
+
         self.mod.apply_rotary_pos_emb = rope_wrap
         self.torch = torch
 
     def _hook(self, mod, fn):
         def hook(m, i, o):
             fn(m, i, o)  # a hook's return value would replace the module's output: none returned
+
         self.handles.append(mod.register_forward_hook(hook))
 
     def _site(self, name, t):
@@ -301,8 +327,12 @@ def rope_inv_freq_ds(cfg, head_dim):
     inv = 1.0 / np.power(float(theta), (2.0 * np.arange(head_dim // 2)) / head_dim)
     rtype = rp.get("rope_type", rp.get("type", "default")) if rp else "default"
     if rtype == "llama3":
-        f, lo, hi, orig = (rp["factor"], rp["low_freq_factor"], rp["high_freq_factor"],
-                           rp["original_max_position_embeddings"])
+        f, lo, hi, orig = (
+            rp["factor"],
+            rp["low_freq_factor"],
+            rp["high_freq_factor"],
+            rp["original_max_position_embeddings"],
+        )
         low_w, high_w = orig / lo, orig / hi
         out = []
         for x in inv:
@@ -316,8 +346,7 @@ def rope_inv_freq_ds(cfg, head_dim):
                 out.append((1 - sm) * x / f + sm * x)
         inv = np.array(out)
     elif rtype not in ("default", None):
-        print("note: rope type %s is not emulated; driftscope's tables taken from transformers' "
-              "inv_freq" % rtype)
+        print("note: rope type %s is not emulated; driftscope's tables taken from transformers' inv_freq" % rtype)
     return inv
 
 
@@ -332,11 +361,16 @@ class Layer:
         self.H = cfg.num_attention_heads
         self.KV = cfg.num_key_value_heads
         self.eps = cfg.rms_norm_eps
-        self.scale = getattr(a, "scaling", None) or self.hd ** -0.5
+        self.scale = getattr(a, "scaling", None) or self.hd**-0.5
         self.window = (getattr(cfg, "sliding_window", None) or 0) if getattr(cfg, "use_sliding_window", True) else 0
         w = lambda t: None if t is None else to_np(t)
         self.n1, self.n2 = w(L.input_layernorm.weight), w(L.post_attention_layernorm.weight)
-        self.wq, self.wk, self.wv, self.wo = w(a.q_proj.weight), w(a.k_proj.weight), w(a.v_proj.weight), w(a.o_proj.weight)
+        self.wq, self.wk, self.wv, self.wo = (
+            w(a.q_proj.weight),
+            w(a.k_proj.weight),
+            w(a.v_proj.weight),
+            w(a.o_proj.weight),
+        )
         self.bq, self.bk, self.bv = w(a.q_proj.bias), w(a.k_proj.bias), w(a.v_proj.bias)
         self.wg, self.wu, self.wd = w(m.gate_proj.weight), w(m.up_proj.weight), w(m.down_proj.weight)
 
@@ -387,19 +421,27 @@ def main():
     ap.add_argument("--seq", type=int, default=0, help="sequence of the trace")
     ap.add_argument("--layer", type=int, default=0, help="layer whose ops are compared")
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
-    ap.add_argument("--ds-sums", default="seq32", choices=["seq32", "fp64"],
-                    help="how driftscope's GEMMs are emulated: seq32 = its CPU reference's order (float32, "
-                         "k in order; slow on a CPU: one torch op per k), fp64 = float64 sums")
-    ap.add_argument("--emulate-all", action="store_true",
-                    help="also emulate every layer from the embedding: driftscope's conventions (checked "
-                         "against the trace) and transformers' with driftscope's sums (what a "
-                         "transformers-convention mode would give)")
+    ap.add_argument(
+        "--ds-sums",
+        default="seq32",
+        choices=["seq32", "fp64"],
+        help="how driftscope's GEMMs are emulated: seq32 = its CPU reference's order (float32, "
+        "k in order; slow on a CPU: one torch op per k), fp64 = float64 sums",
+    )
+    ap.add_argument(
+        "--emulate-all",
+        action="store_true",
+        help="also emulate every layer from the embedding: driftscope's conventions (checked "
+        "against the trace) and transformers' with driftscope's sums (what a "
+        "transformers-convention mode would give)",
+    )
     ap.add_argument("--json", help="write every number printed to this file")
     a = ap.parse_args()
 
     import torch
     import transformers
     from transformers import AutoModelForCausalLM
+
     if a.threads > 0:
         torch.set_num_threads(a.threads)
     tdtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[a.dtype]
@@ -413,9 +455,18 @@ def main():
     sites = sorted(k for k in _walk(seq["hidden"]))
     rows = seq["hidden/" + sites[0]].shape[0] if sites else len(tokens) - 1
     cfg_ds = json.loads(f["meta"].attrs["config_json"])
-    print("trace %s: dtype %s, device %s, %d tokens (prompt %d), %d rows, %d sites" % (
-        a.trace, cfg_ds.get("dtype"), cfg_ds.get("device"), len(tokens), int(seq.attrs["prompt_len"]),
-        rows, len(sites)))
+    print(
+        "trace %s: dtype %s, device %s, %d tokens (prompt %d), %d rows, %d sites"
+        % (
+            a.trace,
+            cfg_ds.get("dtype"),
+            cfg_ds.get("device"),
+            len(tokens),
+            int(seq.attrs["prompt_len"]),
+            rows,
+            len(sites),
+        )
+    )
     if cfg_ds.get("dtype") != a.dtype:
         print("note: the trace is %s, transformers runs %s" % (cfg_ds.get("dtype"), a.dtype))
 
@@ -423,11 +474,26 @@ def main():
     model = AutoModelForCausalLM.from_pretrained(a.model, **{key: tdtype, "attn_implementation": a.attn})
     model.to(a.device).eval()
     cfg = model.config
-    print("transformers %s, torch %s, %s, %s, attention %s, threads %d; %s: dim %d, %d layers, "
-          "heads %d/%d, head_dim %d, hidden %d, vocab %d" % (
-              transformers.__version__, torch.__version__, a.device, a.dtype, a.attn, torch.get_num_threads(),
-              type(model).__name__, cfg.hidden_size, cfg.num_hidden_layers, cfg.num_attention_heads,
-              cfg.num_key_value_heads, Layer(model, 0).hd, cfg.intermediate_size, cfg.vocab_size))
+    print(
+        "transformers %s, torch %s, %s, %s, attention %s, threads %d; %s: dim %d, %d layers, "
+        "heads %d/%d, head_dim %d, hidden %d, vocab %d"
+        % (
+            transformers.__version__,
+            torch.__version__,
+            a.device,
+            a.dtype,
+            a.attn,
+            torch.get_num_threads(),
+            type(model).__name__,
+            cfg.hidden_size,
+            cfg.num_hidden_layers,
+            cfg.num_attention_heads,
+            cfg.num_key_value_heads,
+            Layer(model, 0).hd,
+            cfg.intermediate_size,
+            cfg.vocab_size,
+        )
+    )
     if a.device.startswith("cuda"):
         print("GPU: %s" % torch.cuda.get_device_name(0))
 
@@ -443,8 +509,10 @@ def main():
         cap.close()
     print("forward: %.1f s" % (time.perf_counter() - t0))
     if "rope" not in cap.ops:
-        sys.exit("apply_rotary_pos_emb was not called through %s: this transformers version applies "
-                 "RoPE elsewhere; the per-op table needs it" % cap.mod.__name__)
+        sys.exit(
+            "apply_rotary_pos_emb was not called through %s: this transformers version applies "
+            "RoPE elsewhere; the per-op table needs it" % cap.mod.__name__
+        )
     results = {"per_op": {}, "layer": {}, "sites": {}}
     # transformers 4.x divides the scores by sqrt(head_dim), 5.x multiplies by the scale; torch 1.x
     # rounds a Python scalar to the tensor's 16-bit format first (measured), torch 2.x keeps it float32
@@ -479,27 +547,63 @@ def main():
     def row(name, what, tf_in, tf_out, fn, convs):
         """fn(conv) -> output; convs: ds convention name, tf convention name."""
         ds_o, tf_o, ex_o = fn(convs[0]), fn(convs[1]), fn("exact")
-        res = {"what": what, "ds_vs_tf": stat(tf_out, ds_o), "tfemul_vs_tf": stat(tf_out, tf_o),
-               "ds_vs_exact": stat(ex_o, ds_o), "tf_vs_exact": stat(ex_o, tf_out),
-               "ds_vs_tfemul": stat(tf_o, ds_o)}
+        res = {
+            "what": what,
+            "ds_vs_tf": stat(tf_out, ds_o),
+            "tfemul_vs_tf": stat(tf_out, tf_o),
+            "ds_vs_exact": stat(ex_o, ds_o),
+            "tf_vs_exact": stat(ex_o, tf_out),
+            "ds_vs_tfemul": stat(tf_o, ds_o),
+        }
         results["per_op"][name] = res
-        print("%-22s %s %s %s %s  %s" % (name, fmt_pair(res["ds_vs_tf"]), fmt_pair(res["tfemul_vs_tf"]),
-                                         fmt_pair(res["ds_vs_exact"]), fmt_pair(res["tf_vs_exact"]), what))
+        print(
+            "%-22s %s %s %s %s  %s"
+            % (
+                name,
+                fmt_pair(res["ds_vs_tf"]),
+                fmt_pair(res["tfemul_vs_tf"]),
+                fmt_pair(res["ds_vs_exact"]),
+                fmt_pair(res["tf_vs_exact"]),
+                what,
+            )
+        )
 
-    print("\nPer op of layer %d, each fed transformers' input to it; relative L2 per row (token), "
-          "median and max over %d rows" % (a.layer, T))
-    print("%-22s %19s %19s %19s %19s  %s" % ("op", "ds conv vs tf", "tf emul vs tf", "ds conv vs fp64",
-                                             "tf vs fp64", "what differs"))
+    print(
+        "\nPer op of layer %d, each fed transformers' input to it; relative L2 per row (token), "
+        "median and max over %d rows" % (a.layer, T)
+    )
+    print(
+        "%-22s %19s %19s %19s %19s  %s"
+        % ("op", "ds conv vs tf", "tf emul vs tf", "ds conv vs fp64", "tf vs fp64", "what differs")
+    )
     x_in = ops["input_layernorm"]["in"]
-    row("input_layernorm", "tf: round(w*round(x*inv)); ds: round((x*inv)*w)", x_in, ops["input_layernorm"]["out"],
-        lambda c: rmsnorm(x_in, ly.n1, ly.eps, c, r), ("ds", "tf"))
+    row(
+        "input_layernorm",
+        "tf: round(w*round(x*inv)); ds: round((x*inv)*w)",
+        x_in,
+        ops["input_layernorm"]["out"],
+        lambda c: rmsnorm(x_in, ly.n1, ly.eps, c, r),
+        ("ds", "tf"),
+    )
     h = ops["q_proj"]["in"]
     for nm, w_, b_ in (("q_proj", ly.wq, ly.bq), ("k_proj", ly.wk, ly.bk), ("v_proj", ly.wv, ly.bv)):
-        row(nm, "GEMM: one rounding in both; the float32 sums' order differs", h, ops[nm]["out"],
-            gemm_fn(h, w_, b_), (DS_SUMS, "ds"))
+        row(
+            nm,
+            "GEMM: one rounding in both; the float32 sums' order differs",
+            h,
+            ops[nm]["out"],
+            gemm_fn(h, w_, b_),
+            (DS_SUMS, "ds"),
+        )
         if b_ is not None and np.any(b_ != 0):
-            row(nm + " bias twice", "tf emul: round(round(x W) + b)", h, ops[nm]["out"],
-                lambda c, w_=w_, b_=b_: linear(h, w_, b_, c, r), ("ds", "tf_bias2"))
+            row(
+                nm + " bias twice",
+                "tf emul: round(round(x W) + b)",
+                h,
+                ops[nm]["out"],
+                lambda c, w_=w_, b_=b_: linear(h, w_, b_, c, r),
+                ("ds", "tf_bias2"),
+            )
     q_in = np.transpose(rp["q"][0], (1, 0, 2))  # (T, H, hd)
     k_in = np.transpose(rp["k"][0], (1, 0, 2))
     q_out = np.transpose(rp["q_out"][0], (1, 0, 2))
@@ -507,8 +611,15 @@ def main():
 
     def rope_fn(x):
         return lambda c: rope(x, *tables[c], c if c != "exact" else "exact", r)
-    row("rope q", "tf: cos/sin in %s, 3 roundings; ds: fp32 tables, 1" % rp["cos_dtype"].replace("torch.", ""),
-        q_in, q_out, rope_fn(q_in), ("ds", "tf"))
+
+    row(
+        "rope q",
+        "tf: cos/sin in %s, 3 roundings; ds: fp32 tables, 1" % rp["cos_dtype"].replace("torch.", ""),
+        q_in,
+        q_out,
+        rope_fn(q_in),
+        ("ds", "tf"),
+    )
     row("rope k", "(as rope q)", k_in, k_out, rope_fn(k_in), ("ds", "tf"))
     # attention: rotated q, k (transformers'), v = v_proj's output
     v_in = ops["v_proj"]["out"].reshape(T, ly.KV, ly.hd)
@@ -517,27 +628,60 @@ def main():
 
     def att_fn(c):
         return attention(q_out, k_out, v_in, ly.scale, c, r, ly.window, divide_by).reshape(T, -1)
-    row("attention", "eager: scores rounded, then scaled and rounded" if a.attn == "eager"
-        else "sdpa emulated as flash: unnormalised exp rounded", q_out, att_tf, att_fn, ("ds", tf_attn))
+
+    row(
+        "attention",
+        "eager: scores rounded, then scaled and rounded"
+        if a.attn == "eager"
+        else "sdpa emulated as flash: unnormalised exp rounded",
+        q_out,
+        att_tf,
+        att_fn,
+        ("ds", tf_attn),
+    )
     if a.attn == "sdpa":
         row("attention (eager emul)", "sdpa against the eager convention", q_out, att_tf, att_fn, ("ds", "tf_eager"))
     row("o_proj", "GEMM", att_tf, ops["o_proj"]["out"], gemm_fn(att_tf, ly.wo, None), (DS_SUMS, "ds"))
     resid = ops["post_attention_layernorm"]["in"]
-    row("residual add 1", "round(a + b) in both", resid, resid,
-        lambda c: add(x_in, ops["o_proj"]["out"], c, r), ("ds", "ds"))
-    row("post_attention_layernorm", "as input_layernorm", resid, ops["post_attention_layernorm"]["out"],
-        lambda c: rmsnorm(resid, ly.n2, ly.eps, c, r), ("ds", "tf"))
+    row(
+        "residual add 1",
+        "round(a + b) in both",
+        resid,
+        resid,
+        lambda c: add(x_in, ops["o_proj"]["out"], c, r),
+        ("ds", "ds"),
+    )
+    row(
+        "post_attention_layernorm",
+        "as input_layernorm",
+        resid,
+        ops["post_attention_layernorm"]["out"],
+        lambda c: rmsnorm(resid, ly.n2, ly.eps, c, r),
+        ("ds", "tf"),
+    )
     h2 = ops["gate_proj"]["in"]
     row("gate_proj", "GEMM", h2, ops["gate_proj"]["out"], gemm_fn(h2, ly.wg, None), (DS_SUMS, "ds"))
     row("up_proj", "GEMM", h2, ops["up_proj"]["out"], gemm_fn(h2, ly.wu, None), (DS_SUMS, "ds"))
     g_tf, u_tf = ops["gate_proj"]["out"], ops["up_proj"]["out"]
-    row("act * up (swiglu)", "tf: round(round(silu(g))*u); ds: round(silu(g)*u)", g_tf, ops["down_proj"]["in"],
-        lambda c: swiglu(g_tf, u_tf, c, r), ("ds", "tf"))
+    row(
+        "act * up (swiglu)",
+        "tf: round(round(silu(g))*u); ds: round(silu(g)*u)",
+        g_tf,
+        ops["down_proj"]["in"],
+        lambda c: swiglu(g_tf, u_tf, c, r),
+        ("ds", "tf"),
+    )
     d_in = ops["down_proj"]["in"]
     row("down_proj", "GEMM", d_in, ops["down_proj"]["out"], gemm_fn(d_in, ly.wd, None), (DS_SUMS, "ds"))
     lay_out = ops["layer"]["out"]
-    row("residual add 2", "round(a + b) in both", lay_out, lay_out,
-        lambda c: add(resid, ops["down_proj"]["out"], c, r), ("ds", "ds"))
+    row(
+        "residual add 2",
+        "round(a + b) in both",
+        lay_out,
+        lay_out,
+        lambda c: add(resid, ops["down_proj"]["out"], c, r),
+        ("ds", "ds"),
+    )
 
     # ---- 2. the layer re-run from transformers' input, conventions switched one op at a time ----
     ds_conv = {"norm": "ds", "bias": "ds", "rope": "ds", "attn": "ds", "swiglu": "ds", "sums": "fp64"}
@@ -549,12 +693,16 @@ def main():
         for s in show:
             if "hidden/L0/" + s in seq:
                 trace_at[s] = hidden(seq, "L0/" + s)[:T]
-    print("\nLayer %d re-run in float64 from transformers' input to it, against what transformers "
-          "computed (median / max relative L2 over rows); GEMMs summed in float64 unless named" % a.layer)
+    print(
+        "\nLayer %d re-run in float64 from transformers' input to it, against what transformers "
+        "computed (median / max relative L2 over rows); GEMMs summed in float64 unless named" % a.layer
+    )
     print("%-46s" % "conventions" + "".join("%20s" % s for s in show))
     if trace_at:
-        print("%-46s" % "the driftscope trace itself" + "".join(
-            "%20s" % fmt_pair(stat(ref[s], trace_at[s])) if s in trace_at else "%20s" % "-" for s in show))
+        print(
+            "%-46s" % "the driftscope trace itself"
+            + "".join("%20s" % fmt_pair(stat(ref[s], trace_at[s])) if s in trace_at else "%20s" % "-" for s in show)
+        )
 
     def line(label, conv, against=None):
         o = run_layer(ly, x_in, conv, r, tables, divide_by)
@@ -564,9 +712,12 @@ def main():
         if against:
             res = {s: stat(against[s], o[s]) for s in show if s in against}
             results["layer"][label + " vs the trace"] = {s: list(v) for s, v in res.items()}
-            print("%-46s" % "  the same against the trace" + "".join(
-                "%20s" % fmt_pair(res[s]) if s in res else "%20s" % "-" for s in show))
+            print(
+                "%-46s" % "  the same against the trace"
+                + "".join("%20s" % fmt_pair(res[s]) if s in res else "%20s" % "-" for s in show)
+            )
         return o
+
     if a.ds_sums == "seq32":
         line("driftscope's: all ds, float32 sums, norm", dict(ds_conv, sums="seq32", norm="ds32"), trace_at)
     o_ds = line("all ds", ds_conv, trace_at if a.ds_sums != "seq32" else None)
@@ -590,10 +741,16 @@ def main():
 
     # ---- 2b. the whole stack emulated (--emulate-all): what a transformers-convention mode would give ----
     if a.emulate_all:
-        stacks = [("driftscope (ds conventions, its sums)", dict(ds_conv, sums=DS_SUMS if DS_SUMS == "seq32" else "fp64",
-                                                                  norm="ds32" if DS_SUMS == "seq32" else "ds")),
-                  ("tf conventions, driftscope's sums", dict(tf_conv, sums=DS_SUMS if DS_SUMS == "seq32" else "fp64")),
-                  ("tf conventions, float64 sums", tf_conv)]
+        stacks = [
+            (
+                "driftscope (ds conventions, its sums)",
+                dict(
+                    ds_conv, sums=DS_SUMS if DS_SUMS == "seq32" else "fp64", norm="ds32" if DS_SUMS == "seq32" else "ds"
+                ),
+            ),
+            ("tf conventions, driftscope's sums", dict(tf_conv, sums=DS_SUMS if DS_SUMS == "seq32" else "fp64")),
+            ("tf conventions, float64 sums", tf_conv),
+        ]
         xs = {label: cap.sites["embed"][:T] for label, _ in stacks}
         outs = {label: {} for label, _ in stacks}
         t0 = time.perf_counter()
@@ -606,13 +763,17 @@ def main():
         fn = to_np(model.model.norm.weight)
         for label, conv in stacks:
             outs[label]["final_norm"] = rmsnorm(xs[label], fn, cfg.rms_norm_eps, conv["norm"], r)
-        print("\nThe whole stack emulated from the embedding (%.0f s): median / max relative L2 over rows"
-              % (time.perf_counter() - t0))
+        print(
+            "\nThe whole stack emulated from the embedding (%.0f s): median / max relative L2 over rows"
+            % (time.perf_counter() - t0)
+        )
         head = ["trace vs tf", "ds emul vs trace", "tf conv, ds sums", "tf conv, fp64 sums"]
         print("%-14s" % "site" + "".join("%22s" % h_ for h_ in head))
-        print("  (the trace against transformers; driftscope emulated (its conventions and sums) against the trace;\n"
-              "   transformers' conventions with driftscope's sums (%s), then with float64 sums, against transformers)"
-              % ("float32 in order" if DS_SUMS == "seq32" else "here float64: --ds-sums fp64"))
+        print(
+            "  (the trace against transformers; driftscope emulated (its conventions and sums) against the trace;\n"
+            "   transformers' conventions with driftscope's sums (%s), then with float64 sums, against transformers)"
+            % ("float32 in order" if DS_SUMS == "seq32" else "here float64: --ds-sums fp64")
+        )
         results["stack"] = {}
         for site in ["L%d/out" % l for l in range(cfg.num_hidden_layers)] + ["final_norm"]:
             tf_s = cap.sites[site][:T]
@@ -625,8 +786,15 @@ def main():
 
     # ---- 3. every site of the trace against transformers ----
     print("\nPer site, the trace against transformers (relative L2 per row, median / max over %d rows)" % T)
-    order = ["embed"] + ["L%d/%s" % (l, k) for l in range(cfg.num_hidden_layers)
-                         for k in ("attn_norm", "attn_out", "resid_mid", "mlp_norm", "mlp_out", "out")] + ["final_norm"]
+    order = (
+        ["embed"]
+        + [
+            "L%d/%s" % (l, k)
+            for l in range(cfg.num_hidden_layers)
+            for k in ("attn_norm", "attn_out", "resid_mid", "mlp_norm", "mlp_out", "out")
+        ]
+        + ["final_norm"]
+    )
     for s in order:
         if s in sites and s in cap.sites:
             d = rel_rows(cap.sites[s][:T], hidden(seq, s)[:T])
@@ -639,8 +807,13 @@ def main():
     print("greedy choices equal to the trace's tokens: %d of %d generated positions" % (agree, len(gen)))
     results["greedy_agree"] = [agree, int(len(gen))]
     if a.json:
-        results["versions"] = {"transformers": transformers.__version__, "torch": torch.__version__,
-                               "device": a.device, "dtype": a.dtype, "attn": a.attn}
+        results["versions"] = {
+            "transformers": transformers.__version__,
+            "torch": torch.__version__,
+            "device": a.device,
+            "dtype": a.dtype,
+            "attn": a.attn,
+        }
         with open(a.json, "w") as fh:
             json.dump(results, fh, indent=1)
 
