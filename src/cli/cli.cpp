@@ -18,7 +18,7 @@
 #include "common/printable.h"
 #include "src/cli/commands.h"
 #include "src/cli/output.h"
-#include "src/cli/read_supervisor.h"
+#include "trace/read_supervisor.h"
 #include "trace/writer.h"
 
 namespace ds {
@@ -171,7 +171,7 @@ int cli_main(int argc, char** argv) {
   };
   // Commands that read traces from anyone read them in a watched child (read_supervisor.h).
   for (const char* name : {"show", "diff", "stats", "zoom"}) {
-    if (app.got_subcommand(name)) return run_with_watched_reads(dispatch);
+    if (app.got_subcommand(name)) return trace::run_with_watched_reads(dispatch);
   }
   const int code = dispatch();
   if (trace::writer_abandoned()) {  // its thread is stuck inside HDF5, which exit() would wait on

@@ -1,4 +1,4 @@
-// The watched child of `show`, `diff` and `stats` (src/cli/read_supervisor.h): exit codes and
+// The watched child of `show`, `diff` and `stats` (trace/read_supervisor.h): exit codes and
 // signals pass through; a crash or a stall inside a marked trace read is reported as a damaged
 // trace (exit 2); a crash outside one is an internal error (exit 3).
 #include <fcntl.h>
@@ -12,8 +12,8 @@
 #include <string>
 #include <thread>
 
-#include "src/cli/read_supervisor.h"
 #include "tests/support/text.h"
+#include "trace/read_supervisor.h"
 #include "trace/read_watch.h"
 
 namespace {
@@ -37,7 +37,7 @@ Outcome supervise(const std::function<int()>& command, const char* stall = "1") 
   if (pid == 0) {
     dup2(fd, STDERR_FILENO);
     setenv("DRIFTSCOPE_READ_STALL_SECONDS", stall, 1);
-    _exit(ds::run_with_watched_reads(command));
+    _exit(ds::trace::run_with_watched_reads(command));
   }
   int status = 0;
   waitpid(pid, &status, 0);
@@ -53,7 +53,7 @@ Outcome supervise(const std::function<int()>& command, const char* stall = "1") 
 
 }  // namespace
 
-TEST_CASE("watched reads: the command's exit code passes through", "[cli][untrusted]") {
+TEST_CASE("watched reads: the command's exit code passes through", "[trace][untrusted]") {
   for (int code : {0, 1, 2, 3, 141}) {
     const Outcome o = supervise([code] { return code; });
     CHECK(o.code == code);
@@ -62,7 +62,7 @@ TEST_CASE("watched reads: the command's exit code passes through", "[cli][untrus
 }
 
 TEST_CASE("watched reads: a signal that ends the command ends the watcher the same way",
-          "[cli][untrusted]") {
+          "[trace][untrusted]") {
   const Outcome o = supervise([] {
     signal(SIGINT, SIG_DFL);  // as in driftscope, not Catch's handler of this process
     raise(SIGINT);
@@ -72,7 +72,7 @@ TEST_CASE("watched reads: a signal that ends the command ends the watcher the sa
 }
 
 TEST_CASE("watched reads: a crash inside a trace read is a damaged trace, exit 2",
-          "[cli][untrusted]") {
+          "[trace][untrusted]") {
   const Outcome o = supervise([] {
     const ds::trace::WatchedRead r("/x/t.h5", "sequence", 3);
     signal(SIGSEGV, SIG_DFL);
@@ -88,7 +88,7 @@ TEST_CASE("watched reads: a crash inside a trace read is a damaged trace, exit 2
 }
 
 TEST_CASE("watched reads: a crash outside a trace read is an internal error, exit 3",
-          "[cli][untrusted]") {
+          "[trace][untrusted]") {
   const Outcome o = supervise([] {
     { const ds::trace::WatchedRead r("/x/t.h5", "opening it"); }
     signal(SIGABRT, SIG_DFL);
@@ -101,7 +101,7 @@ TEST_CASE("watched reads: a crash outside a trace read is an internal error, exi
 }
 
 TEST_CASE("watched reads: a read that does not return is stopped after the stall limit",
-          "[cli][untrusted]") {
+          "[trace][untrusted]") {
   const Outcome o = supervise(
       [] {
         const ds::trace::WatchedRead r("/x/t.h5", "opening it");
@@ -117,7 +117,7 @@ TEST_CASE("watched reads: a read that does not return is stopped after the stall
   CHECK(o.seconds < 5);
 }
 
-TEST_CASE("watched reads: time outside trace reads is not limited", "[cli][untrusted]") {
+TEST_CASE("watched reads: time outside trace reads is not limited", "[trace][untrusted]") {
   const Outcome o = supervise(
       [] {
         { const ds::trace::WatchedRead r("/x/t.h5", "opening it"); }

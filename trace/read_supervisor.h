@@ -1,7 +1,7 @@
 // Commands that read traces from anyone (show, diff, stats) run in a child process watched by
 // this one. HDF5 1.10.8 trusts what a file says; on a damaged or hostile trace one of its calls
 // can loop for ever or crash. The child marks every trace-reader call in memory the two share
-// (trace/read_watch.h); the parent waits for it and
+// (read_watch.h); the parent waits for it and
 //   - passes its exit code on, or dies of the same signal (Ctrl-C, a closed pipe, kill);
 //   - stops it when one reader call has been inside HDF5 longer than the stall limit, and
 //   - reports a crash during a reader call (SIGSEGV, SIGABRT, ...),
@@ -13,9 +13,9 @@
 
 #include <functional>
 
-namespace ds {
+namespace ds::trace {
 
 // Runs `command` in a child process as above; returns the exit code to leave with.
 int run_with_watched_reads(const std::function<int()>& command);
 
-}  // namespace ds
+}  // namespace ds::trace

@@ -1,5 +1,5 @@
 // The parent's side of watched trace reads (read_supervisor.h).
-#include "src/cli/read_supervisor.h"
+#include "trace/read_supervisor.h"
 
 #include <fmt/format.h>
 #include <poll.h>
@@ -22,7 +22,7 @@
 #include "common/printable.h"
 #include "trace/read_watch.h"
 
-namespace ds {
+namespace ds::trace {
 namespace {
 
 constexpr double kDefaultStallSeconds = 10;
@@ -63,15 +63,15 @@ const char* damaged_hint() {
 }
 
 // The child: runs the command with its trace reads marked in `watch`, then exits with its code.
-[[noreturn]] void run_watched_child(const std::function<int()>& command, trace::ReadWatch* watch) {
-  trace::set_read_watch(watch);
+[[noreturn]] void run_watched_child(const std::function<int()>& command, ReadWatch* watch) {
+  set_read_watch(watch);
   const int code = command();
   std::fflush(nullptr);
   // HDF5 frees what it read when the process exits (its atexit handler): watched too, under
   // the last trace read, as it can crash there on a damaged file
   // (placed in static storage and never destroyed: it must outlast the exit handlers)
-  alignas(trace::WatchedRead) static unsigned char at_exit[sizeof(trace::WatchedRead)];
-  if (watch->path[0] != '\0') new (at_exit) trace::WatchedRead(watch->path, "clean-up at exit");
+  alignas(WatchedRead) static unsigned char at_exit[sizeof(WatchedRead)];
+  if (watch->path[0] != '\0') new (at_exit) WatchedRead(watch->path, "clean-up at exit");
   std::exit(code);
 }
 
@@ -114,7 +114,7 @@ struct ChildEnd {
 
 // Waits for the child to end, killing it when one read stays inside HDF5 past the stall limit;
 // nullopt when waitpid loses it.
-std::optional<ChildEnd> wait_watching(pid_t child, const trace::ReadWatch& watch) {
+std::optional<ChildEnd> wait_watching(pid_t child, const ReadWatch& watch) {
   const auto limit_ns = static_cast<int64_t>(stall_seconds() * 1e9);
   // Woken when the child ends (a pidfd) or when the read in progress would pass the limit.
   const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, child, 0));
@@ -125,8 +125,7 @@ std::optional<ChildEnd> wait_watching(pid_t child, const trace::ReadWatch& watch
     if (got < 0 && errno != EINTR) return std::nullopt;
     int64_t wait_ns = 100'000'000;  // between looks at a child not inside a read
     if (watch.depth.load(std::memory_order_acquire) > 0) {
-      const int64_t in_read =
-          trace::monotonic_ns() - watch.since_ns.load(std::memory_order_relaxed);
+      const int64_t in_read = monotonic_ns() - watch.since_ns.load(std::memory_order_relaxed);
       if (in_read > limit_ns) {
         end.what = watch.what;
         end.stalled = true;
@@ -174,14 +173,14 @@ int exit_code_of(const ChildEnd& end, bool in_read) {
 }  // namespace
 
 int run_with_watched_reads(const std::function<int()>& command) {
-  void* shared = mmap(nullptr, sizeof(trace::ReadWatch), PROT_READ | PROT_WRITE,
-                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  void* shared =
+      mmap(nullptr, sizeof(ReadWatch), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (shared == MAP_FAILED) return command();  // no watch to be had: read unwatched
-  auto* watch = new (shared) trace::ReadWatch();
+  auto* watch = new (shared) ReadWatch();
   std::fflush(nullptr);
   const pid_t child = fork();
   if (child < 0) {
-    munmap(shared, sizeof(trace::ReadWatch));
+    munmap(shared, sizeof(ReadWatch));
     return command();
   }
   if (child == 0) run_watched_child(command, watch);
@@ -191,8 +190,8 @@ int run_with_watched_reads(const std::function<int()>& command) {
   const bool in_read = watch->depth.load(std::memory_order_acquire) > 0;
   if (end->what.empty()) end->what = watch->what;
   restore_signals(old);
-  munmap(shared, sizeof(trace::ReadWatch));
+  munmap(shared, sizeof(ReadWatch));
   return exit_code_of(*end, in_read);
 }
 
-}  // namespace ds
+}  // namespace ds::trace
