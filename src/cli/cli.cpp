@@ -17,14 +17,14 @@
 #include "common/io_error.h"
 #include "common/printable.h"
 #include "src/cli/commands.h"
-#include "src/cli/output.h"
+#include "src/console/command_line.h"
+#include "src/console/output.h"
 #include "trace/read_supervisor.h"
 #include "trace/writer.h"
 
 namespace ds {
 
 namespace {
-std::string g_invocation;
 
 // "driftscope: <message>" and "hint: <hint>" on stderr; 2, the exit code of an input error.
 // When stderr itself cannot be written, only the exit code is left to tell.
@@ -95,28 +95,8 @@ std::string out_of_memory_hint(const std::string& command) {
 
 }  // namespace
 
-std::string shell_quote(const std::string& s) {
-  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                        "0123456789-_./=,:+@%") == std::string::npos) {
-    return s;
-  }
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-std::string shell_command(const std::vector<std::string>& argv) {
-  std::string s;
-  for (const auto& a : argv) s += (s.empty() ? "" : " ") + shell_quote(a);
-  return s;
-}
-
-const std::string& invocation() {
-  return g_invocation;
-}
-
 int cli_main(int argc, char** argv) {
-  for (int i = 0; i < argc; ++i) g_invocation += (i ? " " : "") + shell_quote(argv[i]);
+  set_invocation(argc, argv);
   // A closed pipe shows up as EPIPE, so that `driftscope ... | head` ends quietly (output.h)
   // after unwinding (a trace being written is closed properly).
   std::signal(SIGPIPE, SIG_IGN);

@@ -16,10 +16,10 @@
 #include "src/cli/commands.h"
 #include "src/cli/diff_report.h"
 #include "src/cli/model_args.h"
-#include "src/cli/output.h"
 #include "src/cli/report_file.h"
 #include "src/cli/run_config_args.h"
 #include "src/cli/traced_command.h"
+#include "src/console/output.h"
 #include "src/experiment/trace_recorder.h"
 #include "trace/swmr_file.h"
 

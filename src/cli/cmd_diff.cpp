@@ -9,8 +9,8 @@
 #include "diff/gate.h"
 #include "src/cli/commands.h"
 #include "src/cli/diff_report.h"
-#include "src/cli/output.h"
 #include "src/cli/report_file.h"
+#include "src/console/output.h"
 
 namespace ds {
 namespace {

@@ -7,8 +7,8 @@
 
 #include "src/cli/commands.h"
 #include "src/cli/model_args.h"
-#include "src/cli/output.h"
 #include "src/cli/run_config_args.h"
+#include "src/console/output.h"
 #include "src/experiment/generate.h"
 #include "src/experiment/prompts.h"
 #include "src/experiment/run_config.h"

@@ -7,9 +7,9 @@
 
 #include "common/error.h"
 #include "src/cli/commands.h"
-#include "src/cli/output.h"
-#include "src/cli/progress.h"
 #include "src/cli/run_config_args.h"
+#include "src/console/output.h"
+#include "src/console/progress.h"
 #include "src/model/memory.h"
 #include "src/model/synth.h"
 

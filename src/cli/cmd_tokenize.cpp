@@ -15,7 +15,7 @@
 #include "common/json_integer.h"
 #include "src/cli/commands.h"
 #include "src/cli/model_args.h"
-#include "src/cli/output.h"
+#include "src/console/output.h"
 #include "src/model/text_file.h"
 #include "src/tokenizer/load.h"
 

@@ -11,11 +11,11 @@
 #include "common/output_file.h"
 #include "src/cli/commands.h"
 #include "src/cli/diff_report.h"
-#include "src/cli/output.h"
 #include "src/cli/slurm_args.h"
 #include "src/cli/sweep_exec.h"
 #include "src/cli/zoom_analysis.h"
 #include "src/cli/zoom_plan.h"
+#include "src/console/output.h"
 #include "src/experiment/sweep.h"
 
 namespace ds {

@@ -15,10 +15,10 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
-#include "src/cli/output.h"
-#include "src/cli/progress.h"
 #include "src/cli/recorded_tokenizer.h"
 #include "src/cli/report_file.h"
+#include "src/console/output.h"
+#include "src/console/progress.h"
 #include "viewer/diff_html.h"
 #include "viewer/diff_json.h"
 #include "viewer/diff_terminal.h"

@@ -8,7 +8,7 @@
 #include <climits>
 
 #include "common/error.h"
-#include "src/cli/output.h"
+#include "src/console/output.h"
 #include "src/tokenizer/load.h"
 
 namespace ds {

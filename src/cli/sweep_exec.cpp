@@ -20,8 +20,8 @@
 #include "common/error.h"
 #include "common/output_file.h"
 #include "kernels/cpu/cpu_exec.h"
-#include "src/cli/interrupt.h"
-#include "src/cli/output.h"
+#include "src/console/interrupt.h"
+#include "src/console/output.h"
 
 namespace ds {
 namespace {

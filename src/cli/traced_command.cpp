@@ -3,9 +3,9 @@
 
 #include <algorithm>
 
-#include "src/cli/cli.h"
-#include "src/cli/interrupt.h"
-#include "src/cli/progress.h"
+#include "src/console/command_line.h"
+#include "src/console/interrupt.h"
+#include "src/console/progress.h"
 #include "src/experiment/run_metadata.h"
 #include "src/experiment/trace_recorder.h"
 

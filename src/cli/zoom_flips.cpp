@@ -4,8 +4,8 @@
 #include <fmt/format.h>
 
 #include "diff/flip_aggregate.h"
-#include "src/cli/output.h"
 #include "src/cli/report_file.h"
+#include "src/console/output.h"
 #include "viewer/flips_html.h"
 #include "viewer/flips_json.h"
 #include "viewer/flips_terminal.h"

@@ -12,7 +12,7 @@
 
 #include "common/error.h"
 #include "common/output_file.h"
-#include "src/cli/cli.h"
+#include "src/console/command_line.h"
 #include "src/experiment/sweep.h"
 
 namespace ds {

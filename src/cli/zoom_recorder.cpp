@@ -10,7 +10,7 @@
 
 #include "common/error.h"
 #include "common/json_integer.h"
-#include "src/cli/cli.h"
+#include "src/console/command_line.h"
 
 namespace ds {
 namespace {

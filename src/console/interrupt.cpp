@@ -1,5 +1,5 @@
 // SIGINT / SIGTERM / SIGHUP -> a flag polled between generation steps (or by a sweep's wait).
-#include "src/cli/interrupt.h"
+#include "src/console/interrupt.h"
 
 #include <unistd.h>
 

@@ -1,5 +1,5 @@
 // Checked writes to stdout (SIGPIPE is ignored, so a closed pipe shows up as EPIPE here).
-#include "src/cli/output.h"
+#include "src/console/output.h"
 
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
 // Progress lines: "run [seq 3/10] ######....  57/256 tokens  812 tok/s", and bytes or items.
-#include "src/cli/progress.h"
+#include "src/console/progress.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "src/cli/output.h"
+#include "src/console/output.h"
 #include "src/model/memory.h"
 
 namespace ds {
