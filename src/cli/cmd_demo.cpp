@@ -14,13 +14,13 @@
 #include "common/error.h"
 #include "diff/diff.h"
 #include "src/cli/commands.h"
-#include "src/cli/diff_report.h"
-#include "src/cli/model_args.h"
-#include "src/cli/report_file.h"
+#include "src/cli/report_args.h"
 #include "src/cli/run_config_args.h"
-#include "src/cli/traced_command.h"
 #include "src/console/output.h"
 #include "src/experiment/trace_recorder.h"
+#include "src/workflow/loaded_model.h"
+#include "src/workflow/report_file.h"
+#include "src/workflow/traced_command.h"
 #include "trace/swmr_file.h"
 
 namespace fs = std::filesystem;

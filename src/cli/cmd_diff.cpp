@@ -8,9 +8,9 @@
 #include "diff/diff.h"
 #include "diff/gate.h"
 #include "src/cli/commands.h"
-#include "src/cli/diff_report.h"
-#include "src/cli/report_file.h"
+#include "src/cli/report_args.h"
 #include "src/console/output.h"
+#include "src/workflow/report_file.h"
 
 namespace ds {
 namespace {

@@ -10,10 +10,10 @@
 #include "src/cli/commands.h"
 #include "src/cli/model_args.h"
 #include "src/cli/run_config_args.h"
-#include "src/cli/traced_command.h"
 #include "src/console/output.h"
 #include "src/experiment/attribution_run.h"
 #include "src/experiment/trace_recorder.h"
+#include "src/workflow/traced_command.h"
 #include "trace/reader.h"
 
 namespace ds {

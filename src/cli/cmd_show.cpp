@@ -10,7 +10,7 @@
 
 #include "common/printable.h"
 #include "src/cli/commands.h"
-#include "src/cli/recorded_tokenizer.h"
+#include "src/workflow/recorded_tokenizer.h"
 #include "trace/summary.h"
 
 namespace ds {

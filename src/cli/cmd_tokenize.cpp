@@ -14,10 +14,10 @@
 #include "common/error.h"
 #include "common/json_integer.h"
 #include "src/cli/commands.h"
-#include "src/cli/model_args.h"
 #include "src/console/output.h"
 #include "src/model/text_file.h"
 #include "src/tokenizer/load.h"
+#include "src/workflow/loaded_model.h"
 
 namespace ds {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "diff/attribution.h"
 #include "diff/report.h"
-#include "src/cli/zoom_plan.h"
+#include "src/workflow/zoom_plan.h"
 
 namespace ds {
 

@@ -1,16 +1,12 @@
-// Producing and printing a diff report from the CLI, shared by `diff` and `demo`: the recorded
-// tokenizer as the decoder, terminal width and colour rules, JSON and HTML output.
+// Producing and printing a diff report, shared by `diff`, `demo` and zoom: the recorded tokenizer
+// as the decoder, terminal width and colour rules, JSON and HTML output (the JSON and HTML writers
+// serve `attribute` and `stats` too). Their options: src/cli/report_args.h.
 #pragma once
 
 #include <string>
 
 #include "diff/diff.h"
 #include "trace/reader.h"
-
-namespace CLI {
-class App;
-class Option;
-}  // namespace CLI
 
 namespace ds {
 
@@ -21,16 +17,10 @@ struct ReportStyle {
   bool sites = false;          // per-site drift tables
 };
 
-void add_report_style_options(CLI::App& cmd, ReportStyle& style);
-
 // The widths a terminal report takes (diff, demo, attribute): --width outside them is refused; the
 // terminal's own width and COLUMNS, which the environment sets, are clamped into them.
 constexpr int kMinReportWidth = 40;
 constexpr int kMaxReportWidth = 1000;
-
-// --width N with its check (kMinReportWidth..kMaxReportWidth), for every command with a terminal
-// report.
-CLI::Option* add_width_option(CLI::App& cmd, int& width, const std::string& help);
 
 // Diffs two traces, decoding tokens with the tokenizer recorded in A when its file exists.
 diff::Report diff_with_recorded_tokenizer(const trace::TraceReader& a, const trace::TraceReader& b,

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "diff/report.h"
-#include "src/cli/zoom_recorder.h"
 #include "src/experiment/run_config.h"
+#include "src/workflow/zoom_recorder.h"
 #include "trace/reader.h"
 
 namespace ds {

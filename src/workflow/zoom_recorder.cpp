@@ -1,5 +1,5 @@
 // The Python recorder's replay of one side of a zoom: its command rebuilt from the trace.
-#include "src/cli/zoom_recorder.h"
+#include "src/workflow/zoom_recorder.h"
 
 #include <fmt/format.h>
 #include <unistd.h>

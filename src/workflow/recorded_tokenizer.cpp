@@ -1,5 +1,5 @@
 // Loading the tokenizer recorded in a trace's model_json.
-#include "src/cli/recorded_tokenizer.h"
+#include "src/workflow/recorded_tokenizer.h"
 
 #include <filesystem>
 

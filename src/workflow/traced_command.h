@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "src/cli/model_args.h"
 #include "src/experiment/prompts.h"
 #include "src/experiment/run_config.h"
 #include "src/experiment/traced_run.h"
+#include "src/workflow/loaded_model.h"
 #include "trace/writer.h"
 
 namespace ds {

@@ -1,5 +1,5 @@
 // The zoom's plan: which sequences, how far, with which batch neighbours; DIR/zoom.json.
-#include "src/cli/zoom_plan.h"
+#include "src/workflow/zoom_plan.h"
 
 #include <fmt/format.h>
 
@@ -13,7 +13,7 @@
 #include "common/error.h"
 #include "common/output_file.h"
 #include "src/console/command_line.h"
-#include "src/experiment/sweep.h"
+#include "src/workflow/sweep_plan.h"
 
 namespace ds {
 namespace {

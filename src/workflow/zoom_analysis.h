@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "diff/report.h"
-#include "src/cli/zoom_plan.h"
+#include "src/workflow/zoom_plan.h"
 
 namespace ds {
 

@@ -1,5 +1,5 @@
-// B's shadowed run on A's tokens into attribution reports (src/cli/attribution_report.h).
-#include "src/cli/attribution_report.h"
+// B's shadowed run on A's tokens into attribution reports (src/workflow/attribution_report.h).
+#include "src/workflow/attribution_report.h"
 
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
 // Report files written whole or not at all, never over an input.
-#include "src/cli/report_file.h"
+#include "src/workflow/report_file.h"
 
 #include <fmt/format.h>
 #include <sys/stat.h>

@@ -1,5 +1,5 @@
 // Grid expansion, configuration names and the sweep's state file.
-#include "src/experiment/sweep.h"
+#include "src/workflow/sweep_plan.h"
 
 #include <fmt/format.h>
 

@@ -1,11 +1,11 @@
 // The aggregate of a zoom's flips (diff/flip_aggregate.h) on stdout and in DIR/flips.*.
-#include "src/cli/zoom_flips.h"
+#include "src/workflow/zoom_flips.h"
 
 #include <fmt/format.h>
 
 #include "diff/flip_aggregate.h"
-#include "src/cli/report_file.h"
 #include "src/console/output.h"
+#include "src/workflow/report_file.h"
 #include "viewer/flips_html.h"
 #include "viewer/flips_json.h"
 #include "viewer/flips_terminal.h"

@@ -1,5 +1,5 @@
 // Traced runs from the command line.
-#include "src/cli/traced_command.h"
+#include "src/workflow/traced_command.h"
 
 #include <algorithm>
 

@@ -1,5 +1,6 @@
-// A sweep: a grid of run configurations over a base config, each run into its own trace named by
-// its differing knobs, with its state in DIR/sweep.json (docs/cli.md, `driftscope sweep`).
+// What a sweep runs: a grid of run configurations over a base config, each run into its own trace
+// named by its differing knobs, with its state in DIR/sweep.json (docs/cli.md, `driftscope sweep`).
+// How the configurations are run: src/workflow/sweep.h.
 #pragma once
 
 #include <filesystem>

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "diff/attribution.h"
-#include "src/cli/model_args.h"
 #include "src/experiment/run_config.h"
+#include "src/workflow/loaded_model.h"
 #include "trace/reader.h"
 
 namespace ds {

@@ -1,5 +1,5 @@
 // Per-sequence diff and attribution of a zoom's replays, and their aggregate.
-#include "src/cli/zoom_analysis.h"
+#include "src/workflow/zoom_analysis.h"
 
 #include <fmt/format.h>
 
@@ -7,12 +7,12 @@
 
 #include "common/error.h"
 #include "diff/attribution.h"
-#include "src/cli/attribution_report.h"
-#include "src/cli/diff_report.h"
-#include "src/cli/report_file.h"
-#include "src/cli/zoom_flips.h"
 #include "src/console/output.h"
 #include "src/console/progress.h"
+#include "src/workflow/attribution_report.h"
+#include "src/workflow/diff_report.h"
+#include "src/workflow/report_file.h"
+#include "src/workflow/zoom_flips.h"
 #include "viewer/attribution_json.h"
 #include "viewer/attribution_terminal.h"
 #include "viewer/diff_json.h"

@@ -1,13 +1,11 @@
-// Diff report production and output for the CLI.
-#include "src/cli/diff_report.h"
+// Diff report production and output.
+#include "src/workflow/diff_report.h"
 
 #include <fmt/format.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -15,10 +13,10 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
-#include "src/cli/recorded_tokenizer.h"
-#include "src/cli/report_file.h"
 #include "src/console/output.h"
 #include "src/console/progress.h"
+#include "src/workflow/recorded_tokenizer.h"
+#include "src/workflow/report_file.h"
 #include "viewer/diff_html.h"
 #include "viewer/diff_json.h"
 #include "viewer/diff_terminal.h"
@@ -50,34 +48,6 @@ bool use_color(const std::string& mode) {
 }
 
 }  // namespace
-
-void add_report_style_options(CLI::App& cmd, ReportStyle& s) {
-  cmd.add_option("--color", s.color, "colours: auto (terminal, NO_COLOR unset), always, never")
-      ->check(CLI::IsMember({"auto", "always", "never"}))
-      ->capture_default_str();
-  add_width_option(cmd, s.width,
-                   fmt::format("report width in columns, {}..{} (default: the terminal's, or "
-                               "COLUMNS, clamped into that range)",
-                               kMinReportWidth, kMaxReportWidth));
-  cmd.add_option("--pages", s.pages, "sequences shown in detail, earliest flips first")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  cmd.add_flag("--sites", s.sites, "print the per-site drift table of each sequence shown");
-}
-
-CLI::Option* add_width_option(CLI::App& cmd, int& width, const std::string& help) {
-  const auto in_range = [](std::string& v) {
-    int n = 0;
-    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-    if (end != v.data() + v.size()) return std::string();  // not a number: CLI11's own message
-    return ec == std::errc() && n >= kMinReportWidth && n <= kMaxReportWidth
-               ? std::string()
-               : fmt::format("{} is outside {}..{} columns", v, kMinReportWidth, kMaxReportWidth);
-  };
-  return cmd.add_option("--width", width, help)
-      ->check(CLI::Validator(in_range, "", "WIDTH"))
-      ->type_name("N");
-}
 
 diff::Report diff_with_recorded_tokenizer(const trace::TraceReader& a, const trace::TraceReader& b,
                                           diff::DiffOptions opt) {
