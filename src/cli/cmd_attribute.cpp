@@ -63,10 +63,9 @@ int run_attribute(const AttributeArgs& args) {
 
 }  // namespace
 
-CommandRun register_attribute(CLI::App& app) {
+CommandRun register_attribute(CLI::App* cmd) {
   auto args = std::make_shared<AttributeArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "attribute",
+  cmd->description(
       "Where drift is born: run configuration B (run-config flags or --config B.toml) "
       "teacher-forced on reference trace A's tokens, and replay every layer of B on A's recorded "
       "input to that layer. Local error = B's layer on A's input vs A's output of that layer; "

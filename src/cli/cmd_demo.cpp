@@ -166,10 +166,9 @@ int run_demo(const CLI::App& cmd, DemoArgs& a) {
 
 }  // namespace
 
-CommandRun register_demo(CLI::App& app) {
+CommandRun register_demo(CLI::App* cmd) {
   auto args = std::make_shared<DemoArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "demo",
+  cmd->description(
       "Run the bundled model under two contrasting configurations over its bundled prompts, "
       "write both traces to --out, and print where they part ways. A: fp32, batch 1, "
       "batch-invariant GEMMs (or --config-a FILE); B: bf16, batch 8, shape-heuristic GEMMs, an "

@@ -122,10 +122,9 @@ int run_run(const RunArgs& a) {
 
 }  // namespace
 
-CommandRun register_run(CLI::App& app) {
+CommandRun register_run(CLI::App* cmd) {
   auto args = std::make_shared<RunArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "run",
+  cmd->description(
       "Generate under one run configuration and record hidden states at every tapped layer "
       "boundary, plus top-K logits, into an HDF5 trace (docs/trace-format.md). Ctrl-C stops at "
       "the next token and leaves a readable trace with complete=0.");

@@ -200,10 +200,9 @@ int run_stats(const StatsArgs& a) {
 
 }  // namespace
 
-CommandRun register_stats(CLI::App& app) {
+CommandRun register_stats(CLI::App* cmd) {
   auto args = std::make_shared<StatsArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "stats",
+  cmd->description(
       "N-way statistics over many runs (docs/metrics.md): Div_Index and Div_Percent, "
       "Avg_Std@top1_prob, Avg_Std@Output_Length, unique outputs, TARr@N; with an answer key "
       "TARa@N, accuracy per configuration, Std@Acc, Pass@k, G-Pass@k and mG-Pass@k; and the "

@@ -51,10 +51,9 @@ std::vector<std::string> check_flags(const CLI::App& cmd, const SweepArgs& a) {
 
 }  // namespace
 
-CommandRun register_sweep(CLI::App& app) {
+CommandRun register_sweep(CLI::App* cmd) {
   auto args = std::make_shared<SweepArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "sweep",
+  cmd->description(
       "Run every configuration of a grid over a base run config, one trace each, named by the "
       "knobs that vary (DIR/dtype-bf16_batch-8.h5), with the grid, base config and each "
       "configuration's status in DIR/sweep.json. Resumable: complete traces of the same "

@@ -120,10 +120,9 @@ int run_tokenize(const TokenizeArgs& a) {
 
 }  // namespace
 
-CommandRun register_tokenize(CLI::App& app) {
+CommandRun register_tokenize(CLI::App* cmd) {
   auto args = std::make_shared<TokenizeArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "tokenize",
+  cmd->description(
       "Encode text to token ids (or, with --decode, token ids to text) with a tokenizer.json, a "
       "model directory or a llama2.c tokenizer.bin.");
   cmd->add_option("--tokenizer", args->tokenizer,

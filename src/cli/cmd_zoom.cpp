@@ -24,10 +24,9 @@ void check_flags(const ZoomOptions& a) {
 
 }  // namespace
 
-CommandRun register_zoom(CLI::App& app) {
+CommandRun register_zoom(CLI::App* cmd) {
   auto args = std::make_shared<ZoomOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "zoom",
+  cmd->description(
       "Zoom into where two runs part: for every sequence that flipped between A and B (or "
       "--seq), re-run A's and B's recorded configurations teacher-forced on A's tokens up to "
       "the flip plus --after tokens, with every probe; then diff and attribute each pair "
