@@ -24,7 +24,7 @@
 //       pair written without and with the Fletcher-32 checksums of tokens, top-K and lse, then,
 //       interleaved, the diff of the plain pair as before (no checksum, in this process), of the
 //       checksummed pair, and of the checksummed pair in a watched child as `driftscope diff`
-//       reads (src/cli/read_supervisor.h); ratios to the first
+//       reads (trace/read_supervisor.h); ratios to the first
 //   bench_diff_throughput --diff-only A.h5 B.h5           (child: one diff, rendered)
 //   bench_diff_throughput --diff-watched A.h5 B.h5        (child: the same in a watched child)
 //   bench_diff_throughput --hdf5-floor A.h5 B.h5          (child: the HDF5 floor above)
@@ -50,7 +50,7 @@
 
 #include "bench/child_process.h"
 #include "diff/diff.h"
-#include "src/cli/read_supervisor.h"
+#include "trace/read_supervisor.h"
 #include "trace/writer.h"
 #include "viewer/diff_json.h"
 #include "viewer/diff_terminal.h"
@@ -390,7 +390,7 @@ int untrusted_study(const std::string& self, const fs::path& dir, int reps, cons
 int main(int argc, char** argv) {
   if (argc == 4 && std::string(argv[1]) == "--diff-only") return diff_only(argv[2], argv[3]);
   if (argc == 4 && std::string(argv[1]) == "--diff-watched") {
-    return ds::run_with_watched_reads([&] { return diff_only(argv[2], argv[3]); });
+    return ds::trace::run_with_watched_reads([&] { return diff_only(argv[2], argv[3]); });
   }
   if (argc == 4 && std::string(argv[1]) == "--hdf5-floor") return hdf5_floor(argv[2], argv[3]);
   if (argc >= 6 && argc <= 8 && std::string(argv[1]) == "--write-pair") {

@@ -1,7 +1,7 @@
 // Where a supervising process can see that the trace reader is inside HDF5, and for how long.
 // HDF5 1.10.8 trusts what a file says: on some damaged or hostile traces a call never returns or
 // crashes. `driftscope show`, `diff` and `stats` therefore read in a child process
-// (src/cli/read_supervisor.h) whose parent watches this record, in memory the two share: a read
+// (trace/read_supervisor.h) whose parent watches this record, in memory the two share: a read
 // that stays inside HDF5 too long is stopped, and a crash during one is reported as a damaged
 // trace, naming the file and what was being read (docs/trace-format.md, "Untrusted traces").
 #pragma once

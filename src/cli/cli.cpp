@@ -10,21 +10,20 @@
 #include <filesystem>
 #include <new>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "common/error.h"
 #include "common/io_error.h"
 #include "common/printable.h"
 #include "src/cli/commands.h"
-#include "src/cli/output.h"
-#include "src/cli/read_supervisor.h"
+#include "src/console/command_line.h"
+#include "src/console/output.h"
+#include "trace/read_supervisor.h"
 #include "trace/writer.h"
 
 namespace ds {
 
 namespace {
-std::string g_invocation;
 
 // "driftscope: <message>" and "hint: <hint>" on stderr; 2, the exit code of an input error.
 // When stderr itself cannot be written, only the exit code is left to tell.
@@ -80,43 +79,14 @@ std::string filesystem_message(const std::filesystem::filesystem_error& e) {
 }
 
 // What needs less memory, for the command that ran out of it.
-std::string out_of_memory_hint(const std::string& command) {
-  const char* more = "; or use a machine with more memory";
-  if (command == "diff" || command == "show" || command == "stats" || command == "attribute") {
-    return std::string("fewer or shorter traces (diff --seq compares some sequences) need less") +
-           more;
-  }
-  if (command == "tokenize") return std::string("shorter texts need less (split the file)") + more;
-  if (command == "sweep") return std::string("a sweep of fewer configurations needs less") + more;
-  if (command == "synth")
-    return std::string("a smaller --shape or fewer --layers need less") + more;
-  return std::string("a smaller model, a shorter --max-new or a smaller --batch needs less") + more;
+std::string out_of_memory_hint(const Command& command) {
+  return std::string(command.memory_hint) + "; or use a machine with more memory";
 }
 
 }  // namespace
 
-std::string shell_quote(const std::string& s) {
-  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                        "0123456789-_./=,:+@%") == std::string::npos) {
-    return s;
-  }
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-std::string shell_command(const std::vector<std::string>& argv) {
-  std::string s;
-  for (const auto& a : argv) s += (s.empty() ? "" : " ") + shell_quote(a);
-  return s;
-}
-
-const std::string& invocation() {
-  return g_invocation;
-}
-
 int cli_main(int argc, char** argv) {
-  for (int i = 0; i < argc; ++i) g_invocation += (i ? " " : "") + shell_quote(argv[i]);
+  set_invocation(argc, argv);
   // A closed pipe shows up as EPIPE, so that `driftscope ... | head` ends quietly (output.h)
   // after unwinding (a trace being written is closed properly).
   std::signal(SIGPIPE, SIG_IGN);
@@ -127,36 +97,31 @@ int cli_main(int argc, char** argv) {
       "driftscope"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("driftscope ") + DRIFTSCOPE_VERSION);
-  std::vector<std::pair<std::string, CommandRun>> commands = {
-      {"generate", register_generate(app)}, {"tokenize", register_tokenize(app)},
-      {"run", register_run(app)},           {"show", register_show(app)},
-      {"diff", register_diff(app)},         {"attribute", register_attribute(app)},
-      {"demo", register_demo(app)},         {"synth", register_synth(app)},
-      {"sweep", register_sweep(app)},       {"stats", register_stats(app)},
-      {"zoom", register_zoom(app)},
-  };
+  std::vector<CommandRun> runs;
+  for (const Command& c : kCommands) runs.push_back(c.add(app.add_subcommand(std::string(c.name))));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return report_parse_error(app, e, argc, argv);
   }
-  std::string active;
-  for (const auto& [name, run] : commands) {
-    if (app.got_subcommand(name)) active = name;
+  const Command* active = nullptr;  // the chosen one (parsing requires one)
+  CommandRun run;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (app.got_subcommand(std::string(kCommands[i].name))) {
+      active = &kCommands[i];
+      run = runs[i];
+    }
   }
+  if (active == nullptr) return 2;
   const auto dispatch = [&]() -> int {
     try {
-      for (const auto& [name, run] : commands) {
-        if (name != active) continue;
-        const int code = run();
-        flush_stdout();  // a write error still in stdout's buffer counts too
-        return code;
-      }
-      return 2;
+      const int code = run();
+      flush_stdout();  // a write error still in stdout's buffer counts too
+      return code;
     } catch (const Error& e) {
       return report_error(e.what(), e.hint());
     } catch (const std::bad_alloc&) {  // what the up-front memory checks did not foresee
-      return report_error("out of memory", out_of_memory_hint(active));
+      return report_error("out of memory", out_of_memory_hint(*active));
     } catch (const std::filesystem::filesystem_error& e) {  // a path the user named: not a bug
       return report_error(filesystem_message(e), io_hint(e.code()));
     } catch (const std::exception& e) {
@@ -170,9 +135,7 @@ int cli_main(int argc, char** argv) {
     }
   };
   // Commands that read traces from anyone read them in a watched child (read_supervisor.h).
-  for (const char* name : {"show", "diff", "stats", "zoom"}) {
-    if (app.got_subcommand(name)) return run_with_watched_reads(dispatch);
-  }
+  if (active->reads_untrusted_traces) return trace::run_with_watched_reads(dispatch);
   const int code = dispatch();
   if (trace::writer_abandoned()) {  // its thread is stuck inside HDF5, which exit() would wait on
     std::fflush(nullptr);

@@ -11,15 +11,15 @@
 
 #include "common/error.h"
 #include "diff/attribution.h"
-#include "src/cli/attribution_report.h"
 #include "src/cli/commands.h"
-#include "src/cli/diff_report.h"
-#include "src/cli/model_args.h"
-#include "src/cli/output.h"
-#include "src/cli/report_file.h"
+#include "src/cli/report_args.h"
 #include "src/cli/run_config_args.h"
+#include "src/console/output.h"
 #include "src/experiment/attribution_run.h"
 #include "src/experiment/run_metadata.h"
+#include "src/workflow/attribution_report.h"
+#include "src/workflow/loaded_model.h"
+#include "src/workflow/report_file.h"
 #include "trace/reader.h"
 #include "trace/schema.h"
 #include "viewer/attribution_html.h"
@@ -63,10 +63,9 @@ int run_attribute(const AttributeArgs& args) {
 
 }  // namespace
 
-CommandRun register_attribute(CLI::App& app) {
+CommandRun register_attribute(CLI::App* cmd) {
   auto args = std::make_shared<AttributeArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "attribute",
+  cmd->description(
       "Where drift is born: run configuration B (run-config flags or --config B.toml) "
       "teacher-forced on reference trace A's tokens, and replay every layer of B on A's recorded "
       "input to that layer. Local error = B's layer on A's input vs A's output of that layer; "

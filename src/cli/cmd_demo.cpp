@@ -14,13 +14,13 @@
 #include "common/error.h"
 #include "diff/diff.h"
 #include "src/cli/commands.h"
-#include "src/cli/diff_report.h"
-#include "src/cli/model_args.h"
-#include "src/cli/output.h"
-#include "src/cli/report_file.h"
+#include "src/cli/report_args.h"
 #include "src/cli/run_config_args.h"
-#include "src/cli/traced_command.h"
+#include "src/console/output.h"
 #include "src/experiment/trace_recorder.h"
+#include "src/workflow/loaded_model.h"
+#include "src/workflow/report_file.h"
+#include "src/workflow/traced_command.h"
 #include "trace/swmr_file.h"
 
 namespace fs = std::filesystem;
@@ -166,10 +166,9 @@ int run_demo(const CLI::App& cmd, DemoArgs& a) {
 
 }  // namespace
 
-CommandRun register_demo(CLI::App& app) {
+CommandRun register_demo(CLI::App* cmd) {
   auto args = std::make_shared<DemoArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "demo",
+  cmd->description(
       "Run the bundled model under two contrasting configurations over its bundled prompts, "
       "write both traces to --out, and print where they part ways. A: fp32, batch 1, "
       "batch-invariant GEMMs (or --config-a FILE); B: bf16, batch 8, shape-heuristic GEMMs, an "

@@ -8,9 +8,9 @@
 #include "diff/diff.h"
 #include "diff/gate.h"
 #include "src/cli/commands.h"
-#include "src/cli/diff_report.h"
-#include "src/cli/output.h"
-#include "src/cli/report_file.h"
+#include "src/cli/report_args.h"
+#include "src/console/output.h"
+#include "src/workflow/report_file.h"
 
 namespace ds {
 namespace {
@@ -50,10 +50,9 @@ int run_diff(const DiffArgs& a) {
 
 }  // namespace
 
-CommandRun register_diff(CLI::App& app) {
+CommandRun register_diff(CLI::App* cmd) {
   auto args = std::make_shared<DiffArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "diff",
+  cmd->description(
       "Compare two traces of the same model and prompts (A is the reference): prompt and config "
       "differences, the first flipped token with both top-5s, logits metrics (top-5 Jaccard, KL, "
       "log-prob RMSE, margins) and per-site drift (onset, growth). Exit codes: 0 ok, 1 a "

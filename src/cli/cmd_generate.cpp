@@ -7,8 +7,8 @@
 
 #include "src/cli/commands.h"
 #include "src/cli/model_args.h"
-#include "src/cli/output.h"
 #include "src/cli/run_config_args.h"
+#include "src/console/output.h"
 #include "src/experiment/generate.h"
 #include "src/experiment/prompts.h"
 #include "src/experiment/run_config.h"
@@ -96,10 +96,9 @@ int run_generate(const GenerateArgs& a) {
 
 }  // namespace
 
-CommandRun register_generate(CLI::App& app) {
+CommandRun register_generate(CLI::App* cmd) {
   auto args = std::make_shared<GenerateArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "generate",
+  cmd->description(
       "Generate text from a prompt on the CPU reference backend (greedy unless --temperature > 0). "
       "Stops at the stop token (--stop-token: by default BOS for a llama2.c .bin, as its run.c, "
       "EOS for Hugging Face), after --max-new tokens, or at the model's context length.");

@@ -9,11 +9,11 @@
 #include "common/error.h"
 #include "src/cli/commands.h"
 #include "src/cli/model_args.h"
-#include "src/cli/output.h"
 #include "src/cli/run_config_args.h"
-#include "src/cli/traced_command.h"
+#include "src/console/output.h"
 #include "src/experiment/attribution_run.h"
 #include "src/experiment/trace_recorder.h"
+#include "src/workflow/traced_command.h"
 #include "trace/reader.h"
 
 namespace ds {
@@ -122,10 +122,9 @@ int run_run(const RunArgs& a) {
 
 }  // namespace
 
-CommandRun register_run(CLI::App& app) {
+CommandRun register_run(CLI::App* cmd) {
   auto args = std::make_shared<RunArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "run",
+  cmd->description(
       "Generate under one run configuration and record hidden states at every tapped layer "
       "boundary, plus top-K logits, into an HDF5 trace (docs/trace-format.md). Ctrl-C stops at "
       "the next token and leaves a readable trace with complete=0.");

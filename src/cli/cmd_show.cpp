@@ -10,7 +10,7 @@
 
 #include "common/printable.h"
 #include "src/cli/commands.h"
-#include "src/cli/recorded_tokenizer.h"
+#include "src/workflow/recorded_tokenizer.h"
 #include "trace/summary.h"
 
 namespace ds {
@@ -129,11 +129,11 @@ int run_show(const ShowArgs& a) {
 
 }  // namespace
 
-CommandRun register_show(CLI::App& app) {
+CommandRun register_show(CLI::App* cmd) {
   auto args = std::make_shared<ShowArgs>();
-  CLI::App* cmd = app.add_subcommand("show",
-                                     "Summarize a trace: config, model, prompts and "
-                                     "continuations, recorded sites, size, completeness.");
+  cmd->description(
+      "Summarize a trace: config, model, prompts and "
+      "continuations, recorded sites, size, completeness.");
   cmd->add_option("trace", args->path, "trace file (.h5)")->required();
   cmd->add_flag("--json", args->json, "print the summary as JSON");
   return [args] { return run_show(*args); };

@@ -14,13 +14,13 @@
 #include "diff/answers.h"
 #include "diff/stats.h"
 #include "src/cli/commands.h"
-#include "src/cli/diff_report.h"
-#include "src/cli/model_args.h"
-#include "src/cli/output.h"
-#include "src/cli/recorded_tokenizer.h"
-#include "src/cli/report_file.h"
-#include "src/experiment/sweep.h"
+#include "src/console/output.h"
 #include "src/model/text_file.h"
+#include "src/workflow/diff_report.h"
+#include "src/workflow/loaded_model.h"
+#include "src/workflow/recorded_tokenizer.h"
+#include "src/workflow/report_file.h"
+#include "src/workflow/sweep_plan.h"
 #include "trace/reader.h"
 #include "viewer/stats_html.h"
 #include "viewer/stats_json.h"
@@ -200,10 +200,9 @@ int run_stats(const StatsArgs& a) {
 
 }  // namespace
 
-CommandRun register_stats(CLI::App& app) {
+CommandRun register_stats(CLI::App* cmd) {
   auto args = std::make_shared<StatsArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "stats",
+  cmd->description(
       "N-way statistics over many runs (docs/metrics.md): Div_Index and Div_Percent, "
       "Avg_Std@top1_prob, Avg_Std@Output_Length, unique outputs, TARr@N; with an answer key "
       "TARa@N, accuracy per configuration, Std@Acc, Pass@k, G-Pass@k and mG-Pass@k; and the "

@@ -7,9 +7,9 @@
 
 #include "common/error.h"
 #include "src/cli/commands.h"
-#include "src/cli/output.h"
-#include "src/cli/progress.h"
 #include "src/cli/run_config_args.h"
+#include "src/console/output.h"
+#include "src/console/progress.h"
 #include "src/model/memory.h"
 #include "src/model/synth.h"
 
@@ -64,10 +64,9 @@ int run_synth(const SynthArgs& a) {
 
 }  // namespace
 
-CommandRun register_synth(CLI::App& app) {
+CommandRun register_synth(CLI::App* cmd) {
   auto args = std::make_shared<SynthArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "synth",
+  cmd->description(
       "Write a Hugging Face checkpoint of a real model's shape (llama2-7b, llama3-8b, qwen2-7b, "
       "mistral-7b, ...) with seeded random weights, for speed and memory benchmarks. No "
       "tokenizer: prompt it with --prompt-ids, and generate prints token ids. Prints the memory a "

@@ -14,10 +14,10 @@
 #include "common/error.h"
 #include "common/json_integer.h"
 #include "src/cli/commands.h"
-#include "src/cli/model_args.h"
-#include "src/cli/output.h"
+#include "src/console/output.h"
 #include "src/model/text_file.h"
 #include "src/tokenizer/load.h"
+#include "src/workflow/loaded_model.h"
 
 namespace ds {
 namespace {
@@ -120,10 +120,9 @@ int run_tokenize(const TokenizeArgs& a) {
 
 }  // namespace
 
-CommandRun register_tokenize(CLI::App& app) {
+CommandRun register_tokenize(CLI::App* cmd) {
   auto args = std::make_shared<TokenizeArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "tokenize",
+  cmd->description(
       "Encode text to token ids (or, with --decode, token ids to text) with a tokenizer.json, a "
       "model directory or a llama2.c tokenizer.bin.");
   cmd->add_option("--tokenizer", args->tokenizer,

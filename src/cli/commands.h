@@ -1,7 +1,11 @@
-// Registration of each subcommand on the CLI11 app.
+// The table of commands: each one's name, the function that registers it on the CLI11 app (in its
+// cmd_<name>.cpp), whether it reads traces from anyone, and what needs less memory. Adding a
+// command: its cmd_<name>.cpp and one row of kCommands (docs/architecture.md, "How to add a
+// command").
 #pragma once
 
 #include <functional>
+#include <string_view>
 
 namespace CLI {
 class App;
@@ -9,18 +13,49 @@ class App;
 
 namespace ds {
 
-// Each register_* adds a subcommand and returns the function to run when it was chosen.
+// What runs a command once it was chosen; returns its exit code.
 using CommandRun = std::function<int()>;
-CommandRun register_generate(CLI::App& app);
-CommandRun register_tokenize(CLI::App& app);
-CommandRun register_run(CLI::App& app);
-CommandRun register_show(CLI::App& app);
-CommandRun register_diff(CLI::App& app);
-CommandRun register_demo(CLI::App& app);
-CommandRun register_synth(CLI::App& app);
-CommandRun register_attribute(CLI::App& app);
-CommandRun register_sweep(CLI::App& app);
-CommandRun register_stats(CLI::App& app);
-CommandRun register_zoom(CLI::App& app);
+
+struct Command {
+  std::string_view name;
+  // Gives `cmd` (the subcommand `name`) its description and options; returns what runs it.
+  CommandRun (*add)(CLI::App* cmd);
+  // Reads traces from anyone, so runs in a watched child (trace/read_supervisor.h).
+  bool reads_untrusted_traces;
+  // What needs less memory, said when the command ran out of it.
+  std::string_view memory_hint;
+};
+
+CommandRun register_generate(CLI::App* cmd);
+CommandRun register_tokenize(CLI::App* cmd);
+CommandRun register_run(CLI::App* cmd);
+CommandRun register_show(CLI::App* cmd);
+CommandRun register_diff(CLI::App* cmd);
+CommandRun register_attribute(CLI::App* cmd);
+CommandRun register_demo(CLI::App* cmd);
+CommandRun register_synth(CLI::App* cmd);
+CommandRun register_sweep(CLI::App* cmd);
+CommandRun register_stats(CLI::App* cmd);
+CommandRun register_zoom(CLI::App* cmd);
+
+inline constexpr std::string_view kLessModel =
+    "a smaller model, a shorter --max-new or a smaller --batch needs less";
+inline constexpr std::string_view kLessTraces =
+    "fewer or shorter traces (diff --seq compares some sequences) need less";
+
+// In the order `driftscope --help` lists them.
+inline constexpr Command kCommands[] = {
+    {"generate", register_generate, false, kLessModel},
+    {"tokenize", register_tokenize, false, "shorter texts need less (split the file)"},
+    {"run", register_run, false, kLessModel},
+    {"show", register_show, true, kLessTraces},
+    {"diff", register_diff, true, kLessTraces},
+    {"attribute", register_attribute, false, kLessTraces},
+    {"demo", register_demo, false, kLessModel},
+    {"synth", register_synth, false, "a smaller --shape or fewer --layers need less"},
+    {"sweep", register_sweep, false, "a sweep of fewer configurations needs less"},
+    {"stats", register_stats, true, kLessTraces},
+    {"zoom", register_zoom, true, kLessModel},
+};
 
 }  // namespace ds

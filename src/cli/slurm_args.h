@@ -5,7 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-#include "src/cli/sweep_exec.h"
+#include "src/workflow/slurm.h"
 
 namespace ds {
 

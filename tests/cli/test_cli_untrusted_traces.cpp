@@ -23,11 +23,11 @@
 
 #include "common/error.h"
 #include "src/cli/cli.h"
-#include "src/cli/read_supervisor.h"
 #include "tests/support/paths.h"
 #include "tests/support/run_cli.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/text.h"
+#include "trace/read_supervisor.h"
 #include "trace/reader.h"
 
 namespace fs = std::filesystem;
@@ -69,7 +69,7 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 // driftscope's own entry, in this process (the per-process start of the executable would cost
 // more than the reads): stdout and stderr go to files for the call. The watched child that
-// `show` and `diff` read in (src/cli/read_supervisor.h) is forked from here.
+// `show` and `diff` read in (trace/read_supervisor.h) is forked from here.
 Result cli(const std::vector<std::string>& args, const fs::path& dir) {
   std::vector<std::string> words = {"driftscope"};
   words.insert(words.end(), args.begin(), args.end());
@@ -354,13 +354,13 @@ TEST_CASE("untrusted traces: one flipped bit in every byte of a small trace (see
     flipped[i] = static_cast<char>(original[i] ^ (1 << bit));
     write_bytes(b, flipped, flipped.size());
     flipped[i] = original[i];
-    // The product's watched read (src/cli/read_supervisor.h), its messages to a file.
+    // The product's watched read (trace/read_supervisor.h), its messages to a file.
     int code = -1;
     double seconds = 0;
     {
       const ToFile to_err(STDERR_FILENO, err);
       const auto start = std::chrono::steady_clock::now();
-      code = ds::run_with_watched_reads([&] {
+      code = ds::trace::run_with_watched_reads([&] {
         // a crash ends the child as it ends driftscope, not in Catch's handler for this process
         for (int sig : {SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE}) signal(sig, SIG_DFL);
         try {

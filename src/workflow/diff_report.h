@@ -1,0 +1,42 @@
+// Producing and printing a diff report, shared by `diff`, `demo` and zoom: the recorded tokenizer
+// as the decoder, terminal width and colour rules, JSON and HTML output (the JSON and HTML writers
+// serve `attribute` and `stats` too). Their options: src/cli/report_args.h.
+#pragma once
+
+#include <string>
+
+#include "diff/diff.h"
+#include "trace/reader.h"
+
+namespace ds {
+
+struct ReportStyle {
+  std::string color = "auto";  // auto (terminal on stdout and NO_COLOR unset), always, never
+  int width = 0;               // 0 = the terminal's
+  int pages = 3;               // sequences shown in detail
+  bool sites = false;          // per-site drift tables
+};
+
+// The widths a terminal report takes (diff, demo, attribute): --width outside them is refused; the
+// terminal's own width and COLUMNS, which the environment sets, are clamped into them.
+constexpr int kMinReportWidth = 40;
+constexpr int kMaxReportWidth = 1000;
+
+// Diffs two traces, decoding tokens with the tokenizer recorded in A when its file exists.
+diff::Report diff_with_recorded_tokenizer(const trace::TraceReader& a, const trace::TraceReader& b,
+                                          diff::DiffOptions options);
+
+// The terminal report on stdout.
+void print_terminal_report(const diff::Report& report, const ReportStyle& style);
+
+// The JSON report to FILE, or stdout for "-". Throws ds::Error when FILE cannot be written.
+void write_json_report(const diff::Report& report, const std::string& path);
+// A rendered JSON report to FILE, or stdout for "-"; the same error when FILE cannot be written.
+void write_json_text(const std::string& text, const std::string& path);
+
+// The self-contained HTML report to FILE. Throws ds::Error when FILE cannot be written.
+void write_html_report(const diff::Report& report, const std::string& path);
+// A rendered HTML page to FILE; the same error when FILE cannot be written.
+void write_html_text(const std::string& text, const std::string& path);
+
+}  // namespace ds
