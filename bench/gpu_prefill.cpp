@@ -82,16 +82,9 @@ double cublas_flops(const std::vector<Shape>& shapes, int M, ds::Storage t, bool
   DS_CUDA_CHECK(cudaEventCreate(&e1));
   double flops = 0, seconds = 0;
   for (const Shape& s : shapes) {
-    ds::cuda::GemmArgs g;
-    g.y = y.get();
-    g.x = x.get();
-    g.w = w.get();
-    g.y_t = g.x_t = g.w_t = t;
-    g.ldx = g.ldw = s.K;
-    g.M = M;
-    g.N = s.N;
-    g.K = s.K;
-    g.split_k = 0;
+    ds::cuda::GemmArgs g{{y.get(), t}, {x.get(), t}, {w.get(), t}, {nullptr, t}, M,
+                         s.N,          s.K,          s.K,          s.K};
+    g.num.split = 0;             // cuBLASLt's own choice
     gemm.run(g, tf32, nullptr);  // plan + warm-up
     std::vector<double> ms;
     for (int r = 0; r < 5; ++r) {

@@ -27,41 +27,18 @@
 
 namespace ds {
 
-// One sequence's attention call: its rows [r0, r0 + rows) of the pass, all in one KV-cache slot.
-// A backend's attention_all reads the shape fields only: its rows, keys and splits per sequence
-// are the pass's (BatchColumns::seqs).
-struct AttentionCall {
-  int r0 = 0, rows = 0;
-  int max_keys = 0;  // keys of the last row (its position + 1)
-  int n_heads = 0, n_kv_heads = 0, head_dim = 0;
-  int window = 0;    // sliding window; 0 = unlimited
-  double scale = 1;  // 1 / sqrt(head_dim), converted by each backend to its compute type
-  int splits = 1;    // split-KV chunks
-};
-
-// One GEMM: y (M, N) = x (M, K; rows ldx apart) times w[:, w_col ...]^T (rows ldw apart), plus
-// the bias if there is one; K summed in split_k chunks (kernels/ops.h). Built by the forward pass,
-// read by both backends.
-struct GemmCall {
-  int M = 0, N = 0, K = 0;
-  int ldx = 0, ldw = 0;  // row strides of x and w, in elements
-  size_t w_col = 0;      // first column of w used (a tensor-parallel rank's shard)
-  int split_k = 1;
-};
-
-// One GEMM of a group that a backend may run as one job (gemm_group below): y = x w^T (+ bias).
-template <typename Ptr, typename Weight>
-struct GemmOp {
-  Ptr y, x;
-  const Weight* w;
-  const Weight* bias;  // null: none
-  GemmCall call;
-};
+// The op calls are kernels/ops.h's descriptions (ops::Gemm, ops::Attention, ops::Rmsnorm,
+// ops::Rope), built here over the backend's pointer types and taken by its kernels as they are:
+// one struct per op call, from the forward pass to the kernel. Their OpNumerics is the plan entry
+// of the op (numerics_plan.h).
 
 // What a backend B supplies to the forward pass: storage and ops, nothing of the model's structure.
-//   Ptr                 a pointer to activations (a T* on the CPU, a device byte pointer on CUDA)
+//   Ptr                 a pointer to activations (a T* on the CPU, a typed device pointer on CUDA)
 //   Buf                 activation storage that grows on demand; buf.ptr(element offset) -> Ptr
 //   Weight              a weight tensor as the backend stores it; empty() when absent (a bias)
+//   view(Weight)        the weight as its kernels read it (the W of ops::Gemm and ops::Rmsnorm)
+//   table(Weight)       a rope table as its kernels read it (the Table of ops::Rope)
+//   positions()         the pass's positions, where its kernels read them (ops::Rope, Attention)
 //   upload, upload_table   host weights and rope cos/sin tables into the backend's storage
 //   upload_matrix       a GEMM's (N, K) weight matrix, which a backend may lay out for its GEMM
 //   resize, resize_zeroed  a Buf to n values; ready() after set-up
@@ -77,26 +54,37 @@ struct GemmOp {
 // Optional (detected with requires; a backend without them refuses the feature): load_rows
 // (shadow layers' reference inputs) and round (site edits, taps.h). Optional, with the same
 // results without them:
-//   gemm_group(span of GemmOp)  GEMMs that read none of each other's outputs run as one job (the
-//                       CPU's threads then wait once for q, k and v, not three times);
-//   attention_all(...)  every sequence's attention of a layer in one call, the new keys and
-//                       values appended at each row's slot and position first (CUDA: one launch
-//                       for a batch instead of three per sequence);
+//   gemm_group(span of ops::Gemm)  GEMMs that read none of each other's outputs run as one job
+//                       (the CPU's threads then wait once for q, k and v, not three times);
+//   attention_all(call, k, v)  every sequence's attention of a layer in one call, the new keys
+//                       and values appended at each row's slot and position first (CUDA: one
+//                       launch for a batch instead of three per sequence);
 //   replayed()          after begin_pass: true when the backend has replayed a recording of this
 //                       pass's launches (CUDA graphs), so the ops are not issued again.
+template <class B>
+using WeightView =
+    decltype(std::declval<const B&>().view(std::declval<const typename B::Weight&>()));
+template <class B>
+using TableView =
+    decltype(std::declval<const B&>().table(std::declval<const typename B::Weight&>()));
+
 template <class B>
 concept ForwardBackend = requires(B& b, typename B::Buf& buf, typename B::Ptr p,
                                   const typename B::Weight& w, const WeightTensor& host,
                                   const std::vector<double>& table, const BatchColumns& cols,
-                                  const AttentionCall& call, const Site& site, TapHook* hook,
-                                  const WantedSites& wanted, trace::KernelRecorder* recorder,
-                                  const std::string& label_site, const GemmCall& gemm, size_t n,
-                                  int i, ops::AllReduce order) {
+                                  const ops::Attention<typename B::Ptr>& attention,
+                                  const ops::Gemm<typename B::Ptr, WeightView<B>>& gemm,
+                                  const ops::Rmsnorm<typename B::Ptr, WeightView<B>>& rmsnorm,
+                                  const ops::Rope<typename B::Ptr, TableView<B>>& rope,
+                                  const Site& site, TapHook* hook, const WantedSites& wanted,
+                                  trace::KernelRecorder* recorder, const std::string& label_site,
+                                  size_t n, int i, ops::AllReduce order) {
   { buf.ptr(n) } -> std::same_as<typename B::Ptr>;
   { w.empty() } -> std::convertible_to<bool>;
   { b.upload(host) } -> std::same_as<typename B::Weight>;
   { b.upload_matrix(host, i, i) } -> std::same_as<typename B::Weight>;
   { b.upload_table(table) } -> std::same_as<typename B::Weight>;
+  { b.positions() } -> std::same_as<const int*>;
   b.resize(buf, n);
   b.resize_zeroed(buf, n);
   b.ready();
@@ -106,11 +94,11 @@ concept ForwardBackend = requires(B& b, typename B::Buf& buf, typename B::Ptr p,
   b.op(label_site, "label");
   { b.offset(p, n) } -> std::same_as<typename B::Ptr>;
   b.embedding(p, w, i, i);
-  b.rmsnorm(p, p, w, i, i);
-  b.gemm(p, p, w, &w, gemm);  // y, x, w, bias (or null), shape
-  b.rope(p, i, i, i, w, w);
+  b.rmsnorm(rmsnorm);
+  b.gemm(gemm);
+  b.rope(rope);
   b.copy(p, p, n);
-  b.attention(p, p, p, p, call);
+  b.attention(attention);
   b.swiglu(p, p, p, n);
   b.add(p, p, p, n);
   b.all_reduce(p, p, i, n, order);
@@ -163,6 +151,7 @@ class ForwardRuntime final : public Runtime {
   using Buf = typename B::Buf;
   using Weight = typename B::Weight;
   using Ptr = typename B::Ptr;
+  using GemmCall = ops::Gemm<Ptr, WeightView<B>>;
 
   // B is built from (numerics, config) and owns the device state; the skeleton owns the rest.
   // `backend_args` go to B's constructor after (numerics, config): how it executes, never what.
@@ -330,17 +319,20 @@ class ForwardRuntime final : public Runtime {
   // are appended to it (rows of one slot are contiguous, in position order)
   void attention(const std::string& site, int l) {
     const int Q = c_.q_dim(), KV = c_.kv_dim();
-    AttentionCall a;
+    ops::Attention<Ptr> a{att_.ptr(0), q_.ptr(0), k_cache_.ptr(cache_index(0, l, 0)),
+                          v_cache_.ptr(cache_index(0, l, 0))};
+    a.rows = static_cast<int>(cols_.tokens.size());
+    a.positions = b_.positions();
+    a.slot_stride = cache_index(1, 0, 0);
     a.n_heads = c_.n_heads;
     a.n_kv_heads = c_.n_kv_heads;
     a.head_dim = c_.head_dim;
     a.window = c_.sliding_window;
     a.scale = 1.0 / std::sqrt(static_cast<double>(c_.head_dim));
+    a.num = attention_numerics(1);
     [[maybe_unused]] auto scope = b_.op(site, "attention");
-    if constexpr (kCanAttendAll) {
-      b_.attention_all(att_.ptr(0), q_.ptr(0), k_.ptr(0), v_.ptr(0),
-                       k_cache_.ptr(cache_index(0, l, 0)), v_cache_.ptr(cache_index(0, l, 0)),
-                       cache_index(1, 0, 0), a);
+    if constexpr (kCanAttendAll) {  // the per-sequence splits are the pass's (cols_.seqs)
+      b_.attention_all(a, k_.ptr(0), v_.ptr(0));
       return;
     }
     for (const SeqRows& s : cols_.seqs) {
@@ -351,13 +343,18 @@ class ForwardRuntime final : public Runtime {
                    kv_n = static_cast<size_t>(s.rows) * KV;
       b_.copy(k_cache_.ptr(at), k_.ptr(kv_rows), kv_n);
       b_.copy(v_cache_.ptr(at), v_.ptr(kv_rows), kv_n);
-      a.r0 = s.r0;
-      a.rows = s.rows;
-      a.max_keys = s.max_keys;
-      a.splits = s.splits;
       const size_t q_off = static_cast<size_t>(s.r0) * Q;
-      b_.attention(att_.ptr(q_off), q_.ptr(q_off), k_cache_.ptr(cache_index(slot, l, 0)),
-                   v_cache_.ptr(cache_index(slot, l, 0)), a);
+      ops::Attention<Ptr> one = a;
+      one.out = att_.ptr(q_off);
+      one.q = q_.ptr(q_off);
+      one.k_cache = k_cache_.ptr(cache_index(slot, l, 0));
+      one.v_cache = v_cache_.ptr(cache_index(slot, l, 0));
+      one.rows = s.rows;
+      one.positions = a.positions + s.r0;
+      one.slot_stride = 0;
+      one.max_keys = s.max_keys;
+      one.num = attention_numerics(s.splits);
+      b_.attention(one);
     }
   }
 
@@ -376,14 +373,18 @@ class ForwardRuntime final : public Runtime {
   // y (n, dim) = rmsnorm(x) * w
   void rmsnorm(const std::string& site, Buf& y, Buf& x, const Weight& w, int n) {
     [[maybe_unused]] auto scope = b_.op(site, "rmsnorm");
-    b_.rmsnorm(y.ptr(0), x.ptr(0), w, n, c_.dim);
+    b_.rmsnorm(ops::Rmsnorm<Ptr, WeightView<B>>{y.ptr(0), x.ptr(0), b_.view(w), n, c_.dim,
+                                                c_.rms_norm_eps, stored_numerics()});
   }
 
   // q and k rotated in place at the rows' positions
   void rope(const std::string& site, int n) {
     [[maybe_unused]] auto scope = b_.op(site, "rope");
-    b_.rope(q_.ptr(0), n, c_.n_heads, c_.head_dim, cos_, sin_);
-    b_.rope(k_.ptr(0), n, c_.n_kv_heads, c_.head_dim, cos_, sin_);
+    for (auto [x, heads] :
+         {std::pair{q_.ptr(0), c_.n_heads}, std::pair{k_.ptr(0), c_.n_kv_heads}}) {
+      b_.rope(ops::Rope<Ptr, TableView<B>>{x, n, heads, c_.head_dim, b_.positions(), b_.table(cos_),
+                                           b_.table(sin_), stored_numerics()});
+    }
   }
 
   // gate <- silu(gate) * up
@@ -402,16 +403,45 @@ class ForwardRuntime final : public Runtime {
   void gemm(const std::string& site, const char* label, Buf& y, Buf& x, const Weight& w,
             const Weight* bias, int M, int N, int K) {
     [[maybe_unused]] auto scope = b_.op(site, label);
-    gemm(y.ptr(0), x.ptr(0), w, bias, M, N, K);
+    b_.gemm(gemm_call(y.ptr(0), x.ptr(0), w, bias, M, N, K));
   }
-  void gemm(Ptr y, Ptr x, const Weight& w, const Weight* bias, int M, int N, int K) {
-    const GemmOp<Ptr, Weight> g = gemm_op(y, x, w, bias, M, N, K);
-    b_.gemm(g.y, g.x, *g.w, g.bias, g.call);
+  GemmCall gemm_call(Ptr y, Ptr x, const Weight& w, const Weight* bias, int M, int N, int K) const {
+    const bool has_bias = bias != nullptr && !bias->empty();
+    return {y,
+            x,
+            b_.view(w),
+            has_bias ? b_.view(*bias) : WeightView<B>{},
+            M,
+            N,
+            K,
+            K,
+            K,
+            0,
+            gemm_numerics(M, N, K)};
   }
-  GemmOp<Ptr, Weight> gemm_op(Ptr y, Ptr x, const Weight& w, const Weight* bias, int M, int N,
-                              int K) const {
-    const Weight* b = bias != nullptr && !bias->empty() ? bias : nullptr;
-    return {y, x, &w, b, GemmCall{M, N, K, K, K, 0, gemm_split_k(nx_, M, N, K)}};
+
+  // ---- the numerics of each op (what the configuration decides at it) ----
+  // A GEMM: the activations' storage, the accumulator, split-K by the policy.
+  ops::OpNumerics gemm_numerics(int M, int N, int K) const {
+    ops::OpNumerics n = stored_numerics();
+    n.accum_f16 = nx_.accum_f16;
+    n.split = gemm_split_k(nx_, M, N, K);
+    return n;
+  }
+  // Attention with `splits` split-KV chunks.
+  ops::OpNumerics attention_numerics(int splits) const {
+    ops::OpNumerics n = stored_numerics();
+    n.accum_f16 = nx_.accum_f16;
+    n.split = splits;
+    n.tile = nx_.attn_kernel == AttnKernel::tiled ? kAttentionTile : 0;
+    n.p_round = n.out;
+    return n;
+  }
+  // An op that only rounds its output to the activations' storage.
+  ops::OpNumerics stored_numerics() const {
+    ops::OpNumerics n;
+    n.out = activation_storage(nx_.dtype);
+    return n;
   }
 
   // One projection of gemms: y (M, N) = x w^T (+ bias).
@@ -430,8 +460,8 @@ class ForwardRuntime final : public Runtime {
       [[maybe_unused]] auto scope = b_.op(site, group_label);
       group_.clear();
       for (const Projection& p : projections)
-        group_.push_back(gemm_op(p.y.ptr(0), x.ptr(0), p.w, p.bias, M, p.N, K));
-      b_.gemm_group(std::span<const GemmOp<Ptr, Weight>>(group_));
+        group_.push_back(gemm_call(p.y.ptr(0), x.ptr(0), p.w, p.bias, M, p.N, K));
+      b_.gemm_group(std::span<const GemmCall>(group_));
     } else {
       for (const Projection& p : projections) gemm(site, p.label, p.y, x, p.w, p.bias, M, p.N, K);
     }
@@ -446,16 +476,18 @@ class ForwardRuntime final : public Runtime {
     const Ptr y = y_buf.ptr(0), x = x_buf.ptr(0);
     const int tp = nx_.tp;
     if (tp <= 1) {
-      gemm(y, x, w, nullptr, M, N, K);
+      b_.gemm(gemm_call(y, x, w, nullptr, M, N, K));
       return;
     }
     const int ks = K / tp;
     const size_t mn = static_cast<size_t>(M) * N;
     b_.resize(tp_parts_, static_cast<size_t>(tp) * mn);
-    const int split = gemm_split_k(nx_, M, N, ks);
     for (int s = 0; s < tp; ++s) {
-      b_.gemm(tp_parts_.ptr(s * mn), b_.offset(x, static_cast<size_t>(s) * ks), w, nullptr,
-              GemmCall{M, N, ks, K, K, static_cast<size_t>(s) * ks, split});
+      GemmCall g = gemm_call(tp_parts_.ptr(s * mn), b_.offset(x, static_cast<size_t>(s) * ks), w,
+                             nullptr, M, N, ks);
+      g.ldx = g.ldw = K;
+      g.w_col = static_cast<size_t>(s) * ks;
+      b_.gemm(g);
     }
     b_.all_reduce(y, tp_parts_.ptr(0), tp, mn, nx_.allreduce);
   }
@@ -483,11 +515,11 @@ class ForwardRuntime final : public Runtime {
     b.load_rows(p, h, 1);
   };
   static constexpr bool kCanRound = requires(B & b, Ptr p) { b.round(p, 1, Storage::bf16); };
-  static constexpr bool kCanGroup = requires(B & b, std::span<const GemmOp<Ptr, Weight>> g) {
+  static constexpr bool kCanGroup = requires(B & b, std::span<const GemmCall> g) {
     b.gemm_group(g);
   };
-  static constexpr bool kCanAttendAll = requires(B & b, Ptr p, const AttentionCall& a) {
-    b.attention_all(p, p, p, p, p, p, size_t{1}, a);
+  static constexpr bool kCanAttendAll = requires(B & b, Ptr p, const ops::Attention<Ptr>& a) {
+    b.attention_all(a, p, p);
   };
   bool replayed() {
     if constexpr (requires(B & b) { b.replayed(); }) {
@@ -582,9 +614,9 @@ class ForwardRuntime final : public Runtime {
   std::vector<std::array<std::string, kLayerSiteCount>> layer_sites_;  // op labels per layer
   Buf k_cache_, v_cache_;
   Buf x_, xb_, q_, k_, v_, att_, gate_, up_, logits_, tp_parts_;
-  std::vector<GemmOp<Ptr, Weight>> group_;  // gemms' calls, kept to reuse their storage
-  HostPassLogits no_rows_;                  // what a pass of no rows returns
-  BatchColumns cols_;                       // tokens, slots and positions of the current pass
+  std::vector<GemmCall> group_;  // gemms' calls, kept to reuse their storage
+  HostPassLogits no_rows_;       // what a pass of no rows returns
+  BatchColumns cols_;            // tokens, slots and positions of the current pass
   WantedSites wanted_;
   TapHook* hook_ = nullptr;
   // [layer][layer_site_index(kind)]: the storage a site edit rounds the site to (native: none)

@@ -36,7 +36,7 @@ enum class Device { cpu, cuda };
 enum class GemmKernel { cublas, tiled };
 // Attention's reduction order on both backends (--kernel attention=...): the whole row's softmax
 // at once (the reference), or FlashAttention-2's online softmax over 64-key tiles
-// (kernels/ops.h AttnNumerics::tile; on CUDA a tensor-core kernel, fp16 and bf16 only).
+// (kernels/ops.h OpNumerics::tile; on CUDA a tensor-core kernel, fp16 and bf16 only).
 enum class AttnKernel { rowwise, tiled };
 inline constexpr int kAttentionTile = 64;  // keys per tile of AttnKernel::tiled
 
