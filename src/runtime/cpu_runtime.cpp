@@ -205,16 +205,18 @@ class CpuBackend {
     if (scores_.size() < static_cast<size_t>(a.max_keys)) scores_.resize(a.max_keys);
     ops::attention(a, scores_.data());
   }
-  void swiglu(Ptr out, Ptr gate, Ptr up, size_t n) const { ops::swiglu(out, gate, up, n, act_); }
-  void add(Ptr y, Ptr a, Ptr b, size_t n) const { ops::add(y, a, b, n, act_); }
+  void swiglu(Ptr out, Ptr gate, Ptr up, size_t n, Storage r) const {
+    ops::swiglu(out, gate, up, n, r);
+  }
+  void add(Ptr y, Ptr a, Ptr b, size_t n, Storage r) const { ops::add(y, a, b, n, r); }
   // Reference rows into a buffer, stored as this run stores activations.
   void load_rows(Ptr y, const float* host, size_t n) const {
     std::copy(host, host + n, y);
     ops::round_to(y, n, act_);
   }
   void round(Ptr y, size_t n, Storage to) const { ops::round_to(y, n, to); }
-  void all_reduce(Ptr y, Ptr parts, int tp, size_t n, ops::AllReduce order) const {
-    ops::all_reduce(y, parts, tp, n, order, act_);
+  void all_reduce(Ptr y, Ptr parts, int tp, size_t n, ops::AllReduce order, Storage r) const {
+    ops::all_reduce(y, parts, tp, n, order, r);
   }
 
   void tap(const Site& site, Ptr p, int n, int width) const {

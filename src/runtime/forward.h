@@ -19,6 +19,7 @@
 
 #include "common/error.h"
 #include "src/model/model.h"
+#include "src/runtime/numerics_plan.h"
 #include "src/runtime/policy.h"
 #include "src/runtime/rope_table.h"
 #include "src/runtime/runtime.h"
@@ -99,9 +100,9 @@ concept ForwardBackend = requires(B& b, typename B::Buf& buf, typename B::Ptr p,
   b.rope(rope);
   b.copy(p, p, n);
   b.attention(attention);
-  b.swiglu(p, p, p, n);
-  b.add(p, p, p, n);
-  b.all_reduce(p, p, i, n, order);
+  b.swiglu(p, p, p, n, Storage::native);
+  b.add(p, p, p, n, Storage::native);
+  b.all_reduce(p, p, i, n, order, Storage::native);
   b.tap(site, p, i, i);
   { b.end_pass(p, i) } -> std::same_as<PassLogits&>;
 };
@@ -158,7 +159,7 @@ class ForwardRuntime final : public Runtime {
   template <typename... A>
   ForwardRuntime(const Model& m, const Numerics& nx, int capacity, int slots, A&&... backend_args)
       : c_(m.config),
-        nx_(nx),
+        plan_(nx),
         capacity_(capacity),
         slots_(slots),
         b_(nx, m.config, std::forward<A>(backend_args)...) {
@@ -218,6 +219,20 @@ class ForwardRuntime final : public Runtime {
     }
   }
 
+  void set_plan(NumericsPlan plan) override {
+    if (plan.numerics().dtype != plan_.numerics().dtype ||
+        plan.numerics().device != plan_.numerics().device) {
+      throw Error("a numerics plan's own side must be the runtime's configuration (dtype, device)");
+    }
+    if constexpr (!kCanRound) {
+      if (plan.mixed()) {
+        throw Error("a plan that mixes two configurations op by op needs the CPU emulation",
+                    "op-level explain runs with --device cpu");
+      }
+    }
+    plan_ = std::move(plan);
+  }
+
   void set_tap_hook(TapHook* hook) override {
     hook_ = hook;
     wanted_.ask(hook, c_.n_layers);
@@ -256,8 +271,9 @@ class ForwardRuntime final : public Runtime {
       return no_rows_;
     }
     cols_.assign(rows, c_.vocab_size, slots_, capacity_);
-    for (SeqRows& s : cols_.seqs) {
-      s.splits = attention_splits(nx_, s.rows, s.max_keys, cols_.n_seqs, c_.n_heads);
+    plan_.begin_pass({n, cols_.n_seqs});
+    for (SeqRows& s : cols_.seqs) {  // a backend's view (attention_all): layer 0's, as all are
+      s.splits = plan_.attention(0, s, c_.n_heads).split;
     }
     resize(n);
     b_.begin_pass(cols_);
@@ -284,17 +300,17 @@ class ForwardRuntime final : public Runtime {
     const StoredLayer<Weight>& w = layers_[l];
     const int D = c_.dim, Q = c_.q_dim(), KV = c_.kv_dim();
     const std::string& site = lsite(l, SiteKind::attn_out);
-    rmsnorm(lsite(l, SiteKind::attn_norm), xb_, x_, w.attn_norm, n);
+    rmsnorm(lsite(l, SiteKind::attn_norm), {l, PlanOp::attn_norm}, xb_, x_, w.attn_norm, n);
     tap_layer(l, SiteKind::attn_norm, xb_.ptr(0), n, D);
-    gemms(site, "q_proj,k_proj,v_proj", xb_, n, D,
-          {{"q_proj", q_, w.wq, &w.bq, Q},     // (n, q_dim)
-           {"k_proj", k_, w.wk, &w.bk, KV},    // (n, kv_dim)
-           {"v_proj", v_, w.wv, &w.bv, KV}});  // (n, kv_dim)
-    rope(site, n);
+    gemms(site, "q_proj,k_proj,v_proj", l, xb_, n, D,
+          {{PlanOp::q_proj, q_, w.wq, &w.bq, Q},     // (n, q_dim)
+           {PlanOp::k_proj, k_, w.wk, &w.bk, KV},    // (n, kv_dim)
+           {PlanOp::v_proj, v_, w.wv, &w.bv, KV}});  // (n, kv_dim)
+    rope(site, l, n);
     attention(site, l);
-    row_parallel_gemm(site, "o_proj", xb_, att_, w.wo, n, D, Q);  // (n, dim)
+    row_parallel_gemm(site, {l, PlanOp::o_proj}, xb_, att_, w.wo, n, D, Q);  // (n, dim)
     tap_layer(l, SiteKind::attn_out, xb_.ptr(0), n, D);
-    residual_add(lsite(l, SiteKind::resid_mid), n);
+    residual_add(lsite(l, SiteKind::resid_mid), {l, PlanOp::attn_add}, n);
     tap_layer(l, SiteKind::resid_mid, x_.ptr(0), n, D);
   }
 
@@ -303,15 +319,15 @@ class ForwardRuntime final : public Runtime {
     const StoredLayer<Weight>& w = layers_[l];
     const int D = c_.dim, F = c_.hidden_dim;
     const std::string& site = lsite(l, SiteKind::mlp_out);
-    rmsnorm(lsite(l, SiteKind::mlp_norm), xb_, x_, w.mlp_norm, n);
+    rmsnorm(lsite(l, SiteKind::mlp_norm), {l, PlanOp::mlp_norm}, xb_, x_, w.mlp_norm, n);
     tap_layer(l, SiteKind::mlp_norm, xb_.ptr(0), n, D);
-    gemms(site, "gate_proj,up_proj", xb_, n, D,
-          {{"gate_proj", gate_, w.w_gate, nullptr, F},                    // (n, hidden)
-           {"up_proj", up_, w.w_up, nullptr, F}});                        // (n, hidden)
-    swiglu(site, n);                                                      // gate <- silu(gate) * up
-    row_parallel_gemm(site, "down_proj", xb_, gate_, w.w_down, n, D, F);  // (n, dim)
+    gemms(site, "gate_proj,up_proj", l, xb_, n, D,
+          {{PlanOp::gate_proj, gate_, w.w_gate, nullptr, F},  // (n, hidden)
+           {PlanOp::up_proj, up_, w.w_up, nullptr, F}});      // (n, hidden)
+    swiglu(site, l, n);                                       // silu(gate) * up
+    row_parallel_gemm(site, {l, PlanOp::down_proj}, xb_, gate_, w.w_down, n, D, F);  // (n, dim)
     tap_layer(l, SiteKind::mlp_out, xb_.ptr(0), n, D);
-    residual_add(lsite(l, SiteKind::out), n);
+    residual_add(lsite(l, SiteKind::out), {l, PlanOp::mlp_add}, n);
     tap_layer(l, SiteKind::out, x_.ptr(0), n, D);
   }
 
@@ -329,7 +345,7 @@ class ForwardRuntime final : public Runtime {
     a.head_dim = c_.head_dim;
     a.window = c_.sliding_window;
     a.scale = 1.0 / std::sqrt(static_cast<double>(c_.head_dim));
-    a.num = attention_numerics(1);
+    a.num = plan_.attention(l, cols_.seqs.front(), c_.n_heads);
     [[maybe_unused]] auto scope = b_.op(site, "attention");
     if constexpr (kCanAttendAll) {  // the per-sequence splits are the pass's (cols_.seqs)
       b_.attention_all(a, k_.ptr(0), v_.ptr(0));
@@ -353,17 +369,17 @@ class ForwardRuntime final : public Runtime {
       one.positions = a.positions + s.r0;
       one.slot_stride = 0;
       one.max_keys = s.max_keys;
-      one.num = attention_numerics(s.splits);
+      one.num = plan_.attention(l, s, c_.n_heads);
       b_.attention(one);
     }
   }
 
   // logits <- lm_head(rmsnorm(x))
   void head_block(int n) {
-    rmsnorm(final_norm_site_, xb_, x_, final_norm_, n);
+    rmsnorm(final_norm_site_, {-1, PlanOp::final_norm}, xb_, x_, final_norm_, n);
     if (wanted_.final_norm) b_.tap({SiteKind::final_norm}, xb_.ptr(0), n, c_.dim);
-    gemm(logits_site_, "lm_head", logits_, xb_, lm_head_.empty() ? embed_ : lm_head_, nullptr, n,
-         c_.vocab_size, c_.dim);
+    gemm(logits_site_, {-1, PlanOp::lm_head}, logits_, xb_, lm_head_.empty() ? embed_ : lm_head_,
+         nullptr, n, c_.vocab_size, c_.dim);
     if (wanted_.logits) b_.tap({SiteKind::logits}, logits_.ptr(0), n, c_.vocab_size);
   }
 
@@ -371,125 +387,96 @@ class ForwardRuntime final : public Runtime {
   // launches inside after them (kernel records); the CPU backend records nothing ----
 
   // y (n, dim) = rmsnorm(x) * w
-  void rmsnorm(const std::string& site, Buf& y, Buf& x, const Weight& w, int n) {
+  void rmsnorm(const std::string& site, OpId id, Buf& y, Buf& x, const Weight& w, int n) {
     [[maybe_unused]] auto scope = b_.op(site, "rmsnorm");
     b_.rmsnorm(ops::Rmsnorm<Ptr, WeightView<B>>{y.ptr(0), x.ptr(0), b_.view(w), n, c_.dim,
-                                                c_.rms_norm_eps, stored_numerics()});
+                                                c_.rms_norm_eps, plan_.stored(id)});
   }
 
   // q and k rotated in place at the rows' positions
-  void rope(const std::string& site, int n) {
+  void rope(const std::string& site, int l, int n) {
     [[maybe_unused]] auto scope = b_.op(site, "rope");
     for (auto [x, heads] :
          {std::pair{q_.ptr(0), c_.n_heads}, std::pair{k_.ptr(0), c_.n_kv_heads}}) {
       b_.rope(ops::Rope<Ptr, TableView<B>>{x, n, heads, c_.head_dim, b_.positions(), b_.table(cos_),
-                                           b_.table(sin_), stored_numerics()});
+                                           b_.table(sin_), plan_.stored({l, PlanOp::rope})});
     }
   }
 
   // gate <- silu(gate) * up
-  void swiglu(const std::string& site, int n) {
+  void swiglu(const std::string& site, int l, int n) {
     [[maybe_unused]] auto scope = b_.op(site, "swiglu");
-    b_.swiglu(gate_.ptr(0), gate_.ptr(0), up_.ptr(0), static_cast<size_t>(n) * c_.hidden_dim);
+    b_.swiglu(gate_.ptr(0), gate_.ptr(0), up_.ptr(0), static_cast<size_t>(n) * c_.hidden_dim,
+              plan_.stored({l, PlanOp::swiglu}).out);
   }
 
   // x <- x + xb
-  void residual_add(const std::string& site, int n) {
+  void residual_add(const std::string& site, OpId id, int n) {
     [[maybe_unused]] auto scope = b_.op(site, "residual_add");
-    b_.add(x_.ptr(0), x_.ptr(0), xb_.ptr(0), static_cast<size_t>(n) * c_.dim);
+    b_.add(x_.ptr(0), x_.ptr(0), xb_.ptr(0), static_cast<size_t>(n) * c_.dim, plan_.stored(id).out);
   }
 
-  // y (M, N) = x (M, K) w^T (+ b), split-K by the configured policy.
-  void gemm(const std::string& site, const char* label, Buf& y, Buf& x, const Weight& w,
-            const Weight* bias, int M, int N, int K) {
-    [[maybe_unused]] auto scope = b_.op(site, label);
-    b_.gemm(gemm_call(y.ptr(0), x.ptr(0), w, bias, M, N, K));
+  // y (M, N) = x (M, K) w^T (+ b), decided by the plan at op `id`.
+  void gemm(const std::string& site, OpId id, Buf& y, Buf& x, const Weight& w, const Weight* bias,
+            int M, int N, int K) {
+    [[maybe_unused]] auto scope = b_.op(site, plan_op_name(id.op));
+    b_.gemm(gemm_call(id, y.ptr(0), x.ptr(0), w, bias, M, N, K));
   }
-  GemmCall gemm_call(Ptr y, Ptr x, const Weight& w, const Weight* bias, int M, int N, int K) const {
+  GemmCall gemm_call(OpId id, Ptr y, Ptr x, const Weight& w, const Weight* bias, int M, int N,
+                     int K) const {
     const bool has_bias = bias != nullptr && !bias->empty();
-    return {y,
-            x,
-            b_.view(w),
-            has_bias ? b_.view(*bias) : WeightView<B>{},
-            M,
-            N,
-            K,
-            K,
-            K,
-            0,
-            gemm_numerics(M, N, K)};
+    return {y, x, b_.view(w),          has_bias ? b_.view(*bias) : WeightView<B>{}, M, N, K, K,
+            K, 0, plan_.gemm(id, N, K)};
   }
-
-  // ---- the numerics of each op (what the configuration decides at it) ----
-  // A GEMM: the activations' storage, the accumulator, split-K by the policy.
-  ops::OpNumerics gemm_numerics(int M, int N, int K) const {
-    ops::OpNumerics n = stored_numerics();
-    n.accum_f16 = nx_.accum_f16;
-    n.split = gemm_split_k(nx_, M, N, K);
-    return n;
-  }
-  // Attention with `splits` split-KV chunks.
-  ops::OpNumerics attention_numerics(int splits) const {
-    ops::OpNumerics n = stored_numerics();
-    n.accum_f16 = nx_.accum_f16;
-    n.split = splits;
-    n.tile = nx_.attn_kernel == AttnKernel::tiled ? kAttentionTile : 0;
-    n.p_round = n.out;
-    return n;
-  }
-  // An op that only rounds its output to the activations' storage.
-  ops::OpNumerics stored_numerics() const {
-    ops::OpNumerics n;
-    n.out = activation_storage(nx_.dtype);
-    return n;
-  }
-
   // One projection of gemms: y (M, N) = x w^T (+ bias).
   struct Projection {
-    const char* label;
+    PlanOp op;
     Buf& y;
     const Weight& w;
     const Weight* bias;
     int N;
   };
-  // Projections of one input x (M, K) that read none of each other's outputs (q, k, v; gate, up):
-  // one job under the group's label where the backend has gemm_group, else each under its own.
-  void gemms(const std::string& site, const char* group_label, Buf& x, int M, int K,
+  // Projections of one input x (M, K) at layer l that read none of each other's outputs (q, k,
+  // v; gate, up): one job under the group's label where the backend has gemm_group, else each
+  // under its own.
+  void gemms(const std::string& site, const char* group_label, int l, Buf& x, int M, int K,
              std::initializer_list<Projection> projections) {
     if constexpr (kCanGroup) {
       [[maybe_unused]] auto scope = b_.op(site, group_label);
       group_.clear();
       for (const Projection& p : projections)
-        group_.push_back(gemm_call(p.y.ptr(0), x.ptr(0), p.w, p.bias, M, p.N, K));
+        group_.push_back(gemm_call({l, p.op}, p.y.ptr(0), x.ptr(0), p.w, p.bias, M, p.N, K));
       b_.gemm_group(std::span<const GemmCall>(group_));
     } else {
-      for (const Projection& p : projections) gemm(site, p.label, p.y, x, p.w, p.bias, M, p.N, K);
+      for (const Projection& p : projections) {
+        gemm(site, {l, p.op}, p.y, x, p.w, p.bias, M, p.N, K);
+      }
     }
   }
 
   // o_proj / down_proj: K cut into tp equal shards (rank s multiplies x[:, s*K/tp ...] by the
   // weight's columns of the same range), each rank's result stored like activations, then
-  // all-reduced in the configured order (kernels/ops.h all_reduce).
-  void row_parallel_gemm(const std::string& site, const char* label, Buf& y_buf, Buf& x_buf,
-                         const Weight& w, int M, int N, int K) {
-    [[maybe_unused]] auto scope = b_.op(site, label);
+  // all-reduced in the plan's order (kernels/ops.h all_reduce).
+  void row_parallel_gemm(const std::string& site, OpId id, Buf& y_buf, Buf& x_buf, const Weight& w,
+                         int M, int N, int K) {
+    [[maybe_unused]] auto scope = b_.op(site, plan_op_name(id.op));
     const Ptr y = y_buf.ptr(0), x = x_buf.ptr(0);
-    const int tp = nx_.tp;
-    if (tp <= 1) {
-      b_.gemm(gemm_call(y, x, w, nullptr, M, N, K));
+    const RowParallel rp = plan_.row_parallel(id);
+    if (rp.tp <= 1) {
+      b_.gemm(gemm_call(id, y, x, w, nullptr, M, N, K));
       return;
     }
-    const int ks = K / tp;
+    const int ks = K / rp.tp;
     const size_t mn = static_cast<size_t>(M) * N;
-    b_.resize(tp_parts_, static_cast<size_t>(tp) * mn);
-    for (int s = 0; s < tp; ++s) {
-      GemmCall g = gemm_call(tp_parts_.ptr(s * mn), b_.offset(x, static_cast<size_t>(s) * ks), w,
-                             nullptr, M, N, ks);
+    b_.resize(tp_parts_, static_cast<size_t>(rp.tp) * mn);
+    for (int s = 0; s < rp.tp; ++s) {
+      GemmCall g = gemm_call(id, tp_parts_.ptr(s * mn), b_.offset(x, static_cast<size_t>(s) * ks),
+                             w, nullptr, M, N, ks);
       g.ldx = g.ldw = K;
       g.w_col = static_cast<size_t>(s) * ks;
       b_.gemm(g);
     }
-    b_.all_reduce(y, tp_parts_.ptr(0), tp, mn, nx_.allreduce);
+    b_.all_reduce(y, tp_parts_.ptr(0), rp.tp, mn, rp.order, plan_.stored(id).out);
   }
 
   // Index of (slot, layer, position) in the KV cache (slots, n_layers, capacity, kv_dim);
@@ -602,7 +589,7 @@ class ForwardRuntime final : public Runtime {
   }
 
   ModelConfig c_;
-  Numerics nx_;
+  NumericsPlan plan_;  // every op's numerics (numerics_plan.h); made from the runtime's knobs
   int capacity_;
   int slots_;
   B b_;

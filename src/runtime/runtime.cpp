@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "src/runtime/numerics_plan.h"
 
 namespace ds {
 
@@ -89,6 +90,10 @@ void Runtime::set_shadow_source(ShadowSource* source) {
   if (source != nullptr) {
     throw Error("this runtime cannot run shadow layers", "run attribute with --device cpu");
   }
+}
+
+void Runtime::set_plan(NumericsPlan /*plan*/) {
+  throw Error("this runtime takes no numerics plan");
 }
 
 void Runtime::set_site_edit(SiteEdit* edit) {

@@ -18,6 +18,10 @@ class KernelRecorder;
 }
 
 namespace ds {
+class NumericsPlan;
+}
+
+namespace ds {
 
 // Precision of a run (docs/configurations.md): fp64 (the oracle), fp32, fp16 and bf16
 // (weights, activations and KV cache stored in that format, compute in fp32 unless
@@ -88,6 +92,11 @@ class Runtime {
   // asked here, once per site, and the edit is not kept. Throws ds::Error on a backend that
   // cannot round a tensor in place (the CUDA backend).
   virtual void set_site_edit(SiteEdit* edit);
+  // Every later pass decides each op's numerics by `plan` (numerics_plan.h), whose own side must
+  // be this runtime's configuration; passes are counted from the next one. Throws ds::Error for
+  // a plan of another dtype or device, or one that mixes configurations on a backend that cannot
+  // (CUDA).
+  virtual void set_plan(NumericsPlan plan);
   virtual int capacity() const = 0;  // positions per slot
   virtual int slots() const = 0;     // sequences that can be in flight at once
   virtual const ModelConfig& config() const = 0;

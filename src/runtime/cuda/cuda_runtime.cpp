@@ -249,11 +249,15 @@ class CudaBackend {
     attn_scratch_.ensure(attention_scratch_floats(a) * sizeof(float));
     cuda::attention(a, attn_scratch_.as<float>(), stream_);
   }
-  void swiglu(Ptr out, Ptr gate, Ptr up, size_t n) const {
+  // Elementwise ops round to the buffers' storage, which is the plan's (a plan that rounds an
+  // op otherwise mixes configurations, which this backend refuses).
+  void swiglu(Ptr out, Ptr gate, Ptr up, size_t n, Storage /*r*/) const {
     cuda::swiglu(out.p, gate.p, up.p, a_t_, n, stream_);
   }
-  void add(Ptr y, Ptr a, Ptr b, size_t n) const { cuda::add(y.p, a.p, b.p, a_t_, n, stream_); }
-  void all_reduce(Ptr y, Ptr parts, int tp, size_t n, ops::AllReduce order) const {
+  void add(Ptr y, Ptr a, Ptr b, size_t n, Storage /*r*/) const {
+    cuda::add(y.p, a.p, b.p, a_t_, n, stream_);
+  }
+  void all_reduce(Ptr y, Ptr parts, int tp, size_t n, ops::AllReduce order, Storage /*r*/) const {
     cuda::all_reduce(y.p, parts.p, a_t_, tp, n, order, stream_);
   }
 

@@ -1,0 +1,130 @@
+// The per-op numerics plan (numerics_plan.h): each op's decisions from its side's configuration,
+// by the rules of policy.h, at its side's pass shape.
+#include "src/runtime/numerics_plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+
+namespace ds {
+namespace {
+
+constexpr std::array<std::string_view, 17> kOpNames = {
+    "attn_norm", "q_proj",   "k_proj",    "v_proj",     "rope",    "attention",
+    "o_proj",    "attn_add", "mlp_norm",  "gate_proj",  "up_proj", "swiglu",
+    "down_proj", "mlp_add",  "embedding", "final_norm", "lm_head"};
+
+}  // namespace
+
+const char* plan_op_name(PlanOp op) {
+  return kOpNames[static_cast<size_t>(op)].data();
+}
+
+std::string op_id_name(OpId id) {
+  const std::string_view name = kOpNames[static_cast<size_t>(id.op)];
+  return id.layer < 0 ? std::string(name) : fmt::format("L{}/{}", id.layer, name);
+}
+
+std::optional<OpId> parse_op_id(std::string_view name, int n_layers) {
+  for (size_t k = kLayerPlanOps; k < kOpNames.size(); ++k) {
+    if (name == kOpNames[k]) return OpId{-1, static_cast<PlanOp>(k)};
+  }
+  const size_t slash = name.find('/');
+  if (name.size() < 4 || name[0] != 'L' || slash == std::string_view::npos) return std::nullopt;
+  int layer = -1;
+  const auto [end, ec] = std::from_chars(name.data() + 1, name.data() + slash, layer);
+  if (ec != std::errc() || end != name.data() + slash || layer < 0 || layer >= n_layers) {
+    return std::nullopt;
+  }
+  const std::string_view op = name.substr(slash + 1);
+  for (size_t k = 0; k < kLayerPlanOps; ++k) {
+    if (op == kOpNames[k]) return OpId{layer, static_cast<PlanOp>(k)};
+  }
+  return std::nullopt;
+}
+
+std::vector<OpId> all_op_ids(int n_layers) {
+  std::vector<OpId> ids{{-1, PlanOp::embedding}};
+  for (int l = 0; l < n_layers; ++l) {
+    for (int k = 0; k < kLayerPlanOps; ++k) ids.push_back({l, static_cast<PlanOp>(k)});
+  }
+  ids.push_back({-1, PlanOp::final_norm});
+  ids.push_back({-1, PlanOp::lm_head});
+  return ids;
+}
+
+bool is_gemm(PlanOp op) {
+  switch (op) {
+    case PlanOp::q_proj:
+    case PlanOp::k_proj:
+    case PlanOp::v_proj:
+    case PlanOp::o_proj:
+    case PlanOp::gate_proj:
+    case PlanOp::up_proj:
+    case PlanOp::down_proj:
+    case PlanOp::lm_head:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_row_parallel(PlanOp op) {
+  return op == PlanOp::o_proj || op == PlanOp::down_proj;
+}
+
+NumericsPlan::NumericsPlan(const Numerics& nx) : a_{nx, {}} {}
+
+NumericsPlan::NumericsPlan(PlanSide a, PlanSide b, std::vector<OpId> b_ops)
+    : a_(std::move(a)), b_(std::move(b)), b_ops_(std::move(b_ops)) {
+  std::sort(b_ops_.begin(), b_ops_.end());
+  b_ops_.erase(std::unique(b_ops_.begin(), b_ops_.end()), b_ops_.end());
+}
+
+void NumericsPlan::begin_pass(PassShape own) {
+  ++pass_;
+  own_ = own;
+}
+
+const PlanSide& NumericsPlan::side(OpId id) const {
+  return std::binary_search(b_ops_.begin(), b_ops_.end(), id) ? b_ : a_;
+}
+
+PassShape NumericsPlan::shape(const PlanSide& s) const {
+  if (pass_ >= 0 && static_cast<size_t>(pass_) < s.shapes.size()) return s.shapes[pass_];
+  return own_;
+}
+
+ops::OpNumerics NumericsPlan::stored(OpId id) const {
+  ops::OpNumerics n;
+  n.out = activation_storage(side(id).nx.dtype);
+  return n;
+}
+
+ops::OpNumerics NumericsPlan::gemm(OpId id, int N, int K) const {
+  const PlanSide& s = side(id);
+  ops::OpNumerics n = stored(id);
+  n.accum_f16 = s.nx.accum_f16;
+  n.split = gemm_split_k(s.nx, shape(s).rows, N, K);
+  return n;
+}
+
+ops::OpNumerics NumericsPlan::attention(int layer, const SeqRows& rows, int n_heads) const {
+  const OpId id{layer, PlanOp::attention};
+  const PlanSide& s = side(id);
+  ops::OpNumerics n = stored(id);
+  n.accum_f16 = s.nx.accum_f16;
+  n.split = attention_splits(s.nx, rows.rows, rows.max_keys, shape(s).seqs, n_heads);
+  n.tile = s.nx.attn_kernel == AttnKernel::tiled ? kAttentionTile : 0;
+  n.p_round = n.out;
+  return n;
+}
+
+RowParallel NumericsPlan::row_parallel(OpId id) const {
+  const PlanSide& s = side(id);
+  return {s.nx.tp, s.nx.allreduce};
+}
+
+}  // namespace ds
