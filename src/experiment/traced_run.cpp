@@ -16,7 +16,7 @@ namespace ds {
 
 std::string traced_config_json(const RunConfig& config, const std::string& probes,
                                const trace::WriterOptions& writer, const std::string& force_tokens,
-                               const std::string& kernels) {
+                               const std::string& kernels, const std::optional<PlanSpec>& plan) {
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(to_json(config));
   j["trace"] = {{"probes", probes},
                 {"hidden_dtype", trace::hidden_dtype_name(writer.hidden_dtype)},
@@ -27,6 +27,7 @@ std::string traced_config_json(const RunConfig& config, const std::string& probe
                                                       : nlohmann::ordered_json(force_tokens)},
                 {"compression", trace::compression_name(writer.deflate_level)}};
   if (!perturbation_env_text().empty()) j["test_perturb"] = perturbation_env_text();  // test-only
+  if (plan) j["plan"] = nlohmann::ordered_json::parse(plan_spec_json(*plan));
   return j.dump();
 }
 
@@ -81,6 +82,7 @@ TracedRunResult run_traced(const Model& model, const std::vector<Prompt>& prompt
   const int batch = std::min<int>(opt.config.batch, std::max<size_t>(1, prompts.size()));
   auto rt =
       make_configured_runtime(model, opt.config, needed_capacity(longest, 0, c.max_seq_len), batch);
+  if (opt.plan) rt->set_plan(make_plan(*opt.plan, opt.config, c.n_layers));
   trace::WriterOptions wo = opt.writer;
   for (const auto& p : prompts) wo.planned_prompts.push_back(p.ids);
   for (const auto& site : opt.sites) wo.planned_sites.emplace_back(site, c.dim);

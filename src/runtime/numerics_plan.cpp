@@ -103,11 +103,22 @@ ops::OpNumerics NumericsPlan::stored(OpId id) const {
   return n;
 }
 
+int NumericsPlan::draw(OpId id, int salt, int n) const {
+  uint64_t x = seed_ ^ (static_cast<uint64_t>(pass_ + 1) * 0x9e3779b97f4a7c15ull) ^
+               (static_cast<uint64_t>(id.layer + 2) << 40) ^ (static_cast<uint64_t>(id.op) << 32) ^
+               static_cast<uint64_t>(salt);
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;  // splitmix64's finaliser
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return static_cast<int>(x % static_cast<uint64_t>(std::max(1, n)));
+}
+
 ops::OpNumerics NumericsPlan::gemm(OpId id, int N, int K) const {
   const PlanSide& s = side(id);
   ops::OpNumerics n = stored(id);
   n.accum_f16 = s.nx.accum_f16;
   n.split = gemm_split_k(s.nx, shape(s).rows, N, K);
+  if (reorder_) n.split = 1 + draw(id, N, std::clamp(K / 16, 1, 4));
   return n;
 }
 
@@ -119,12 +130,16 @@ ops::OpNumerics NumericsPlan::attention(int layer, const SeqRows& rows, int n_he
   n.split = attention_splits(s.nx, rows.rows, rows.max_keys, shape(s).seqs, n_heads);
   n.tile = s.nx.attn_kernel == AttnKernel::tiled ? kAttentionTile : 0;
   n.p_round = n.out;
+  if (reorder_ && n.tile == 0) n.split = 1 + draw(id, rows.max_keys, 4);
   return n;
 }
 
 RowParallel NumericsPlan::row_parallel(OpId id) const {
   const PlanSide& s = side(id);
-  return {s.nx.tp, s.nx.allreduce};
+  RowParallel rp{s.nx.tp, s.nx.allreduce};
+  if (reorder_ && rp.tp > 2)
+    rp.order = draw(id, 7, 2) == 0 ? ops::AllReduce::ring : ops::AllReduce::tree;
+  return rp;
 }
 
 }  // namespace ds

@@ -102,16 +102,31 @@ class NumericsPlan {
   ops::OpNumerics stored(OpId id) const;
   RowParallel row_parallel(OpId id) const;
 
+  // Calibration's benign perturbation: from now on every op takes another reduction order a
+  // correct kernel may legally use, drawn from `seed`, the pass and the op: a GEMM's split-K
+  // from 1 to 4 (at least 16 values of K per part), a row-wise attention's split-KV from 1 to
+  // 4, a tensor-parallel all-reduce's ring or tree. Storage formats, accumulators and tiles are
+  // left alone.
+  void reorder(uint64_t seed) {
+    reorder_ = true;
+    seed_ = seed;
+  }
+
   // The configuration of side a (the runtime's own) and whether any op takes side b.
   const Numerics& numerics() const { return a_.nx; }
-  bool mixed() const { return !b_ops_.empty(); }
+  bool mixed() const { return !b_ops_.empty() || reorder_; }
 
  private:
   const PlanSide& side(OpId id) const;
   PassShape shape(const PlanSide& s) const;
 
+  // a draw in [0, n) for op `id` in this pass (reorder)
+  int draw(OpId id, int salt, int n) const;
+
   PlanSide a_, b_;
   std::vector<OpId> b_ops_;  // sorted
+  bool reorder_ = false;
+  uint64_t seed_ = 0;
   int pass_ = -1;
   PassShape own_;
 };
