@@ -85,7 +85,7 @@ RunConfig recorded_config(const trace::TraceReader& t) {
   try {
     const auto j = nlohmann::json::parse(t.config_json());
     for (const auto& [k, v] : j.items()) {
-      if (k == "trace" || k == "test_perturb" || k == "plan") continue;
+      if (k == "trace" || k == "plan") continue;
       set_field(c, k, v.is_string() ? v.get<std::string>() : v.dump());
     }
     validate(c);

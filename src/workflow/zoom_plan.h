@@ -42,8 +42,8 @@ struct ZoomPlan {
   std::vector<std::string> slurm_jobs;
 };
 
-// A run configuration from a driftscope trace's recorded config_json (the "trace" object and
-// test-only keys left out). Throws ds::Error naming the trace when a field is unknown or invalid.
+// A run configuration from a driftscope trace's recorded config_json (the "trace" object and a
+// numerics plan left out). Throws ds::Error naming the trace when a field is unknown or invalid.
 RunConfig recorded_config(const trace::TraceReader& t);
 
 // The plan from the two traces and the diff of A vs B (`d`, every sequence): `seqs` when given,
