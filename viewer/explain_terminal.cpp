@@ -45,7 +45,6 @@ std::string method_line(const ExplainReport& r) {
                       : fmt::format("ddmin over {} knobs", n);
   m += fmt::format(" · {} knob trial{} (each replays every flip) · {} op trial{}", r.knob_runs,
                    r.knob_runs == 1 ? "" : "s", r.op_runs, r.op_runs == 1 ? "" : "s");
-  if (r.wall_s > 0) m += fmt::format(" · {:.1f} s of trials", r.wall_s);
   return m;
 }
 
