@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "viewer/text_layout.h"
@@ -61,7 +62,7 @@ std::string sets_text(const FlipExplanation& f) {
 std::string ops_text(const FlipExplanation& f) {
   const auto& o = f.ops;
   if (o.status == "found") return fmt::format("{}", fmt::join(o.ops, " + "));
-  if (o.status == "none") return "none (every op: A's token)";
+  if (o.status == "none") return "none";
   if (o.status == "skipped") return "–";
   return "";
 }
@@ -87,7 +88,9 @@ void causes_section(TerminalText& o, const ExplainReport& r, int width) {
     o.line(fmt::format("  {}  {:>5}  {:>5}", pad("unresolved", 30), r.unresolved,
                        share(r.unresolved)));
   }
-  if (r.causes.size() > 1) o.line("  (a flip with several minimal sets counts under each)");
+  const bool several = std::any_of(r.flips.begin(), r.flips.end(),
+                                   [](const FlipExplanation& f) { return f.knob_sets.size() > 1; });
+  if (several) o.line("  (a flip with several minimal sets counts under each)");
 }
 
 void effects_section(TerminalText& o, const ExplainReport& r, int width) {
@@ -110,22 +113,23 @@ void effects_section(TerminalText& o, const ExplainReport& r, int width) {
 
 void flips_section(TerminalText& o, const ExplainReport& r, int width) {
   o.line(rule("flips (onset: the first op of the op set, else where the error is born)", width));
-  o.line(fmt::format("  {:>5}  {:>4}  {:>21}  {}  {:>6}  {}  {}", "seq", "step",
-                     "margin before → after", pad("knob set", 18), "trials",
-                     pad("op set (trials)", 18), "onset"));
+  o.line(fmt::format("  {:>5}  {:>4}  {:>21}  {}  {:>7}  {}  {}", "seq", "step",
+                     "margin before → after", pad("knob set", 17), "trials", pad("op set", 19),
+                     "onset"));
   for (const auto& f : r.flips) {
-    std::string ops = ops_text(f);
+    std::string ops = ops_text(f), trials = std::to_string(f.knob_trials);
     if (f.ops.status == "found" && f.ops.ops.size() > 1) {
       ops = fmt::format("{} +{}", f.ops.ops.front(), f.ops.ops.size() - 1);
     }
-    if (f.ops.status == "none") ops = "none";
-    if (f.ops.status == "found" || f.ops.status == "none")
-      ops += fmt::format(" ({})", f.ops.trials);
-    o.line(fmt::format("  {:>5}  {:>4}  {:>21}  {}  {:>6}  {}  {}", f.seq, f.step,
+    if (f.ops.status == "found" || f.ops.status == "none") {
+      trials += fmt::format("+{}", f.ops.trials);  // knob trials + op trials
+    }
+    o.line(fmt::format("  {:>5}  {:>4}  {:>21}  {}  {:>7}  {}  {}", f.seq, f.step,
                        signed_sci(f.margin_before) + " → " + signed_sci(f.margin_after),
-                       pad(clip(sets_text(f), 18), 18), f.knob_trials, pad(clip(ops, 18), 18),
+                       pad(clip(sets_text(f), 17), 17), trials, pad(clip(ops, 19), 19),
                        f.place.empty() ? "–" : f.place));
   }
+  o.line("  trials: knob trials + op trials of the flip");
 }
 
 void details_section(TerminalText& o, const ExplainReport& r, int width) {
