@@ -79,6 +79,19 @@ void explain_aggregate(ExplainReport& r) {
     e.share_mean = shares > 0 ? share / shares : NAN;
     r.effects.push_back(e);
   }
+  std::map<std::vector<std::string>, std::pair<double, int>> inter;
+  for (const FlipExplanation& f : r.flips) {
+    for (const auto& [knobs, value] : f.interactions) {
+      auto& [sum, count] = inter[knobs];
+      sum += value;
+      ++count;
+    }
+  }
+  r.interactions.clear();
+  for (const auto& [knobs, sc] : inter) r.interactions.push_back({knobs, sc.first / sc.second});
+  std::stable_sort(r.interactions.begin(), r.interactions.end(), [](const auto& x, const auto& y) {
+    return std::fabs(x.second) > std::fabs(y.second);
+  });
   const int n = static_cast<int>(r.flips.size());
   std::string s = fmt::format("{} flip{}: ", n, n == 1 ? "" : "s");
   std::vector<std::string> parts;

@@ -101,9 +101,12 @@ struct ExplainReport {
   int explained = 0, no_cause = 0, unresolved = 0;
   std::vector<CauseCount> causes;   // most flips first
   std::vector<KnobEffect> effects;  // in knob order
-  int knob_runs = 0;                // knob trials run (each replays every flip's sequence at once)
-  int op_runs = 0;                  // op trials run (one sequence each)
-  double wall_s = 0;                // of the trials
+  // every set of 2+ knobs with its interaction's mean over the flips with a complete factorial,
+  // largest |mean| first
+  std::vector<std::pair<std::vector<std::string>, double>> interactions;
+  int knob_runs = 0;  // knob trials run (each replays every flip's sequence at once)
+  int op_runs = 0;    // op trials run (one sequence each)
+  double wall_s = 0;  // of the trials
   std::string summary;
   std::vector<std::string> notes;
 };

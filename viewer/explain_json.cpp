@@ -119,6 +119,11 @@ json explain_json(const diff::ExplainReport& r) {
                        {"share_mean", jnum(e.share_mean)}});
   }
   j["effects"] = effects;
+  json inter = json::array();
+  for (const auto& [knobs, value] : r.interactions) {
+    inter.push_back({{"knobs", knobs}, {"mean", jnum(value)}});
+  }
+  j["interactions"] = inter;
   j["trials"] = {{"knob_runs", r.knob_runs}, {"op_runs", r.op_runs}, {"wall_s", jnum(r.wall_s)}};
   json flips = json::array();
   for (const auto& f : r.flips) flips.push_back(flip(f));

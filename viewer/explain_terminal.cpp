@@ -106,6 +106,10 @@ void effects_section(TerminalText& o, const ExplainReport& r, int width) {
                        pad(clip(shown(r.knobs[k].a) + " → " + shown(r.knobs[k].b), 28), 28),
                        e.in_sets, signed_sci(e.main_mean), percent(e.share_mean)));
   }
+  for (size_t i = 0; i < r.interactions.size() && i < 3; ++i) {
+    o.line(fmt::format("  interaction {}: {}", diff::knob_set_text(r.interactions[i].first),
+                       signed_sci(r.interactions[i].second)));
+  }
   o.line(measured > 0 ? fmt::format("  means over the {} flip{} with a complete factorial",
                                     measured, measured == 1 ? "" : "s")
                       : "  no flip has a complete factorial (ddmin, or a trial without a margin)");

@@ -153,6 +153,10 @@ std::optional<int> run_replays(const ZoomOptions& a, const std::filesystem::path
   }
   write_zoom_state(dir, p);
   if (!missing.empty() && a.explain) {
+    for (size_t i = 0; i < 2; ++i) {  // nothing half-written stays
+      std::error_code ec;
+      if (side(p, i).status == "missing") std::filesystem::remove(side_trace(dir, side(p, i)), ec);
+    }
     throw Error(fmt::format("replay(s) of {} failed (logs in {}/logs)", missing, dir.string()),
                 "the log says why; the same command resumes (complete replays are kept)");
   }
@@ -196,8 +200,13 @@ int run_zoom(const ZoomOptions& a) {
   const ZoomAnalysis analysis = analyse_zoom(dir, p, original, a.quiet);
   std::optional<diff::ExplainReport> explained;
   if (a.explain) {
-    TrialRunner runner{.dir = dir, .jobs = a.jobs, .slurm = a.slurm, .wait = a.wait,
-                       .quiet = a.quiet, .slurm_opt = a.slurm_opt, .poll_s = a.poll_s};
+    TrialRunner runner{.dir = dir,
+                       .jobs = a.jobs,
+                       .slurm = a.slurm,
+                       .wait = a.wait,
+                       .quiet = a.quiet,
+                       .slurm_opt = a.slurm_opt,
+                       .poll_s = a.poll_s};
     ExplainResult e = explain_flips(dir, p, original, analysis, runner);
     if (!e.report) return e.exit_code;
     explained = std::move(e.report);
