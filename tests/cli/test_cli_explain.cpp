@@ -96,15 +96,7 @@ TEST_CASE(
     "that op on every flip, within the trial counts",
     "[cli][explain]") {
   ds::test::TempDir dir;
-  // single-token prompts: the prefix cache has no prefix to reuse
-  const fs::path prompts = dir.path() / "single.jsonl";
-  {
-    std::ofstream p(prompts);
-    for (int id : {261, 300, 373, 403, 466, 500, 574, 600, 271, 399, 970, 969, 484, 22,  5,  7, 9,
-                   10,  11,  401, 402, 404, 407, 433, 378, 440, 450, 460, 470, 480, 490, 510}) {
-      p << "{\"ids\": [" << id << "]}\n";
-    }
-  }
+  const fs::path prompts = ds::test::single_token_prompts(dir);  // no prefix to reuse
   const fs::path a = record(dir, "a", prompts, "", 32);
   // decoys: a tree all-reduce at tp 1, split-K 1 where the policy splits nothing, highest-id
   // ties where fp32 logits do not tie, the prefix cache of one-token prompts; the cause: layer
@@ -150,6 +142,34 @@ TEST_CASE(
   CHECK(r["unresolved"] == 0);
   CHECK(has(out, "{test_perturb}"));
   CHECK(has(out, "L2/mlp_add"));
+}
+
+TEST_CASE("explain over more than 6 knobs: ddmin finds the planted one among seven that do nothing",
+          "[cli][explain]") {
+  ds::test::TempDir dir;
+  const fs::path prompts = ds::test::single_token_prompts(dir);
+  const fs::path a = record(dir, "a", prompts, "", 32);
+  // the four decoys above, and a GEMM kernel, TF32 and split-KV 1 that the CPU's fp32 does not use
+  const fs::path b = record(dir, "b", prompts,
+                            "--allreduce tree --split-k 1 --tie-break highest_id --prefix-cache "
+                            "on --kernel gemm=tiled --tf32 on --attn-splits 1 --test-perturb "
+                            "L2/mlp_add:+ulp",
+                            32);
+  const std::map<int, int> flips = flips_of(a, b);
+  REQUIRE(!flips.empty());
+  const json r = explain(a, b, dir.path() / "x");
+  CHECK(r["knobs"].size() == 8);
+  REQUIRE(r["sequences"].size() == flips.size());
+  for (const json& f : r["sequences"]) {
+    INFO("seq " << f["seq"]);
+    CHECK(f["method"] == "dd");
+    CHECK(f["knob_sets"] == json::parse(R"([["test_perturb"]])"));
+    REQUIRE(f["knob_set_trials"].size() == 1);
+    CHECK(f["knob_set_trials"][0].get<int>() + 2 == f["knob_trials"].get<int>());
+    CHECK(f["knob_trials"].get<int>() < 1 << 8);  // far from a factorial's 256
+    CHECK(f["effects"].is_null());
+    CHECK(f["ops"]["set"] == json::parse(R"(["L2/mlp_add"])"));
+  }
 }
 
 TEST_CASE(

@@ -4,7 +4,6 @@
 // then the op level's), as job arrays that Slurm's controller log shows it completed, none of it
 // locally; the report finds the planted cause. The same command again submits nothing.
 #include <catch2/catch.hpp>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -12,6 +11,7 @@
 #include "tests/support/slurm_cluster.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/text.h"
+#include "tests/support/zoom_fixture.h"
 
 namespace fs = std::filesystem;
 
@@ -19,14 +19,7 @@ TEST_CASE("explain --slurm: the replays and each round of trials as job arrays, 
           "[cli][explain][slurm]") {
   ds::test::TempDir tmp("driftscope-slurm");
   ds::test::SlurmCluster cluster(tmp.path() / "cluster");
-  const fs::path prompts = tmp.path() / "single.jsonl";
-  {
-    std::ofstream p(prompts);
-    for (int id : {261, 300, 373, 403, 466, 500, 574, 600, 271, 399, 970, 969, 484, 22,  5,  7, 9,
-                   10,  11,  401, 402, 404, 407, 433, 378, 440, 450, 460, 470, 480, 490, 510}) {
-      p << "{\"ids\": [" << id << "]}\n";
-    }
-  }
+  const fs::path prompts = ds::test::single_token_prompts(tmp);
   const std::string run = "run -q -n 32 --probes none --prompts " + prompts.string() + " -o ";
   const fs::path a = tmp.path() / "a.h5", b = tmp.path() / "b.h5";
   REQUIRE(ds::test::run_cli(run + a.string()).exit_code == 0);
