@@ -111,8 +111,9 @@ TEST_CASE("float32 to bf16 rounds to nearest, ties to even", "[kernels][formats]
   }
 }
 
-TEST_CASE("bf16_step: the rounded value's neighbour one bf16 ulp up or down", "[kernels][formats]") {
-  CHECK(ds::bf16_step(1.0f, 1) == 1.0078125f);   // 1 + 2^-7
+TEST_CASE("bf16_step: the rounded value's neighbour one bf16 ulp up or down",
+          "[kernels][formats]") {
+  CHECK(ds::bf16_step(1.0f, 1) == 1.0078125f);    // 1 + 2^-7
   CHECK(ds::bf16_step(1.0f, -1) == 0.99609375f);  // 1 - 2^-8 (the binade below is finer)
   CHECK(ds::bf16_step(-1.0f, 1) == -0.99609375f);
   CHECK(ds::bf16_step(-1.0f, -1) == -1.0078125f);

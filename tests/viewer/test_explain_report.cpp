@@ -83,8 +83,9 @@ TEST_CASE("explain report: the causes and the knobs' means counted from the flip
   CHECK(r.effects[1].share_mean == Approx(1.0 / 3));
   REQUIRE(r.interactions.size() == 1);
   CHECK(r.interactions[0].second == Approx(-0.001));
-  CHECK(r.summary == "3 flips: {dtype} 2 of 3 (first op L3/down_proj in 1), {batch} 1 of 3, "
-                     "unresolved 1");
+  CHECK(r.summary ==
+        "3 flips: {dtype} 2 of 3 (first op L3/down_proj in 1), {batch} 1 of 3, "
+        "unresolved 1");
 }
 
 TEST_CASE("explain report: terminal, JSON and HTML show every flip and its onset column",
