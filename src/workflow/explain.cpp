@@ -94,7 +94,6 @@ class Explainer {
     }
   }
 
-  const KnobSpace& space() const { return space_; }
   int n() const { return static_cast<int>(space_.knobs.size()); }
 
   // Runs the searches in rounds; returns an exit code when it stops before they end.
@@ -106,8 +105,9 @@ class Explainer {
       if (first && n() <= 6) {  // the factorial's trials are known: all in the first round
         for (uint32_t m = 0; m < (1u << n()); ++m) {
           const diff::ChangeSet s = diff::set_of_mask(m);
-          if (refusal(s).empty() && !done(knob_trial(s)))
-            pending_.emplace(knob_trial(s).name, knob_trial(s));
+          if (!refusal(s).empty()) continue;  // not run: unresolved
+          const Trial t = knob_trial(s);
+          if (!done(t)) pending_.emplace(t.name, t);
         }
       }
       first = false;
