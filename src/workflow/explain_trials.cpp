@@ -169,9 +169,9 @@ diff::TrialOutcome flip_outcome(const trace::TraceReader& t, const FlipRow& f) {
     return l;
   };
   const double kth = top.logits[top.k - 1];
-  // a logit outside the top-K is at most the K-th; one a penalty lowered may still be above
-  // the chosen one when the chosen one fell below the K-th
-  if (choice.repetition_penalty != 1.0 && penalised(chosen) < kth && top.k > 1) {
+  // a logit outside the recorded top-K is at most the K-th: when the penalty took the chosen one
+  // below the K-th, an unrecorded one may be above it
+  if (choice.repetition_penalty != 1.0 && penalised(chosen) < kth) {
     o.why = fmt::format("the choice under the repetition penalty lies outside the top-{}", top.k);
     return o;
   }
