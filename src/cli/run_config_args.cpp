@@ -107,6 +107,10 @@ void add_run_config_options(CLI::App& cmd, RunConfigArgs& a) {
   cmd.add_option("--tf32", c.tf32, "GPU only: TF32 tensor cores for fp32 cuBLAS GEMMs: off, on")
       ->capture_default_str()
       ->group(g);
+  // Test-only (hidden from --help): plants a cause at one op (src/experiment/perturb.h).
+  cmd.add_option("--test-perturb", c.test_perturb,
+                 "test-only: perturb one op's output, <op>:<bf16|f16|+ulp|-ulp>")
+      ->group("");
   cmd.add_flag("--dry-run", a.dry_run, "print the resolved configuration and exit");
   // Not a field of RunConfig: threads change the speed of the CPU backend, never its numbers.
   cmd.add_option("--threads", a.threads,

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "src/experiment/perturb.h"
 
 namespace ds {
 namespace {
@@ -90,11 +91,11 @@ std::string plan_spec_json(const PlanSpec& s) {
 }
 
 NumericsPlan make_plan(const PlanSpec& s, const RunConfig& own, int n_layers) {
-  PlanSide a{numerics(own), s.a_shapes};
+  PlanSide a{numerics(own), s.a_shapes, parse_perturbation(own.test_perturb, n_layers)};
   std::vector<OpId> ops;
-  PlanSide b{a.nx, {}};
+  PlanSide b{a.nx, {}, {}};
   if (s.b) {
-    b = {numerics(*s.b), s.b_shapes};
+    b = {numerics(*s.b), s.b_shapes, parse_perturbation(s.b->test_perturb, n_layers)};
     if (b.nx.device != a.nx.device) {
       throw Error(
           fmt::format("a plan's second side runs on {}, the run on {}", s.b->device, own.device),

@@ -162,7 +162,7 @@ void validate(const RunConfig& c) {
   if (c.device == "cuda") {  // up front, before a model is loaded
     check_cuda_support(numerics(c));
   }
-  perturbation_from_env();  // test-only: a malformed DRIFTSCOPE_TEST_PERTURB stops here too
+  parse_perturbation(c.test_perturb);  // test-only
 }
 
 void validate_for_model(const RunConfig& c, const ModelConfig& m) {
@@ -172,6 +172,7 @@ void validate_for_model(const RunConfig& c, const ModelConfig& m) {
                             c.tp, m.n_heads, m.n_kv_heads, m.hidden_dim),
                 "--tp takes a divisor of all three");
   }
+  parse_perturbation(c.test_perturb, m.n_layers);
   if (const auto id = stop_token_id(c, std::nullopt); id && *id >= m.vocab_size) {
     bad("stop_token", c.stop_token,
         fmt::format("auto, none, or a token id of the model's vocabulary (0..{})",
@@ -199,7 +200,8 @@ Numerics numerics(const RunConfig& c) {
 std::unique_ptr<Runtime> make_configured_runtime(const Model& model, const RunConfig& c,
                                                  int capacity, int slots) {
   auto rt = make_runtime(model, numerics(c), capacity, slots);
-  apply_perturbation(*rt, perturbation_from_env());
+  const OpPerturb perturb = parse_perturbation(c.test_perturb, model.config.n_layers);
+  if (perturb.active()) rt->set_plan(NumericsPlan(PlanSide{numerics(c), {}, perturb}));
   return rt;
 }
 
@@ -230,6 +232,18 @@ void for_each_field(C& c, F&& f) {
   f("seed", c.seed);
   f("kernel", c.kernel);
   f("tf32", c.tf32);
+  f("test_perturb", c.test_perturb);  // written only when set (unset_test_field)
+}
+
+// Whether field `name` is the test-only perturbation, unset: left out of to_json and to_toml, so
+// that every other run's configuration reads as it did before the field existed.
+template <typename V>
+bool unset_test_field(const char* name, const V& v) {
+  if constexpr (std::is_same_v<V, std::string>) {
+    return std::string_view(name) == "test_perturb" && v.empty();
+  } else {
+    return false;
+  }
 }
 
 }  // namespace
@@ -272,7 +286,9 @@ void set_field(RunConfig& c, const std::string& field, const std::string& value)
 
 std::string to_json(const RunConfig& c) {
   nlohmann::ordered_json j;
-  for_each_field(c, [&](const char* name, const auto& v) { j[name] = v; });
+  for_each_field(c, [&](const char* name, const auto& v) {
+    if (!unset_test_field(name, v)) j[name] = v;
+  });
   return j.dump();
 }
 
@@ -280,6 +296,7 @@ std::string to_toml(const RunConfig& c) {
   std::string out;
   for_each_field(c, [&](const char* name, const auto& v) {
     using V = std::decay_t<decltype(v)>;
+    if (unset_test_field(name, v)) return;
     if constexpr (std::is_same_v<V, std::string>) {
       out += fmt::format("{}=\"{}\"\n", name, v);
     } else {

@@ -37,6 +37,9 @@ struct RunConfig {
   // comma-separated
   std::string kernel = "gemm=cublas";
   std::string tf32 = "off";  // GPU only
+  // test-only: one op's output perturbed, "<op>:<how>" (perturb.h); empty: none. Recorded (and
+  // written by to_json, to_toml) only when set.
+  std::string test_perturb;
 
   SamplingParams sampling() const;
 };
@@ -51,13 +54,14 @@ uint64_t parse_seed(const std::string& text);
 
 // Checks every field up front; throws ds::Error naming the field and the allowed values.
 void validate(const RunConfig& c);
-// Checks the fields that depend on the model (tp must divide heads, kv heads and MLP width).
+// Checks the fields that depend on the model (tp must divide heads, kv heads and MLP width; a
+// test perturbation's layer).
 void validate_for_model(const RunConfig& c, const ModelConfig& m);
 
 // The runtime numerics the config selects.
 Numerics numerics(const RunConfig& c);
 // The runtime the config selects (device, numerics), with `slots` KV caches of `capacity`
-// positions, and the test perturbation planted when DRIFTSCOPE_TEST_PERTURB asks (perturb.h).
+// positions, and the test perturbation planted when test_perturb asks (perturb.h).
 std::unique_ptr<Runtime> make_configured_runtime(const Model& model, const RunConfig& c,
                                                  int capacity, int slots = 1);
 

@@ -5,7 +5,6 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
-#include "src/experiment/perturb.h"
 #include "src/experiment/trace_recorder.h"
 #include "src/runtime/cuda_loader.h"
 #include "src/runtime/runtime.h"
@@ -26,7 +25,6 @@ std::string traced_config_json(const RunConfig& config, const std::string& probe
                 {"force_tokens", force_tokens.empty() ? nlohmann::ordered_json()
                                                       : nlohmann::ordered_json(force_tokens)},
                 {"compression", trace::compression_name(writer.deflate_level)}};
-  if (!perturbation_env_text().empty()) j["test_perturb"] = perturbation_env_text();  // test-only
   if (plan) j["plan"] = nlohmann::ordered_json::parse(plan_spec_json(*plan));
   return j.dump();
 }

@@ -85,7 +85,7 @@ RunConfig recorded_config(const trace::TraceReader& t) {
   try {
     const auto j = nlohmann::json::parse(t.config_json());
     for (const auto& [k, v] : j.items()) {
-      if (k == "trace" || k == "test_perturb" || k == "plan") continue;
+      if (k == "trace" || k == "plan") continue;
       set_field(c, k, v.is_string() ? v.get<std::string>() : v.dump());
     }
     validate(c);
@@ -98,7 +98,8 @@ RunConfig recorded_config(const trace::TraceReader& t) {
 }
 
 ZoomPlan make_zoom_plan(const trace::TraceReader& a, const trace::TraceReader& b,
-                        const diff::Report& d, const std::vector<int>& seqs, int after) {
+                        const diff::Report& d, const std::vector<int>& seqs, int after,
+                        bool whole_blocks) {
   ZoomPlan p;
   p.a = std::filesystem::absolute(a.path()).lexically_normal().string();
   p.b = std::filesystem::absolute(b.path()).lexically_normal().string();
@@ -133,8 +134,9 @@ ZoomPlan make_zoom_plan(const trace::TraceReader& a, const trace::TraceReader& b
       for (auto& z : p.seqs) {
         if (z.seq == i) z.replay_index = r;
       }
-      p.forced_len_a.push_back(zoomed[i]);
-      p.forced_len_b.push_back(zoomed[i]);
+      const int n = whole_blocks ? std::min(a.sequence(i).gen_len, it->second) : zoomed[i];
+      p.forced_len_a.push_back(n);
+      p.forced_len_b.push_back(n);
     } else {  // a neighbour: its own tokens, as long as the block's zoomed sequences run
       p.forced_len_a.push_back(std::min(a.sequence(i).gen_len, it->second));
       p.forced_len_b.push_back(std::min(b.sequence(i).gen_len, it->second));
