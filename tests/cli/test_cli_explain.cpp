@@ -233,7 +233,7 @@ TEST_CASE(
 
 TEST_CASE(
     "explain of the demo's pair: a verdict per flip, the causes, at most 8 knob trials per flip, "
-    "an onset column that names places; zoom --explain in the same folder reuses the trials",
+    "an onset column that names places, and zoom --explain in the same folder reuses the trials",
     "[cli][explain]") {
   ds::test::TempDir dir;
   const auto [a, b, flips] = pair(dir, 8, 24, "", "--dtype bf16 --batch 8 --gemm-policy heuristic");
@@ -299,7 +299,7 @@ TEST_CASE("explain blames knobs that do nothing for nothing: no cause among the 
 }
 
 TEST_CASE(
-    "explain refuses bad input with one line and a hint, before DIR is made; a failed "
+    "explain refuses bad input with one line and a hint, before DIR is made, and a failed "
     "trial leaves no trace and the same command resumes",
     "[cli][explain]") {
   ds::test::TempDir dir;

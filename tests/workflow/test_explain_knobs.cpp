@@ -34,7 +34,7 @@ std::vector<std::string> names(const ds::KnobSpace& s) {
 }  // namespace
 
 TEST_CASE(
-    "explain knobs: the fields that differ, in the configuration's order; a trial's "
+    "explain knobs: the fields that differ, in the configuration's order, and a trial's "
     "configuration",
     "[workflow][explain]") {
   ds::RunConfig a, b;
@@ -62,7 +62,7 @@ TEST_CASE(
   CHECK_FALSE(ds::op_level_knob("prefill_chunk"));
 }
 
-TEST_CASE("explain knobs: a recorder's options; a trial's command sets some at B's values",
+TEST_CASE("explain knobs: a recorder's options, and a trial's command sets some at B's values",
           "[workflow][explain]") {
   const ds::ZoomSide a = recorder_side({"run", "-m", "/m", "--dtype", "bf16", "--batch", "1",
                                         "--threads", "1", "--full-logits", "-n", "8"});
