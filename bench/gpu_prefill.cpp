@@ -43,6 +43,7 @@ bool flag(int argc, char** argv, const std::string& name) {
 }
 
 double median(std::vector<double> v) {
+  if (v.empty()) return 0;  // reps 0: a warm-up only
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
@@ -190,7 +191,8 @@ int main(int argc, char** argv) {
           i ? ", " : "", kernels[i], s, tokens / s, ratio);
       if (flag(argc, argv, "--profile")) {  // per-op device times of one more pass, to stderr
         setenv("DRIFTSCOPE_CUDA_OP_TIMES", "1", 1);
-        fmt::print(stderr, "profile of --kernel {} (one pass after a warm-up):\n", kernels[i]);
+        fmt::print(stderr, "profile of --kernel {} (a warm-up pass and one more, both counted):\n",
+                   kernels[i]);
         {
           auto rt = ds::make_runtime(m, ds::numerics(rc), tokens);
           prefill_seconds(*rt, rows, 0);
