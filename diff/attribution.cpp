@@ -167,7 +167,7 @@ std::string percent(double share) {
 }
 
 AttributionBuilder::AttributionBuilder(const trace::TraceReader& a, int n_layers, bool split,
-                                       h5::Elem b_storage)
+                                       NumberFormat b_storage)
     : a_(a), n_layers_(n_layers), split_(split), b_storage_(b_storage) {}
 
 void AttributionBuilder::add(TapOrigin origin, int seq, const std::string& site, int first_pos,
@@ -238,8 +238,8 @@ AttributionReport AttributionBuilder::finish(const std::string& a_dtype, const s
   r.a_dtype = a_dtype;
   r.b_dtype = b_dtype;
   r.b_config_json = b_config_json;
-  r.storage = coarser_storage(h5::Elem::F32, b_storage_);
-  r.noise_floor = noise_floor(h5::Elem::F32, b_storage_);
+  r.storage = coarser_storage(NumberFormat::f32, b_storage_);
+  r.noise_floor = noise_floor(NumberFormat::f32, b_storage_);
   r.split = split_;
   r.n_layers = n_layers_;
   r.sequences = static_cast<int>(rows_.size());

@@ -9,7 +9,7 @@
 #include <tuple>
 #include <vector>
 
-#include "trace/h5.h"
+#include "common/number_format.h"
 #include "trace/reader.h"
 
 namespace ds::diff {
@@ -62,7 +62,7 @@ struct AttributionReport {
 class AttributionBuilder {
  public:
   // `b_storage`: how B stores activations (F32 for fp32/fp64, BF16, F16).
-  AttributionBuilder(const trace::TraceReader& a, int n_layers, bool split, h5::Elem b_storage);
+  AttributionBuilder(const trace::TraceReader& a, int n_layers, bool split, NumberFormat b_storage);
 
   // B's rows at `site` of sequence `seq`, positions first_pos.., beside A's rows (`a`, null
   // for logits: A's top-K and lse are read from the trace).
@@ -81,7 +81,7 @@ class AttributionBuilder {
   const trace::TraceReader& a_;
   int n_layers_;
   bool split_;
-  h5::Elem b_storage_;
+  NumberFormat b_storage_;
   void merge(Acc& into, const Acc& part) const;
   static double value(const Acc& a, bool kl);
   // Pooled value of the rows of `site` from origin o (max: their largest row value).

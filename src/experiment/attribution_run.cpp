@@ -204,7 +204,7 @@ void run_attribution(const Model& model, const trace::TraceReader& a,
                     "record the reference with run --probes 'embed,L*/out,final_norm' (add "
                     "L*/resid_mid, or use --probes all, to split attention from MLP)");
       }
-      if (it->elem != h5::Elem::F32) {
+      if (it->elem != NumberFormat::f32) {
         throw Error(fmt::format("trace '{}' stores '{}' in reduced precision: replaying a layer "
                                 "on rounded inputs would add error that is not the layer's",
                                 a.path().string(), want),

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "common/number_format.h"
 
 namespace ds {
 namespace {
@@ -32,9 +33,9 @@ OpPerturb parse_perturbation(const std::string& spec, int n_layers) {
   std::string op = spec.substr(0, colon);
   const std::string how = spec.substr(colon + 1);
   OpPerturb p;
-  if (how == "bf16") {
+  if (how == traits(NumberFormat::bf16).name) {
     p.how = Nudge::bf16;
-  } else if (how == "f16") {
+  } else if (how == traits(NumberFormat::f16).name) {
     p.how = Nudge::f16;
   } else if (how == "+ulp") {
     p.how = Nudge::ulp_up;

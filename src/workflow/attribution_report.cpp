@@ -47,15 +47,9 @@ std::string config_difference(const std::string& a_json, const RunConfig& b) {
   return out.empty() ? "the same configuration as A" : out;
 }
 
-h5::Elem storage_elem(const std::string& dtype) {
-  switch (activation_storage(parse_dtype(dtype))) {
-    case Storage::bf16:
-      return h5::Elem::BF16;
-    case Storage::f16:
-      return h5::Elem::F16;
-    default:
-      return h5::Elem::F32;  // fp32, layercast, and fp64 (compared in float32)
-  }
+// fp32, layercast and fp64 store float32 (fp64 is compared in float32).
+NumberFormat storage_elem(const std::string& dtype) {
+  return number_format(activation_storage(parse_dtype(dtype)));
 }
 
 // Whether A holds every L<l>/resid_mid (then attention and MLP are separated).
