@@ -11,8 +11,19 @@
 
 #include "common/number_format.h"
 #include "trace/reader.h"
+#include "trace/schema.h"
 
 namespace ds::diff {
+
+// The kinds of block an attribution reports (BlockError::kind) and a flip is placed in
+// (Place::kind), as reports name them, in forward order: the blocks outside the layers are
+// named as their tap sites (trace/schema.h).
+inline constexpr const char* kEmbedBlock = trace::kEmbedSite;
+inline constexpr const char* kAttentionBlock = "attention";  // to L<l>/resid_mid
+inline constexpr const char* kMlpBlock = "mlp";              // L<l>/resid_mid to L<l>/out
+inline constexpr const char* kLayerBlock = "layer";          // a whole layer, to L<l>/out
+inline constexpr const char* kFinalNormBlock = trace::kFinalNormSite;
+inline constexpr const char* kLogitsBlock = trace::kLogitsSite;
 
 // Where a tapped tensor of B comes from.
 enum class TapOrigin {

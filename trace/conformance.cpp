@@ -230,7 +230,7 @@ class Checker {
     };
     for (const auto& child : h5::list_children(h)) {
       const std::string name = base + "/" + child;
-      if (child == "embed" || child == "final_norm") {
+      if (child == kEmbedSite || child == kFinalNormSite) {
         site(h, child, name);
       } else if (child.size() > 1 && child[0] == 'L' &&
                  child.find_first_not_of("0123456789", 1) == std::string::npos) {

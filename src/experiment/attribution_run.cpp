@@ -31,9 +31,9 @@ std::vector<Prompt> forced_prompts(const trace::TraceReader& r) {
 }
 
 std::vector<std::string> attribution_needed_sites(int n_layers) {
-  std::vector<std::string> s{"embed"};
-  for (int l = 0; l < n_layers; ++l) s.push_back(trace::layer_site(l, "out"));
-  s.push_back("final_norm");
+  std::vector<std::string> s{trace::kEmbedSite};
+  for (int l = 0; l < n_layers; ++l) s.push_back(trace::layer_site(l, trace::SiteKind::out));
+  s.push_back(trace::kFinalNormSite);
   return s;
 }
 
@@ -190,7 +190,8 @@ void run_attribution(const Model& model, const trace::TraceReader& a,
   // A must hold the needed sites, in float32, in every sequence
   std::vector<std::string> needed = attribution_needed_sites(c.n_layers);
   if (opt.split_mlp) {
-    for (int l = 0; l < c.n_layers; ++l) needed.push_back(trace::layer_site(l, "resid_mid"));
+    for (int l = 0; l < c.n_layers; ++l)
+      needed.push_back(trace::layer_site(l, trace::SiteKind::resid_mid));
   }
   for (int seq : a.sequence_indices()) {
     const trace::SequenceInfo s = a.sequence(seq);

@@ -8,16 +8,17 @@
 
 #include "common/error.h"
 #include "common/number_format.h"
+#include "trace/schema.h"
 
 namespace ds {
 namespace {
 
 // The op that writes each per-layer tap site (forward.h: the tap follows its op).
-constexpr std::array<std::pair<std::string_view, PlanOp>, 4> kSiteOps = {
-    {{"attn_out", PlanOp::o_proj},
-     {"resid_mid", PlanOp::attn_add},
-     {"mlp_out", PlanOp::down_proj},
-     {"out", PlanOp::mlp_add}}};
+constexpr std::array<std::pair<trace::SiteKind, PlanOp>, 4> kSiteOps = {
+    {{trace::SiteKind::attn_out, PlanOp::o_proj},
+     {trace::SiteKind::resid_mid, PlanOp::attn_add},
+     {trace::SiteKind::mlp_out, PlanOp::down_proj},
+     {trace::SiteKind::out, PlanOp::mlp_add}}};
 
 }  // namespace
 
@@ -46,7 +47,7 @@ OpPerturb parse_perturbation(const std::string& spec, int n_layers) {
   }
   if (const size_t slash = op.find('/'); slash != std::string::npos) {
     for (const auto& [site, site_op] : kSiteOps) {
-      if (std::string_view(op).substr(slash + 1) == site) {
+      if (std::string_view(op).substr(slash + 1) == trace::site_kind_name(site)) {
         op = op.substr(0, slash + 1) + plan_op_name(site_op);
       }
     }

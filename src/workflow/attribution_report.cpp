@@ -57,7 +57,7 @@ bool holds_resid_mid(const trace::TraceReader& a, int n_layers) {
   if (a.sequence_indices().empty()) return false;
   const trace::SequenceInfo s0 = a.sequence(a.sequence_indices().front());
   for (int l = 0; l < n_layers; ++l) {
-    const std::string want = trace::layer_site(l, "resid_mid");
+    const std::string want = trace::layer_site(l, trace::SiteKind::resid_mid);
     bool found = false;
     for (const auto& site : s0.sites) found |= site.name == want;
     if (!found) return false;

@@ -15,16 +15,16 @@
 namespace ds {
 namespace {
 
-// The attribution block an op belongs to ("attention"/"mlp"/"layer" of its layer, final_norm,
-// logits); embedding has none.
+// The attribution block an op belongs to (attention, mlp or the whole layer of its layer,
+// final_norm, logits); embedding has none.
 bool in_block(const diff::BlockError& b, OpId id, bool split) {
   if (id.layer >= 0) {
     if (b.layer != id.layer) return false;
-    if (!split) return b.kind == "layer";
-    return b.kind == (id.op <= PlanOp::attn_add ? "attention" : "mlp");
+    if (!split) return b.kind == diff::kLayerBlock;
+    return b.kind == (id.op <= PlanOp::attn_add ? diff::kAttentionBlock : diff::kMlpBlock);
   }
-  return (id.op == PlanOp::final_norm && b.kind == "final_norm") ||
-         (id.op == PlanOp::lm_head && b.kind == "logits");
+  return (id.op == PlanOp::final_norm && b.kind == diff::kFinalNormBlock) ||
+         (id.op == PlanOp::lm_head && b.kind == diff::kLogitsBlock);
 }
 
 // An op's local error as the attribution measured its block (NaN first: a block that made one);
