@@ -157,9 +157,9 @@ int main(int argc, char** argv) {
         {c.dim, c.hidden_dim, c.n_layers}, {c.vocab_size, c.dim, 1}};
     double model_flops = 0;
     for (const Shape& s : shapes) model_flops += 2.0 * tokens * s.N * s.K * s.count;
-    const ds::Storage t = dtype == "fp16"   ? ds::Storage::f16
-                          : dtype == "bf16" ? ds::Storage::bf16
-                                            : ds::Storage::native;
+    ds::RunConfig precision;
+    ds::set_field(precision, "dtype", dtype);
+    const ds::Storage t = ds::activation_storage(precision.dtype);
     const double peak = cublas_flops(shapes, tokens, t, false);
     fmt::print(
         "cuBLASLt alone on the prefill's GEMM shapes ({}, M = {}, random data): {:.1f} "
@@ -171,9 +171,9 @@ int main(int argc, char** argv) {
         tokens, dtype, model_flops, peak);
     for (size_t i = 0; i < kernels.size(); ++i) {
       ds::RunConfig rc;
-      rc.device = "cuda";
-      rc.dtype = dtype;
-      rc.kernel = kernels[i];
+      rc.device = ds::Device::cuda;
+      ds::set_field(rc, "dtype", dtype);
+      ds::set_field(rc, "kernel", kernels[i]);
       ds::validate(rc);
       double s = 0;
       {

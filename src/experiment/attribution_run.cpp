@@ -38,7 +38,7 @@ std::vector<std::string> attribution_needed_sites(int n_layers) {
 }
 
 void check_attribution_device(const RunConfig& c) {
-  if (c.device != "cpu") {
+  if (c.device != Device::cpu) {
     throw Error(
         "attribute runs on --device cpu only: the CUDA backend hands its taps over at the "
         "end of a pass, too late to replay a layer inside it",
@@ -232,7 +232,7 @@ void run_attribution(const Model& model, const trace::TraceReader& a,
   g.max_new = 0;  // every sequence is forced
   g.sampling = rc.sampling();
   g.prefill_chunk = rc.prefill_chunk;
-  g.prefix_cache = rc.prefix_cache == "on";
+  g.prefix_cache = rc.prefix_cache;
   for (size_t first = 0; first < prompts.size(); first += batch) {
     const size_t last = std::min(prompts.size(), first + batch);
     std::vector<SequenceRequest> group;

@@ -59,11 +59,7 @@ PlanSpec parse_plan_spec(const std::string& text, const std::string& where) {
     s.a_shapes = shapes_of(j, "a_shapes");
     s.b_shapes = shapes_of(j, "b_shapes");
     if (j.contains("b")) {
-      RunConfig b;
-      for (const auto& [k, v] : j.at("b").items()) {
-        if (k == "trace") continue;
-        set_field(b, k, v.is_string() ? v.get<std::string>() : v.dump());
-      }
+      const RunConfig b = config_from_json(j.at("b").dump(), {}, {"trace"});
       validate(b);
       s.b = b;
     }
@@ -97,9 +93,9 @@ NumericsPlan make_plan(const PlanSpec& s, const RunConfig& own, int n_layers) {
   if (s.b) {
     b = {numerics(*s.b), s.b_shapes, parse_perturbation(s.b->test_perturb, n_layers)};
     if (b.nx.device != a.nx.device) {
-      throw Error(
-          fmt::format("a plan's second side runs on {}, the run on {}", s.b->device, own.device),
-          "op by op, one device: set the device in the run's own configuration");
+      throw Error(fmt::format("a plan's second side runs on {}, the run on {}",
+                              field_text(*s.b, "device"), field_text(own, "device")),
+                  "op by op, one device: set the device in the run's own configuration");
     }
     for (const std::string& name : s.b_ops) {
       if (name == "all") {

@@ -29,13 +29,13 @@ std::string traced_config_json(const RunConfig& config, const std::string& probe
   return j.dump();
 }
 
-bool records_kernels(const std::string& kernels, const std::string& device) {
+bool records_kernels(const std::string& kernels, Device device) {
   if (kernels == "off") return false;
-  if (kernels == "auto") return device == "cuda" && cuda_module().kernel_records_built();
+  if (kernels == "auto") return device == Device::cuda && cuda_module().kernel_records_built();
   if (kernels != "on") {
     throw Error("invalid kernels '" + kernels + "'", "--kernels takes auto, on or off");
   }
-  if (device != "cuda") {
+  if (device != Device::cuda) {
     throw Error("kernel records need --device cuda (the CPU reference launches no kernels)",
                 "use --kernels auto or off on the CPU");
   }
@@ -98,7 +98,7 @@ TracedRunResult run_traced(const Model& model, const std::vector<Prompt>& prompt
   g.sampling = opt.config.sampling();
   g.eos_id = opt.eos_id;
   g.prefill_chunk = opt.config.prefill_chunk;
-  g.prefix_cache = opt.config.prefix_cache == "on";
+  g.prefix_cache = opt.config.prefix_cache;
   g.should_stop = opt.should_stop;
 
   TracedRunResult result;

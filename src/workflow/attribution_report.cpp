@@ -47,11 +47,6 @@ std::string config_difference(const std::string& a_json, const RunConfig& b) {
   return out.empty() ? "the same configuration as A" : out;
 }
 
-// fp32, layercast and fp64 store float32 (fp64 is compared in float32).
-NumberFormat storage_elem(const std::string& dtype) {
-  return number_format(activation_storage(parse_dtype(dtype)));
-}
-
 // Whether A holds every L<l>/resid_mid (then attention and MLP are separated).
 bool holds_resid_mid(const trace::TraceReader& a, int n_layers) {
   if (a.sequence_indices().empty()) return false;
@@ -99,8 +94,8 @@ std::vector<diff::AttributionReport> attribute_groups(
   const bool split = holds_resid_mid(a, n_layers);
   std::vector<std::unique_ptr<diff::AttributionBuilder>> builders;
   for (size_t g = 0; g < groups.size(); ++g) {
-    builders.push_back(
-        std::make_unique<diff::AttributionBuilder>(a, n_layers, split, storage_elem(rc.dtype)));
+    builders.push_back(std::make_unique<diff::AttributionBuilder>(
+        a, n_layers, split, number_format(activation_storage(rc.dtype))));
   }
   AttributionRunOptions opt;
   opt.config = rc;

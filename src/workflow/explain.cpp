@@ -241,12 +241,12 @@ class Explainer {
     const diff::KnobSearch& k = *f.knobs;
     if (k.verdict != "explained") return;
     f.op_knobs = k.sets.front();
-    if (plan_.side_a.recorder || plan_.side_a.config.device != "cpu") {
+    if (plan_.side_a.recorder || plan_.side_a.config.device != Device::cpu) {
       f.ops_skip = "-";  // the report's one line says why (Explainer::report)
       return;
     }
     const RunConfig b = trial_config(plan_.side_a.config, space_, f.op_knobs);
-    if (b.device != "cpu") {
+    if (b.device != Device::cpu) {
       f.ops_skip = "op level is CPU-only (a numerics plan mixes ops in the CPU emulation)";
       return;
     }
@@ -385,7 +385,7 @@ diff::ExplainReport Explainer::report(const std::vector<FlipTask>& flips,
         "no op level: {} traces are replayed by the recorder, which cannot mix ops (the knob "
         "level sets the recorder's options)",
         space_.engine);
-  } else if (plan.side_a.config.device != "cpu") {
+  } else if (plan.side_a.config.device != Device::cpu) {
     r.op_level =
         "op level is CPU-only: A runs on cuda, and a numerics plan mixes ops in the CPU "
         "emulation (per-GEMM kernel choice on the GPU is not an op level yet)";

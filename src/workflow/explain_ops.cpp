@@ -50,8 +50,7 @@ struct ReplayPass {
 };
 std::vector<ReplayPass> replay_passes(const RunConfig& c, int prompt_len, int steps) {
   std::vector<ReplayPass> out;
-  for (const PrefillPass& pass :
-       prefill_passes({prompt_len}, c.prefill_chunk, c.prefix_cache == "on")) {
+  for (const PrefillPass& pass : prefill_passes({prompt_len}, c.prefill_chunk, c.prefix_cache)) {
     for (const PrefillPart& part : pass) {
       out.push_back({{part.count, 1}, {0, part.count, part.begin + part.count}});
     }
@@ -73,11 +72,9 @@ OpLevelPlan op_level_plan(const ModelConfig& m, const RunConfig& a, const RunCon
                           const MemberOf& ga, const MemberOf& gb, int prompt_len, int steps,
                           const diff::AttributionReport* attribution) {
   OpLevelPlan p;
-  p.spec.a_shapes =
-      member_pass_shapes(ga.group, ga.member, a.prefill_chunk, a.prefix_cache == "on", steps);
+  p.spec.a_shapes = member_pass_shapes(ga.group, ga.member, a.prefill_chunk, a.prefix_cache, steps);
   p.spec.b = b;
-  p.spec.b_shapes =
-      member_pass_shapes(gb.group, gb.member, b.prefill_chunk, b.prefix_cache == "on", steps);
+  p.spec.b_shapes = member_pass_shapes(gb.group, gb.member, b.prefill_chunk, b.prefix_cache, steps);
   const PlanSide side_a{numerics(a), p.spec.a_shapes, parse_perturbation(a.test_perturb)};
   const PlanSide side_b{numerics(b), p.spec.b_shapes, parse_perturbation(b.test_perturb)};
   NumericsPlan plan_a(side_a), plan_b(side_b);

@@ -76,7 +76,7 @@ ZoomAnalysis analyse_zoom(const std::filesystem::path& dir, const ZoomPlan& plan
     write_in(seq_dir(dir, z.seq) / "diff.txt", viewer::render_terminal(diffs.back(), t));
   }
   std::vector<diff::AttributionReport> attributions;
-  if (!plan.side_b.recorder && plan.side_b.config.device == "cpu") {
+  if (!plan.side_b.recorder && plan.side_b.config.device == Device::cpu) {
     ModelArgs ma;
     ma.model = plan.model;
     ma.tokenizer = plan.tokenizer;
@@ -101,7 +101,7 @@ ZoomAnalysis analyse_zoom(const std::filesystem::path& dir, const ZoomPlan& plan
         plan.side_b.recorder->engine);
   } else if (!quiet) {
     print_note("zoom: no attribution (B runs on {}; attribute runs on the CPU only)\n",
-               plan.side_b.config.device);
+               field_text(plan.side_b.config, "device"));
   }
   return {std::move(diffs), std::move(attributions)};
 }

@@ -71,7 +71,8 @@ ZoomSide make_side(const std::string& name, const std::string& source,
   if (written_by_recorder(t)) {
     s.recorder = recorder_replay(t);
     s.config.batch = s.recorder->batch;
-    s.config.device = s.recorder->device;
+    // the recorder's device ("cpu", "cuda", "cuda:1", "mps"): what matters is whether it is the CPU
+    s.config.device = s.recorder->device == "cpu" ? Device::cpu : Device::cuda;
   } else {
     s.config = recorded_config(t);
   }
@@ -83,11 +84,7 @@ ZoomSide make_side(const std::string& name, const std::string& source,
 RunConfig recorded_config(const trace::TraceReader& t) {
   RunConfig c;
   try {
-    const auto j = nlohmann::json::parse(t.config_json());
-    for (const auto& [k, v] : j.items()) {
-      if (k == "trace" || k == "plan") continue;
-      set_field(c, k, v.is_string() ? v.get<std::string>() : v.dump());
-    }
+    c = config_from_json(t.config_json(), {}, {"trace", "plan"});
     validate(c);
   } catch (const std::exception& e) {
     throw Error(fmt::format("trace '{}' records a run configuration zoom cannot rebuild: {}",

@@ -38,7 +38,7 @@ TEST_CASE(
     "configuration",
     "[workflow][explain]") {
   ds::RunConfig a, b;
-  b.dtype = "bf16";
+  b.dtype = ds::DType::bf16;
   b.batch = 8;
   b.max_new = 12;  // not a knob: it ends generation
   b.seed = 3;      // not a knob under greedy decoding
@@ -51,7 +51,7 @@ TEST_CASE(
   CHECK_THAT(s.left_out[0], Contains("max_new") && Contains("ends generation"));
   CHECK_THAT(s.left_out[1], Contains("seed") && Contains("greedy"));
   const ds::RunConfig t = ds::trial_config(a, s, {1, 2});
-  CHECK(t.dtype == "fp32");
+  CHECK(t.dtype == ds::DType::fp32);
   CHECK(t.batch == 8);
   CHECK(t.test_perturb == "L2/mlp_add:+ulp");
   CHECK(t.max_new == a.max_new);
