@@ -87,14 +87,6 @@ void apply_threads(const RunConfigArgs& a) {
 
 namespace {
 
-// The option of `cmd` a config file's key names when it is no field ("force" -> "--force"), or "".
-std::string option_named(const CLI::App* cmd, const std::string& key) {
-  std::string name = key;
-  for (char& ch : name) ch = ch == '_' ? '-' : ch;
-  const std::string flag = (name.size() == 1 ? "-" : "--") + name;
-  return cmd != nullptr && cmd->get_option_no_throw(flag) != nullptr ? flag : std::string();
-}
-
 // The option of field f on `cmd` (its long name), or null.
 const CLI::Option* field_option(const CLI::App& cmd, const RunConfigField& f) {
   std::string flag = f.flag;
@@ -110,6 +102,13 @@ std::vector<ConfigFileEntry> config_file_entries(const std::string& file) {
 }
 
 }  // namespace
+
+std::string option_named(const CLI::App* cmd, const std::string& key) {
+  std::string name = key;
+  for (char& ch : name) ch = ch == '_' ? '-' : ch;
+  const std::string flag = (name.size() == 1 ? "-" : "--") + name;
+  return cmd != nullptr && cmd->get_option_no_throw(flag) != nullptr ? flag : std::string();
+}
 
 void apply_config_file(CLI::App& cmd, RunConfigArgs& a) {
   if (a.config_file.empty()) return;

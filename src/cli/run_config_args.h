@@ -43,6 +43,10 @@ void add_compression_option(CLI::App& cmd, std::string& compression);
 // 2^64 - 1: a negative one wrapped, a larger one clamped.
 CLI::Validator seed_in_range();
 
+// The option of `cmd` that a config file's key or a grid knob names when it is no field
+// ("force" -> "--force", "dry_run" -> "--dry-run"), or "" when `cmd` has none.
+std::string option_named(const CLI::App* cmd, const std::string& key);
+
 // Applies --config FILE (TOML, run_config_file.h; keys are the field names, with '_' or '-') to
 // the fields that were not given on the command line: flags win over the file. Throws ds::Error
 // naming an unknown key (a key naming an option of `cmd`, such as `force`, as that option) or a

@@ -67,7 +67,8 @@ void check_knob(GridKnob& k, const std::vector<GridKnob>& before) {
 
 }  // namespace
 
-std::vector<GridKnob> parse_grid(const std::string& arg) {
+std::vector<GridKnob> parse_grid(const std::string& arg,
+                                 const std::function<std::string(const std::string&)>& option_of) {
   std::string spec = arg;
   if (!arg.empty() && arg[0] == '@') {  // a grid file; '#' starts a comment
     std::string text = read_text_file(
@@ -90,6 +91,16 @@ std::vector<GridKnob> parse_grid(const std::string& arg) {
     }
     GridKnob k;
     k.name = field_name(item.substr(0, eq));
+    if (const std::string flag = option_of && find_run_config_field(k.name) == nullptr
+                                     ? option_of(item.substr(0, eq))
+                                     : std::string();
+        !flag.empty()) {
+      throw Error(
+          fmt::format("grid knob '{}' is an option of the command line, not a "
+                      "run-configuration field",
+                      item.substr(0, eq)),
+          fmt::format("give {} on the command line: it applies to every configuration", flag));
+    }
     std::istringstream values(item.substr(eq + 1));
     std::string v;
     while (std::getline(values, v, ',')) {

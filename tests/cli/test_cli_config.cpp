@@ -170,3 +170,22 @@ TEST_CASE("flags: values are parsed once, refused or canonical, and --dry-run ro
   CHECK(again.exit_code == 0);
   CHECK(again.out == r.out);
 }
+
+// The grid is read by the same table: a knob that names an option of sweep is refused as that
+// option, before anything is written.
+TEST_CASE("sweep grids: a command option as a knob is named as that option",
+          "[cli][config][sweep][bad-input]") {
+  ds::test::TempDir dir;
+  const std::string prompts = (dir.path() / "p.txt").string();
+  ds::test::write_prompts(prompts, 1);
+  const std::string tail = " --prompts " + prompts + " -o " + (dir.path() / "sw").string();
+  auto r = run_cli("sweep --grid 'dtype=bf16,fp32 jobs=1,2'" + tail);
+  ds::test::check_input_error(
+      r, "grid knob 'jobs' is an option of the command line, not a run-configuration field");
+  CHECK(r.err.find("give --jobs on the command line") != std::string::npos);
+  r = run_cli("sweep --grid 'probes=all,none'" + tail);
+  ds::test::check_input_error(r, "grid knob 'probes' is an option of the command line");
+  CHECK(!std::filesystem::exists(dir.path() / "sw"));
+  ds::test::check_input_error(run_cli("sweep --grid 'colour=red'" + tail),
+                              "unknown run-config field 'colour'");
+}
