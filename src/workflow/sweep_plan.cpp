@@ -258,9 +258,12 @@ bool trace_done(const std::filesystem::path& trace, const RunConfig& config,
       return false;  // recorded with other probes: a sweep asking for these runs it again
     }
     recorded.erase("trace");
-    // every field recorded (a trace of another version may lack one), each the same value
-    return recorded.size() == run_config_fields().size() &&
-           config_from_json(recorded.dump()) == config;
+    // every field recorded (a trace of another version may lack one; a test-only field is
+    // written only when set), each the same value
+    for (const RunConfigField& f : run_config_fields()) {
+      if (!f.test_only && !recorded.contains(f.name)) return false;
+    }
+    return config_from_json(recorded.dump()) == config;
   } catch (const std::exception&) {
     return false;  // unreadable (e.g. killed mid-write): run it again
   }
