@@ -215,6 +215,9 @@ class CpuBackend {
     ops::round_to(y, n, act_);
   }
   void round(Ptr y, size_t n, Storage to) const { ops::round_to(y, n, to); }
+  void ulp_steps(Ptr y, size_t n, Storage s, const ops::UlpSteps& steps) const {
+    ops::ulp_steps(y, n, s, steps);
+  }
   void all_reduce(Ptr y, Ptr parts, int tp, size_t n, ops::AllReduce order, Storage r) const {
     ops::all_reduce(y, parts, tp, n, order, r);
   }

@@ -53,7 +53,8 @@ namespace ds {
 //   end_pass(logits, rows)  the pass's logits as the caller reads them (pass_logits.h), pending
 //                       taps delivered
 // Optional (detected with requires; a backend without them refuses the feature): load_rows
-// (shadow layers' reference inputs) and round (site edits, taps.h). Optional, with the same
+// (shadow layers' reference inputs), round (site edits, taps.h) and ulp_steps (a plan's steps of
+// op outputs, numerics_plan.h: calibration's stochastic rounding). Optional, with the same
 // results without them:
 //   gemm_group(span of ops::Gemm)  GEMMs that read none of each other's outputs run as one job
 //                       (the CPU's threads then wait once for q, k and v, not three times);
@@ -224,7 +225,7 @@ class ForwardRuntime final : public Runtime {
         plan.numerics().device != plan_.numerics().device) {
       throw Error("a numerics plan's own side must be the runtime's configuration (dtype, device)");
     }
-    if constexpr (!kCanRound) {
+    if constexpr (!kCanRound || !kCanStep) {
       if (plan.mixed()) {
         throw Error("a plan that mixes two configurations op by op needs the CPU emulation",
                     "op-level explain runs with --device cpu");
@@ -308,6 +309,7 @@ class ForwardRuntime final : public Runtime {
            {PlanOp::v_proj, v_, w.wv, &w.bv, KV}});  // (n, kv_dim)
     rope(site, l, n);
     attention(site, l);
+    step({l, PlanOp::attention}, att_.ptr(0), static_cast<size_t>(n) * Q);
     row_parallel_gemm(site, {l, PlanOp::o_proj}, xb_, att_, w.wo, n, D, Q);  // (n, dim)
     tap_layer(l, SiteKind::attn_out, xb_.ptr(0), n, D);
     residual_add(lsite(l, SiteKind::resid_mid), {l, PlanOp::attn_add}, n);
@@ -391,6 +393,7 @@ class ForwardRuntime final : public Runtime {
     [[maybe_unused]] auto scope = b_.op(site, "rmsnorm");
     b_.rmsnorm(ops::Rmsnorm<Ptr, WeightView<B>>{y.ptr(0), x.ptr(0), b_.view(w), n, c_.dim,
                                                 c_.rms_norm_eps, plan_.stored(id)});
+    step(id, y.ptr(0), static_cast<size_t>(n) * c_.dim);
   }
 
   // q and k rotated in place at the rows' positions
@@ -401,6 +404,8 @@ class ForwardRuntime final : public Runtime {
       b_.rope(ops::Rope<Ptr, TableView<B>>{x, n, heads, c_.head_dim, b_.positions(), b_.table(cos_),
                                            b_.table(sin_), plan_.stored({l, PlanOp::rope})});
     }
+    step({l, PlanOp::rope}, q_.ptr(0), static_cast<size_t>(n) * c_.q_dim(), 0);
+    step({l, PlanOp::rope}, k_.ptr(0), static_cast<size_t>(n) * c_.kv_dim(), 1);
   }
 
   // gate <- silu(gate) * up
@@ -408,12 +413,14 @@ class ForwardRuntime final : public Runtime {
     [[maybe_unused]] auto scope = b_.op(site, "swiglu");
     b_.swiglu(gate_.ptr(0), gate_.ptr(0), up_.ptr(0), static_cast<size_t>(n) * c_.hidden_dim,
               plan_.stored({l, PlanOp::swiglu}).out);
+    step({l, PlanOp::swiglu}, gate_.ptr(0), static_cast<size_t>(n) * c_.hidden_dim);
   }
 
   // x <- x + xb
   void residual_add(const std::string& site, OpId id, int n) {
     [[maybe_unused]] auto scope = b_.op(site, "residual_add");
     b_.add(x_.ptr(0), x_.ptr(0), xb_.ptr(0), static_cast<size_t>(n) * c_.dim, plan_.stored(id).out);
+    step(id, x_.ptr(0), static_cast<size_t>(n) * c_.dim);
   }
 
   // y (M, N) = x (M, K) w^T (+ b), decided by the plan at op `id`.
@@ -421,6 +428,7 @@ class ForwardRuntime final : public Runtime {
             int M, int N, int K) {
     [[maybe_unused]] auto scope = b_.op(site, plan_op_name(id.op));
     b_.gemm(gemm_call(id, y.ptr(0), x.ptr(0), w, bias, M, N, K));
+    step(id, y.ptr(0), static_cast<size_t>(M) * N);
   }
   GemmCall gemm_call(OpId id, Ptr y, Ptr x, const Weight& w, const Weight* bias, int M, int N,
                      int K) const {
@@ -447,6 +455,9 @@ class ForwardRuntime final : public Runtime {
       for (const Projection& p : projections)
         group_.push_back(gemm_call({l, p.op}, p.y.ptr(0), x.ptr(0), p.w, p.bias, M, p.N, K));
       b_.gemm_group(std::span<const GemmCall>(group_));
+      for (const Projection& p : projections) {
+        step({l, p.op}, p.y.ptr(0), static_cast<size_t>(M) * p.N);
+      }
     } else {
       for (const Projection& p : projections) {
         gemm(site, {l, p.op}, p.y, x, p.w, p.bias, M, p.N, K);
@@ -464,6 +475,7 @@ class ForwardRuntime final : public Runtime {
     const RowParallel rp = plan_.row_parallel(id);
     if (rp.tp <= 1) {
       b_.gemm(gemm_call(id, y, x, w, nullptr, M, N, K));
+      step(id, y, static_cast<size_t>(M) * N);
       return;
     }
     const int ks = K / rp.tp;
@@ -477,6 +489,7 @@ class ForwardRuntime final : public Runtime {
       b_.gemm(g);
     }
     b_.all_reduce(y, tp_parts_.ptr(0), rp.tp, mn, rp.order, plan_.stored(id).out);
+    step(id, y, mn);
   }
 
   // Index of (slot, layer, position) in the KV cache (slots, n_layers, capacity, kv_dim);
@@ -497,11 +510,24 @@ class ForwardRuntime final : public Runtime {
     if (wanted_.at(l, k)) b_.tap({k, l}, p, n, width);
   }
 
+  // The plan's steps of op `id`'s output (n values at p), right after the op: none unless the
+  // plan steps outputs (stochastic rounding, a planted bias), so a run without one is unchanged.
+  void step(OpId id, Ptr p, size_t n, int salt = 0) {
+    if constexpr (kCanStep) {
+      if (!plan_.steps_output()) return;
+      const ops::UlpSteps s = plan_.steps(id, salt);
+      if (s.any()) b_.ulp_steps(p, n, plan_.stored(id).out, s);
+    }
+  }
+
   // ---- shadow layers (shadow.h): a copy of a block on the reference's recorded input rows ----
   static constexpr bool kCanShadow = requires(B & b, Ptr p, const float* h) {
     b.load_rows(p, h, 1);
   };
   static constexpr bool kCanRound = requires(B & b, Ptr p) { b.round(p, 1, Storage::bf16); };
+  static constexpr bool kCanStep = requires(B & b, Ptr p, const ops::UlpSteps& s) {
+    b.ulp_steps(p, 1, Storage::bf16, s);
+  };
   static constexpr bool kCanGroup = requires(B & b, std::span<const GemmCall> g) {
     b.gemm_group(g);
   };
