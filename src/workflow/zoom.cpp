@@ -31,14 +31,9 @@ ChildRun replay_run(const std::filesystem::path& dir, const ZoomPlan& p, const Z
             recorder_argv(*s.recorder, side_prompts(abs, s), side_trace(abs, s)),
             /*sets_threads=*/true};
   }
-  std::vector<std::string> argv = {
-      self_exe().string(), "run",
-      "--config",          (abs / "configs" / (s.name + ".toml")).string(),
-      "--prompts",         side_prompts(abs, s).string()};
-  if (!p.model.empty()) argv.insert(argv.end(), {"--model", p.model});
-  if (!p.tokenizer.empty()) argv.insert(argv.end(), {"--tokenizer", p.tokenizer});
-  argv.insert(argv.end(), {"--probes", "all", "-o", side_trace(abs, s).string(), "--force", "-q"});
-  return {"replay-" + s.name, argv};
+  return {"replay-" + s.name,
+          replay_argv(abs / "configs" / (s.name + ".toml"), side_prompts(abs, s),
+                      {p.model, p.tokenizer}, side_trace(abs, s))};
 }
 
 // The recorder of each recorder side still to replay, found before anything is written (or
@@ -118,30 +113,24 @@ void wait_for_jobs(const ZoomOptions& a, const ZoomPlan& p) {
 std::optional<int> run_replays(const ZoomOptions& a, const std::filesystem::path& dir, ZoomPlan& p,
                                const std::vector<size_t>& todo) {
   std::vector<ChildRun> runs = {replay_run(dir, p, p.side_a), replay_run(dir, p, p.side_b)};
-  if (a.slurm) {
-    const std::string job =
-        submit_slurm_array(dir, "zoom.sbatch", "driftscope-zoom", runs, todo, a.slurm_opt);
-    p.slurm_jobs.push_back(job);
-    for (size_t i : todo) side(p, i).status = "submitted";
-    write_zoom_state(dir, p);
-    if (!a.quiet) print_note("zoom: submitted Slurm job array {} ({} replays)\n", job, todo.size());
-    if (!a.wait) return 0;
-    wait_while_active(job, a.poll_s);
-  } else {
-    std::vector<ChildRun> mine;
-    for (size_t i : todo) mine.push_back(runs[i]);
-    const bool interrupted =
-        run_children(dir, mine, a.jobs, a.quiet, "zoom", [&](size_t k, bool exited_ok) {
-          ZoomSide& s = side(p, todo[k]);
-          const bool ok = exited_ok && replay_done(dir, s);
-          s.status = ok ? "done" : "missing";
-          write_zoom_state(dir, p);
-          return ok;
-        });
-    if (interrupted) {
-      print_note("zoom: interrupted; resume with the same command\n");
-      return 130;
-    }
+  const ReplayOptions opt{"zoom", a.jobs, a.slurm, a.wait, a.slurm_opt, a.poll_s, a.quiet};
+  const ReplayEnd end = run_replays(
+      dir, runs, todo, opt, p.slurm_jobs,
+      [&](size_t i, bool exited_ok) {
+        ZoomSide& s = side(p, i);
+        const bool ok = exited_ok && replay_done(dir, s);
+        s.status = ok ? "done" : "missing";
+        write_zoom_state(dir, p);
+        return ok;
+      },
+      [&] {
+        for (size_t i : todo) side(p, i).status = "submitted";
+        write_zoom_state(dir, p);
+      });
+  if (end == ReplayEnd::submitted) return 0;
+  if (end == ReplayEnd::interrupted) {
+    print_note("zoom: interrupted; resume with the same command\n");
+    return 130;
   }
   std::string missing;
   for (size_t i = 0; i < 2; ++i) {
