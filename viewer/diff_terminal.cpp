@@ -13,6 +13,7 @@
 #include "common/printable.h"
 #include "viewer/diff_terminal_parts.h"
 #include "viewer/kernel_names.h"
+#include "viewer/noise_terminal.h"
 
 namespace ds::viewer {
 namespace terminal {
@@ -238,6 +239,7 @@ std::string render_terminal(const Report& r, const TerminalOptions& opt_in) {
   opt.width = std::max(60, opt.width);
   TerminalText o(opt.color, opt.width);
   header(o, r, opt.width);
+  if (r.noise) noise_terminal(o, *r.noise, opt.width, opt.sites);
   if (r.sequences.size() > 1) summary_table(o, r, opt);
   int pages = 0;
   for (const auto* s : diff::by_first_flip(r)) {
