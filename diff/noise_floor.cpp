@@ -141,7 +141,8 @@ std::vector<trace::FloorBucket> observed_site(const std::vector<const NoiseSums*
     for (const SiteSums& s : n->sites) {
       if (s.site != site) continue;
       found = true;
-      for (size_t b = 0; b < s.buckets.size() && b < sum.size(); ++b) add_bucket(sum[b], s.buckets[b]);
+      for (size_t b = 0; b < s.buckets.size() && b < sum.size(); ++b)
+        add_bucket(sum[b], s.buckets[b]);
     }
   }
   std::vector<trace::FloorBucket> out;
@@ -399,8 +400,8 @@ trace::FloorFile build_floor(const FloorSource& src, const std::vector<ReplayMea
     const ReplayMeasure& r = replays[i];
     f.seeds.push_back(r.seed);
     for (const SiteSums& s : r.sites) {
-      const size_t site = static_cast<size_t>(
-          std::find(f.sites.begin(), f.sites.end(), s.site) - f.sites.begin());
+      const size_t site =
+          static_cast<size_t>(std::find(f.sites.begin(), f.sites.end(), s.site) - f.sites.begin());
       for (size_t b = 0; b < s.buckets.size(); ++b) {
         f.hidden[(site * N + i) * B + b] = to_floor(s.buckets[b]);
       }
@@ -442,9 +443,9 @@ trace::FloorFile build_floor(const FloorSource& src, const std::vector<ReplayMea
 }
 
 void check_floor(const trace::FloorFile& f, const std::string& path, const trace::TraceReader& a) {
-  const std::string again = fmt::format(
-      "a floor is A's own: calibrate this trace (driftscope calibrate {} -o FLOOR)",
-      a.path().string());
+  const std::string again =
+      fmt::format("a floor is A's own: calibrate this trace (driftscope calibrate {} -o FLOOR)",
+                  a.path().string());
   const ModelIdentity fm = model_identity(f.model_json), am = model_identity(a.model_json());
   if (!fm.known || !am.known || fm.hashes != am.hashes) {
     throw Error(fmt::format("floor '{}' is of another model than A '{}' (its model files differ)",
@@ -464,10 +465,11 @@ void check_floor(const trace::FloorFile& f, const std::string& path, const trace
   for (const trace::FloorSequence& q : f.sequences) {
     if (!std::binary_search(idx.begin(), idx.end(), q.index) ||
         a.sequence(q.index).tokens != q.tokens) {
-      throw Error(fmt::format("floor '{}' was calibrated on other tokens: A '{}' sequence {} is not "
-                              "the one its replays were forced on",
-                              path, a.path().string(), q.index),
-                  again);
+      throw Error(
+          fmt::format("floor '{}' was calibrated on other tokens: A '{}' sequence {} is not "
+                      "the one its replays were forced on",
+                      path, a.path().string(), q.index),
+          again);
     }
   }
   if (f.runs() < kMinFloorRuns) {
@@ -478,6 +480,48 @@ void check_floor(const trace::FloorFile& f, const std::string& path, const trace
                             "default alpha 0.01)",
                             99));
   }
+}
+
+FloorSummary summarize_floor(const trace::FloorFile& f) {
+  FloorSummary out;
+  const size_t N = f.seeds.size();
+  for (size_t s = 0; s < f.sites.size(); ++s) {
+    FloorSiteSummary x;
+    x.site = f.sites[s];
+    x.storage = f.storages[s];
+    std::vector<double> rel, differ;
+    for (size_t i = 0; i < N; ++i) {
+      std::vector<trace::FloorBucket> ks;
+      int64_t d = 0, e = 0;
+      for (size_t b = 0; b < static_cast<size_t>(f.buckets); ++b) {
+        ks.push_back(f.at(s, i, b));
+        d += ks.back().differ;
+        e += ks.back().elements;
+      }
+      rel.push_back(mean_rel(ks));
+      differ.push_back(e > 0 ? static_cast<double>(d) / static_cast<double>(e) : 0);
+    }
+    x.rel_l2_median = median(rel);
+    x.rel_l2_max = rel.empty() ? kNaN : *std::max_element(rel.begin(), rel.end());
+    x.differ_median = median(differ);
+    out.sites.push_back(x);
+  }
+  // the hazard of every calibrated sequence, as a diff against a B that flips none would see it
+  NoiseReport n;
+  std::map<int, const NoiseSums*> none;
+  evaluate_flips(f, none, n);
+  for (const auto& q : n.per_sequence) out.expected_flips += q.p_flip;
+  out.choice_rows = static_cast<int>(f.rows.size());
+  const size_t Q = f.sequences.size();
+  double sum = 0;
+  for (size_t i = 0; i < N; ++i) {
+    int c = 0;
+    for (size_t q = 0; q < Q; ++q) c += f.flipped[i * Q + q];
+    sum += c;
+    out.replay_max_flips = std::max(out.replay_max_flips, c);
+  }
+  out.replay_mean_flips = N > 0 ? sum / static_cast<double>(N) : 0;
+  return out;
 }
 
 NoiseReport evaluate_floor(const Report& r, const trace::FloorFile& f, const std::string& path,
@@ -504,7 +548,8 @@ NoiseReport evaluate_floor(const Report& r, const trace::FloorFile& f, const std
   for (const auto& q : f.sequences) {
     const auto it = reports.find(q.index);
     if (it == reports.end() || !it->second->noise) {
-      out.notes.push_back(fmt::format("sequence {} of the floor is not compared: left out", q.index));
+      out.notes.push_back(
+          fmt::format("sequence {} of the floor is not compared: left out", q.index));
       continue;
     }
     b_seqs[q.index] = &*it->second->noise;
@@ -552,9 +597,9 @@ NoiseReport evaluate_floor(const Report& r, const trace::FloorFile& f, const std
     out.sites.push_back(ns);
   }
   if (!missing.empty()) {
-    out.notes.push_back(fmt::format(
-        "{} site{} of the floor not in both traces (recorded with fewer probes): {}",
-        missing.size(), missing.size() == 1 ? "" : "s", fmt::join(missing, ", ")));
+    out.notes.push_back(
+        fmt::format("{} site{} of the floor not in both traces (recorded with fewer probes): {}",
+                    missing.size(), missing.size() == 1 ? "" : "s", fmt::join(missing, ", ")));
   }
   if (!f.margins.empty()) {
     std::vector<MarginSums> sum(static_cast<size_t>(f.buckets));

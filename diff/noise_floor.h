@@ -58,11 +58,28 @@ std::string floor_config_json(const std::string& config_json);
 // Checks that `floor` (read from `path`) calibrates trace `a`: the same model files, the same run
 // configuration, A's tokens in every calibrated sequence, at least kMinFloorRuns replays. Throws
 // ds::Error with a hint otherwise.
-void check_floor(const trace::FloorFile& floor, const std::string& path, const trace::TraceReader& a);
+void check_floor(const trace::FloorFile& floor, const std::string& path,
+                 const trace::TraceReader& a);
 
 // Report `r` (A vs B, diffed with DiffOptions::noise_sums) against the floor, at level `alpha`.
 NoiseReport evaluate_floor(const Report& r, const trace::FloorFile& floor, const std::string& path,
                            double alpha);
+
+// What `show FLOOR` prints of a floor: per site the replays' median and largest mean relative L2
+// and median share of elements that differ; the flips the hazard expects of A's sequences, and
+// those the replays made.
+struct FloorSiteSummary {
+  std::string site, storage;
+  double rel_l2_median = 0, rel_l2_max = 0, differ_median = 0;
+};
+struct FloorSummary {
+  std::vector<FloorSiteSummary> sites;
+  double expected_flips = 0;  // Σ over the calibrated sequences of P(reordering flips it)
+  double replay_mean_flips = 0;
+  int replay_max_flips = 0;
+  int choice_rows = 0;
+};
+FloorSummary summarize_floor(const trace::FloorFile& floor);
 
 // P(X >= k) for X a sum of independent Bernoulli(p_i) (the Poisson-binomial tail).
 double at_least(const std::vector<double>& p, int k);

@@ -24,8 +24,8 @@ struct NoiseSite {
   // what gave it ("relative L2, rows 8-15").
   double stat = 0;
   std::string driver;
-  double p = 1;         // empirical: (1 + #{replays >= B}) / (N + 1)
-  double p_family = 1;  // family-wise over every site: the max statistic of the same replays
+  double p = 1;              // empirical: (1 + #{replays >= B}) / (N + 1)
+  double p_family = 1;       // family-wise over every site: the max statistic of the same replays
   bool significant = false;  // p_family <= alpha
   std::vector<double> floor_by_bucket;  // the replays' median mean relative L2 per bucket
 };

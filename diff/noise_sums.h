@@ -20,13 +20,13 @@ int64_t bucket_first_row(int bucket);  // 0, 1, 2, 4, 8, ...
 
 // One hidden site and position bucket, summed over the compared rows in it.
 struct BucketSums {
-  int64_t rows = 0;     // rows with finite values on both sides
-  double rel_l2 = 0;    // Σ of the rows' relative L2 ‖a − b‖/‖a‖ (an all-zero a counts 0 or 1)
+  int64_t rows = 0;  // rows with finite values on both sides
+  double rel_l2 = 0;  // Σ of the rows' relative L2 ‖a − b‖/‖a‖ (an all-zero a counts 0 or 1)
   int64_t elements = 0;
-  int64_t differ = 0;    // elements whose stored values differ
-  int64_t up = 0;        // of those, elements where B's value is larger
-  double max_ulps = 0;   // largest |b − a| in ulps of the site's storage
-  int64_t nan = 0;       // rows with a NaN or Inf on either side
+  int64_t differ = 0;   // elements whose stored values differ
+  int64_t up = 0;       // of those, elements where B's value is larger
+  double max_ulps = 0;  // largest |b − a| in ulps of the site's storage
+  int64_t nan = 0;      // rows with a NaN or Inf on either side
 };
 
 // One hidden site: its storage (the coarser side's: float32, float16, bf16) and its buckets.
@@ -38,10 +38,10 @@ struct SiteSums {
 
 // The logits' rows of one position bucket.
 struct MarginSums {
-  int64_t rows = 0;        // rows whose margin change is known
-  double abs_change = 0;   // Σ |Δm|, Δm = margin_change (metrics.h) of the row
-  int64_t changed = 0;     // rows with Δm ≠ 0
-  int64_t top1 = 0;        // rows whose top-1 ids differ
+  int64_t rows = 0;       // rows whose margin change is known
+  double abs_change = 0;  // Σ |Δm|, Δm = margin_change (metrics.h) of the row
+  int64_t changed = 0;    // rows with Δm ≠ 0
+  int64_t top1 = 0;       // rows whose top-1 ids differ
 };
 
 // Everything of one sequence.

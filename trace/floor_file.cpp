@@ -6,6 +6,7 @@
 #include <hdf5.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <system_error>
 
@@ -28,12 +29,19 @@ const char* kDamagedHint =
 
 // ---- writing ---------------------------------------------------------------------------------
 
+// A dataset of `dims`, in one chunk checksummed with HDF5's Fletcher-32 filter (h5py reads it
+// with no plugin): a byte changed on disk then fails the read instead of reading as another value.
 template <typename T>
-void put(hid_t loc, const char* name, hid_t file_type, hid_t mem_type,
-         std::vector<hsize_t> dims, const std::vector<T>& values) {
+void put(hid_t loc, const char* name, hid_t file_type, hid_t mem_type, std::vector<hsize_t> dims,
+         const std::vector<T>& values) {
   h5::Id space(DS_H5_ID(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr)));
+  h5::Id dcpl(DS_H5_ID(H5Pcreate(H5P_DATASET_CREATE)));
+  std::vector<hsize_t> chunk = dims;
+  for (hsize_t& c : chunk) c = std::max<hsize_t>(1, c);
+  DS_H5(H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()));
+  DS_H5(H5Pset_fletcher32(dcpl.get()));
   h5::Id d(DS_H5_ID(
-      H5Dcreate2(loc, name, file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
+      H5Dcreate2(loc, name, file_type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT)));
   if (!values.empty()) {
     DS_H5(H5Dwrite(d.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
   }
@@ -110,7 +118,8 @@ void write_contents(hid_t file, const FloorFile& f) {
   h5::Id rows = h5::create_group(file, "rows");
   put_i32(rows.get(), "seq", {R}, column(f.rows, &FloorRow::seq));
   put_i32(rows.get(), "row", {R}, column(f.rows, &FloorRow::row));
-  put(rows.get(), "margin", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, {R}, column(f.rows, &FloorRow::margin));
+  put(rows.get(), "margin", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, {R},
+      column(f.rows, &FloorRow::margin));
   put_f64(rows.get(), "change_mean", {R}, column(f.rows, &FloorRow::change_mean));
   put_f64(rows.get(), "change_sd", {R}, column(f.rows, &FloorRow::change_sd));
   put_i32(rows.get(), "flips", {R}, column(f.rows, &FloorRow::flips));
@@ -153,7 +162,8 @@ std::vector<std::string> string_list(hid_t file, const char* attr, size_t n) {
 
 int64_t count_attr(hid_t file, const char* name, int64_t max) {
   const int64_t v = h5::read_attr_int(file, name);
-  if (v < 0 || v > max) throw Damage(fmt::format("attribute {} = {} is outside 0..{}", name, v, max));
+  if (v < 0 || v > max)
+    throw Damage(fmt::format("attribute {} = {} is outside 0..{}", name, v, max));
   return v;
 }
 
@@ -170,8 +180,8 @@ void read_contents(hid_t file, FloorFile& f) {
   f.buckets = static_cast<int>(B);
   f.seeds = get<int64_t>(file, "seeds", H5T_NATIVE_INT64, {N});
   h5::Id hidden(DS_H5_ID(H5Gopen2(file, "hidden", H5P_DEFAULT)));
-  const std::vector<int64_t> rows_shape = h5::dataset_shape(
-      h5::Id(DS_H5_ID(H5Dopen2(hidden.get(), "rows", H5P_DEFAULT))).get());
+  const std::vector<int64_t> rows_shape =
+      h5::dataset_shape(h5::Id(DS_H5_ID(H5Dopen2(hidden.get(), "rows", H5P_DEFAULT))).get());
   if (rows_shape.size() != 3 || rows_shape[1] != N || rows_shape[2] != B ||
       rows_shape[0] * N * B > kMaxValues) {
     throw Damage("dataset hidden/rows is not [sites, runs, buckets]");
@@ -198,9 +208,8 @@ void read_contents(hid_t file, FloorFile& f) {
   }
 
   h5::Id margins(DS_H5_ID(H5Gopen2(file, "margins", H5P_DEFAULT)));
-  const int64_t MN = h5::dataset_shape(
-                         h5::Id(DS_H5_ID(H5Dopen2(margins.get(), "rows", H5P_DEFAULT))).get())
-                         .at(0);
+  const int64_t MN =
+      h5::dataset_shape(h5::Id(DS_H5_ID(H5Dopen2(margins.get(), "rows", H5P_DEFAULT))).get()).at(0);
   if (MN != 0 && MN != N) throw Damage("dataset margins/rows is not [runs, buckets]");
   const auto m_rows = get<int64_t>(margins.get(), "rows", H5T_NATIVE_INT64, {MN, B});
   const auto m_changed = get<int64_t>(margins.get(), "changed", H5T_NATIVE_INT64, {MN, B});
@@ -215,9 +224,8 @@ void read_contents(hid_t file, FloorFile& f) {
   }
 
   h5::Id seqs(DS_H5_ID(H5Gopen2(file, "sequences", H5P_DEFAULT)));
-  const int64_t Q = h5::dataset_shape(
-                        h5::Id(DS_H5_ID(H5Dopen2(seqs.get(), "index", H5P_DEFAULT))).get())
-                        .at(0);
+  const int64_t Q =
+      h5::dataset_shape(h5::Id(DS_H5_ID(H5Dopen2(seqs.get(), "index", H5P_DEFAULT))).get()).at(0);
   if (Q < 0 || Q * N > kMaxValues) throw Damage("dataset sequences/index is too large");
   const auto index = get<int32_t>(seqs.get(), "index", H5T_NATIVE_INT32, {Q});
   const auto plen = get<int32_t>(seqs.get(), "prompt_len", H5T_NATIVE_INT32, {Q});
@@ -237,9 +245,8 @@ void read_contents(hid_t file, FloorFile& f) {
   f.flipped = get<uint8_t>(seqs.get(), "flipped", H5T_NATIVE_UINT8, {N, Q});
 
   h5::Id rows_g(DS_H5_ID(H5Gopen2(file, "rows", H5P_DEFAULT)));
-  const int64_t R = h5::dataset_shape(
-                        h5::Id(DS_H5_ID(H5Dopen2(rows_g.get(), "seq", H5P_DEFAULT))).get())
-                        .at(0);
+  const int64_t R =
+      h5::dataset_shape(h5::Id(DS_H5_ID(H5Dopen2(rows_g.get(), "seq", H5P_DEFAULT))).get()).at(0);
   if (R < 0 || R > kMaxValues) throw Damage("dataset rows/seq is too large");
   const auto r_seq = get<int32_t>(rows_g.get(), "seq", H5T_NATIVE_INT32, {R});
   const auto r_row = get<int32_t>(rows_g.get(), "row", H5T_NATIVE_INT32, {R});
@@ -268,7 +275,10 @@ void write_floor(const std::filesystem::path& path, const FloorFile& f, bool rep
     TempFile tmp(path);
     tmp.close();
     {
-      h5::Id file(DS_H5_ID(H5Fcreate(tmp.path().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)));
+      // the v110 format checksums every object header: damaged metadata fails to read too
+      h5::Id fapl(DS_H5_ID(H5Pcreate(H5P_FILE_ACCESS)));
+      DS_H5(H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V110, H5F_LIBVER_V110));
+      h5::Id file(DS_H5_ID(H5Fcreate(tmp.path().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get())));
       write_contents(file.get(), f);
       DS_H5(H5Fflush(file.get(), H5F_SCOPE_GLOBAL));
     }
@@ -278,6 +288,23 @@ void write_floor(const std::filesystem::path& path, const FloorFile& f, bool rep
   } catch (const Error& e) {
     if (!e.hint().empty()) throw;
     throw Error(fmt::format("cannot write floor '{}': {}", path.string(), e.what()), hint);
+  }
+}
+
+bool is_floor_file(const std::filesystem::path& path) {
+  h5::silence_errors();
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  const WatchedRead watched(path.string(), "opening it", -1, "floor");
+  if (H5Fis_hdf5(path.c_str()) <= 0) return false;
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (f < 0) return false;
+  const h5::Id file(f);
+  try {
+    return h5::has_attr(file.get(), "format") &&
+           h5::read_attr_string(file.get(), "format") == kFloorFormat;
+  } catch (const Error&) {
+    return false;
   }
 }
 

@@ -79,6 +79,10 @@ struct FloorFile {
 // file is replaced only with `replace`). Throws ds::Error with a hint when it cannot.
 void write_floor(const std::filesystem::path& path, const FloorFile& f, bool replace);
 
+// Whether `path` is an HDF5 file whose root says format="driftscope-floor" (false for anything
+// else, a trace included); its reads are marked like read_floor's.
+bool is_floor_file(const std::filesystem::path& path);
+
 // Reads a floor file, every read marked for a watching parent (read_watch.h) as "floor 'PATH'".
 // Throws ds::Error with a hint for a missing file, one that is not a floor, a floor of another
 // format version, or a damaged one (shapes that disagree, values out of range).

@@ -48,23 +48,23 @@ void noise_terminal(TerminalText& o, const diff::NoiseReport& n, int width, bool
     }
     shown = keep;
   }
-  o.line(fmt::format("  {:<16}  {:<26}  {:>7}  {:>7}  {}", "site", "drift (in floor units)",
-                     "p", "p (fw)", "largest departure"));
+  o.line(fmt::format("  {:<16}  {:<26}  {:>7}  {:>7}  {}", "site", "drift (in floor units)", "p",
+                     "p (fw)", "largest departure"));
   for (const auto* s : shown) {
-    const std::string row =
-        fmt::format("  {:<16}  {:<26}  {:>7}  {:>7}  {}", clip(s->site, 16),
-                    floor_units_text(s->drift, s->floor_units), p_cell(s->p), p_cell(s->p_family),
-                    s->driver.empty() ? "-" : s->driver);
+    const std::string row = fmt::format("  {:<16}  {:<26}  {:>7}  {:>7}  {}", clip(s->site, 16),
+                                        floor_units_text(s->drift, s->floor_units), p_cell(s->p),
+                                        p_cell(s->p_family), s->driver.empty() ? "-" : s->driver);
     o.line(s->significant ? o.red(row) : row);
   }
   if (shown.size() < n.sites.size()) {
     o.line(o.dim(fmt::format("  … {} more sites within the floor (--sites lists every one)",
                              n.sites.size() - shown.size())));
   }
-  o.line(fmt::format("flips     {} of {} sequences flipped; {:.2f} expected from the floor "
-                     "(P(at least {}) = {}); the replays flipped {:.2f} on average (at most {})",
-                     n.observed_flips, n.sequences, n.expected_flips, n.observed_flips,
-                     p_cell(n.p_flips), n.replay_mean_flips, n.replay_max_flips));
+  o.line(
+      fmt::format("flips     {} of {} sequences flipped; {:.2f} expected from the floor "
+                  "(P(at least {}) = {}); the replays flipped {:.2f} on average (at most {})",
+                  n.observed_flips, n.sequences, n.expected_flips, n.observed_flips,
+                  p_cell(n.p_flips), n.replay_mean_flips, n.replay_max_flips));
   for (const auto& q : n.per_sequence) {
     if (!q.flipped && q.p_flip < 0.05) continue;
     o.line(fmt::format("          seq {:>4}  P(flip) {:.3f}  {}", q.seq, q.p_flip,

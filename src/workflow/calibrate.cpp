@@ -28,7 +28,8 @@ std::vector<size_t> prepare(const std::filesystem::path& dir, CalibratePlan& p,
   write_file_or_fail(calibrate_prompts(dir), calibrate_prompts_text(p, a), hint);
   std::vector<size_t> todo;
   for (CalibrateRun& r : p.state) {
-    if (r.k > 0) write_file_or_fail(run_plan(dir, r.k), replay_plan_json(p.perturbation, r.k), hint);
+    if (r.k > 0)
+      write_file_or_fail(run_plan(dir, r.k), replay_plan_json(p.perturbation, r.k), hint);
     const bool done = r.k == 0 ? reference_done(dir, p) : replay_measured(dir, r.k);
     if (done) {
       r.status = "done";
@@ -101,9 +102,10 @@ int run_calibrate(const CalibrateOptions& o) {
                     "wait for it (the same command with --wait), then run calibrate again");
   const std::vector<size_t> todo = prepare(dir, p, a);
   if (!o.quiet) {
-    print_note("calibrate: {} sequence(s) ({} replayed with their batch neighbours), {} {} "
-               "replays and a reference; {} to run\n",
-               p.sequences.size(), p.replay.size(), p.runs, p.perturbation, todo.size());
+    print_note(
+        "calibrate: {} sequence(s) ({} replayed with their batch neighbours), {} {} "
+        "replays and a reference; {} to run\n",
+        p.sequences.size(), p.replay.size(), p.runs, p.perturbation, todo.size());
   }
   if (!todo.empty()) {
     std::vector<ChildRun> runs;

@@ -89,7 +89,8 @@ diff::ReplayMeasure parse_measure(const std::string& text, const std::string& wh
       diff::ReplayMeasure::Sequence s;
       s.flipped = q.at("flipped").get<bool>();
       s.first_choice = q.at("first_choice").get<int64_t>();
-      for (const auto& x : q.at("margin_a")) s.margin_a.push_back(static_cast<float>(read_number(x)));
+      for (const auto& x : q.at("margin_a"))
+        s.margin_a.push_back(static_cast<float>(read_number(x)));
       for (const auto& x : q.at("margin_change")) {
         s.margin_change.push_back(static_cast<float>(read_number(x)));
       }

@@ -155,9 +155,8 @@ ChildRun calibrate_child(const std::filesystem::path& dir, const CalibratePlan& 
   std::vector<std::string> extra = {"--hidden-dtype", p.hidden_dtype, "--trace-topk",
                                     std::to_string(p.topk)};
   if (k > 0) extra.insert(extra.end(), {"--plan", run_plan(abs, k).string()});
-  return {run_name(k),
-          replay_argv(calibrate_config(abs), calibrate_prompts(abs), p.model, run_trace(abs, k),
-                      extra)};
+  return {run_name(k), replay_argv(calibrate_config(abs), calibrate_prompts(abs), p.model,
+                                   run_trace(abs, k), extra)};
 }
 
 void write_calibrate_state(const std::filesystem::path& dir, const CalibratePlan& p) {
@@ -166,7 +165,8 @@ void write_calibrate_state(const std::filesystem::path& dir, const CalibratePlan
   nlohmann::ordered_json runs = nlohmann::ordered_json::array();
   for (const CalibrateRun& r : p.state) {
     nlohmann::ordered_json e = {{"name", run_name(r.k)}, {"seed", r.k}};
-    e["plan"] = r.k == 0 ? nlohmann::ordered_json() : nlohmann::ordered_json("plans/" + run_name(r.k) + ".json");
+    e["plan"] = r.k == 0 ? nlohmann::ordered_json()
+                         : nlohmann::ordered_json("plans/" + run_name(r.k) + ".json");
     e["trace"] = run_name(r.k) + ".h5";
     e["measure"] = r.k == 0 ? nlohmann::ordered_json()
                             : nlohmann::ordered_json("measures/" + run_name(r.k) + ".json");

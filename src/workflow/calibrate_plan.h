@@ -25,10 +25,10 @@ struct CalibrateRun {
 };
 
 struct CalibratePlan {
-  std::string a;             // absolute path of A
-  std::string floor;         // absolute path of the floor file
-  std::string perturbation;  // reorder, sr, reorder+sr
-  int runs = 99;             // N
+  std::string a;               // absolute path of A
+  std::string floor;           // absolute path of the floor file
+  std::string perturbation;    // reorder, sr, reorder+sr
+  int runs = 99;               // N
   std::vector<int> sequences;  // calibrated: A's indices, ascending
   std::vector<int> replay;     // replayed: whole batch groups holding them, ascending
   RunConfig config;            // A's

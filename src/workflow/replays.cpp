@@ -39,7 +39,8 @@ RecordedModel recorded_model(const trace::TraceReader& t) {
   RecordedModel m;
   const auto model = nlohmann::json::parse(t.model_json(), nullptr, false);
   m.model = recorded_path(model);
-  if (model.is_object() && model.contains("tokenizer")) m.tokenizer = recorded_path(model["tokenizer"]);
+  if (model.is_object() && model.contains("tokenizer"))
+    m.tokenizer = recorded_path(model["tokenizer"]);
   return m;
 }
 
@@ -55,7 +56,7 @@ std::vector<std::string> replay_argv(const std::filesystem::path& config,
                                      const std::filesystem::path& prompts, const RecordedModel& m,
                                      const std::filesystem::path& trace,
                                      const std::vector<std::string>& extra) {
-  std::vector<std::string> argv = {self_exe().string(), "run",     "--config",
+  std::vector<std::string> argv = {self_exe().string(), "run",       "--config",
                                    config.string(),     "--prompts", prompts.string()};
   if (!m.model.empty()) argv.insert(argv.end(), {"--model", m.model});
   if (!m.tokenizer.empty()) argv.insert(argv.end(), {"--tokenizer", m.tokenizer});

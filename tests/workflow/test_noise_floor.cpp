@@ -84,10 +84,9 @@ struct Power {
 // floor), flagged earlier (a false onset), the gate.
 Power power(FloorFixture& f, const ds::trace::FloorFile& floor, int seeds, int ulps) {
   Power p;
-  const std::vector<std::string> earlier = {"embed",        "L0/attn_norm", "L0/attn_out",
-                                            "L0/resid_mid", "L0/mlp_norm",  "L0/mlp_out",
-                                            "L0/out",       "L1/attn_norm", "L1/attn_out",
-                                            "L1/resid_mid", "L1/mlp_norm"};
+  const std::vector<std::string> earlier = {
+      "embed",  "L0/attn_norm", "L0/attn_out", "L0/resid_mid", "L0/mlp_norm", "L0/mlp_out",
+      "L0/out", "L1/attn_norm", "L1/attn_out", "L1/resid_mid", "L1/mlp_norm"};
   for (int j = 0; j < seeds; ++j) {
     const std::string b = f.replay(planted(200000 + j, ulps), "planted");
     const ds::diff::NoiseReport n = f.judge(b, floor, kAlpha);
@@ -119,10 +118,11 @@ void false_alarms(const ds::RunConfig& config, int prompts, int max_new, const s
   CHECK(a.family <= 5);
   CHECK(a.gate <= 5);
   const Power bias = power(f, floor, 100, 4), accum = power(f, floor, 10, 0);
-  fmt::print("noise floor power, {}: +4 ulp at L1/mlp_out flagged there {}/{} (earlier {}, gate "
-             "{}); fp16 accumulator in L1/down_proj flagged there {}/{} (earlier {}, gate {})\n",
-             config.dtype, bias.flagged_there, bias.n, bias.earlier, bias.beyond,
-             accum.flagged_there, accum.n, accum.earlier, accum.beyond);
+  fmt::print(
+      "noise floor power, {}: +4 ulp at L1/mlp_out flagged there {}/{} (earlier {}, gate "
+      "{}); fp16 accumulator in L1/down_proj flagged there {}/{} (earlier {}, gate {})\n",
+      config.dtype, bias.flagged_there, bias.n, bias.earlier, bias.beyond, accum.flagged_there,
+      accum.n, accum.earlier, accum.beyond);
   std::fflush(stdout);
   CHECK(bias.flagged_there >= 90);
   CHECK(bias.earlier <= 5);
