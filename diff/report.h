@@ -140,6 +140,7 @@ struct TraceSide {
   std::vector<std::string> model_files;  // "name sha256"
   int sequences = 0;
   std::string producer;  // "driftscope 0.1.0" or e.g. "driftscope_trace 0.1.0 (transformers ...)"
+  std::string certify;   // run --certify's verdict (trace/certificate.h); "" when none
 };
 
 struct Summary {

@@ -274,13 +274,15 @@ J noise(const diff::NoiseReport& n) {
 }
 
 J side(const diff::TraceSide& t) {
-  return {{"path", t.path},
-          {"complete", t.complete},
-          {"stop_reason", t.stop_reason},
-          {"tool_version", t.tool_version},
-          {"producer", t.producer},
-          {"model_files", t.model_files},
-          {"sequences", t.sequences}};
+  J j = {{"path", t.path},
+         {"complete", t.complete},
+         {"stop_reason", t.stop_reason},
+         {"tool_version", t.tool_version},
+         {"producer", t.producer},
+         {"model_files", t.model_files},
+         {"sequences", t.sequences}};
+  if (!t.certify.empty()) j["certify"] = t.certify;  // only for a run --certify trace
+  return j;
 }
 
 }  // namespace

@@ -51,6 +51,11 @@ void header(TerminalText& o, const Report& r, int width) {
   };
   side("A", r.a);
   side("B", r.b);
+  for (const auto* t : {&r.a, &r.b}) {
+    if (t->certify.empty()) continue;
+    const std::string v = "certify   " + std::string(t == &r.a ? "A" : "B") + ": " + t->certify;
+    o.line(t->certify.starts_with("identical") ? v : o.red(v));
+  }
   if (!r.model_known) {
     o.line("model     " + o.yellow("not recorded in both traces: cannot check it is the same"));
   } else {

@@ -48,6 +48,8 @@ CommandRun register_zoom(CLI::App* cmd) {
                     "write DIR/zoom.sbatch (one array task per replay still missing) and submit "
                     "it; run zoom again once it is done for the reports",
                     "wait for the zoom's Slurm jobs, then write the reports");
+  cmd->add_flag("--certify", args->certify,
+                "each driftscope replay proves that tapping changed nothing (run --certify)");
   cmd->add_flag("-q,--quiet", args->quiet, "no progress lines on stderr");
   return [args] {
     check_flags(*args);

@@ -24,16 +24,19 @@ ZoomSide& side(ZoomPlan& p, size_t i) {
 
 // The replay of one side: `driftscope run` of its recorded configuration on its prompts file, or
 // the recorder's command for a recorder trace.
-ChildRun replay_run(const std::filesystem::path& dir, const ZoomPlan& p, const ZoomSide& s) {
+ChildRun replay_run(const std::filesystem::path& dir, const ZoomPlan& p, const ZoomSide& s,
+                    bool certify) {
   const auto abs = std::filesystem::absolute(dir);
   if (s.recorder) {
     return {"replay-" + s.name,
             recorder_argv(*s.recorder, side_prompts(abs, s), side_trace(abs, s)),
             /*sets_threads=*/true};
   }
-  return {"replay-" + s.name,
-          replay_argv(abs / "configs" / (s.name + ".toml"), side_prompts(abs, s),
-                      {p.model, p.tokenizer}, side_trace(abs, s))};
+  return {
+      "replay-" + s.name,
+      replay_argv(abs / "configs" / (s.name + ".toml"), side_prompts(abs, s),
+                  {p.model, p.tokenizer}, side_trace(abs, s),
+                  certify ? std::vector<std::string>{"--certify"} : std::vector<std::string>{})};
 }
 
 // The recorder of each recorder side still to replay, found before anything is written (or
@@ -112,7 +115,8 @@ void wait_for_jobs(const ZoomOptions& a, const ZoomPlan& p) {
 // Runs (or submits) the replays still missing; returns the exit code when zoom stops here.
 std::optional<int> run_replays(const ZoomOptions& a, const std::filesystem::path& dir, ZoomPlan& p,
                                const std::vector<size_t>& todo) {
-  std::vector<ChildRun> runs = {replay_run(dir, p, p.side_a), replay_run(dir, p, p.side_b)};
+  std::vector<ChildRun> runs = {replay_run(dir, p, p.side_a, a.certify),
+                                replay_run(dir, p, p.side_b, a.certify)};
   const ReplayOptions opt{"zoom", a.jobs, a.slurm, a.wait, a.slurm_opt, a.poll_s, a.quiet};
   const ReplayEnd end = run_replays(
       dir, runs, todo, opt, p.slurm_jobs,

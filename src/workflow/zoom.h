@@ -24,6 +24,7 @@ struct ZoomOptions {
   SlurmOptions slurm_opt;
   int poll_s = 5;
   bool quiet = false;
+  bool certify = false;  // each driftscope replay: run --certify
 };
 
 // Runs the zoom into `o.output`. Returns the exit code: 0 when the reports are written (or the
