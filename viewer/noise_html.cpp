@@ -33,7 +33,8 @@ std::string noise_html(const diff::NoiseReport& n) {
         "<tr{}><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
         "<td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
         s.significant ? " class=\"bad\"" : "", html_escape(s.site), html::sci(s.drift),
-        std::isnan(s.floor_units) ? std::string("replays: 0") : fmt::format("{:.3g}", s.floor_units),
+        std::isnan(s.floor_units) ? std::string("replays: 0")
+                                  : fmt::format("{:.3g}", s.floor_units),
         p_cell(s.p), p_cell(s.p_family), html_escape(s.driver));
   }
   h += "</table>";
@@ -58,9 +59,8 @@ std::vector<diff::LayerDrift> in_floor_units(const std::vector<diff::LayerDrift>
     diff::LayerDrift u = l;
     for (size_t p = 0; p < u.rel_l2.size(); ++p) {
       const size_t b = static_cast<size_t>(diff::position_bucket(static_cast<int64_t>(p)));
-      const double f = b < site->floor_by_bucket.size()
-                           ? site->floor_by_bucket[b]
-                           : std::numeric_limits<double>::quiet_NaN();
+      const double f = b < site->floor_by_bucket.size() ? site->floor_by_bucket[b]
+                                                        : std::numeric_limits<double>::quiet_NaN();
       const double x = l.rel_l2[p];
       double v = std::numeric_limits<double>::quiet_NaN();
       if (std::isnan(x) || std::isnan(f)) {

@@ -174,7 +174,7 @@ int run_demo(const CLI::App& cmd, DemoArgs& a) {
     co.a = path_a.string();
     co.output = path_floor.string();
     co.runs = a.floor_runs;
-    co.jobs = std::max(1, ops::cpu_threads());
+    co.replay.jobs = std::max(1, ops::cpu_threads());
     co.force = true;  // refused up front unless --force
     print_note("floor: A under {} benign reduction orders -> {}\n", a.floor_runs,
                path_floor.string());

@@ -29,10 +29,9 @@ int64_t logits_ulps(std::span<const double> a, std::span<const double> b, bool f
       if (std::isnan(a[i]) != std::isnan(b[i])) return -1;
       continue;
     }
-    const int64_t d =
-        fp64 ? ordinal(b[i]) - ordinal(a[i])
-             : int64_t{ordinal(static_cast<float>(b[i]), Storage::native)} -
-                   int64_t{ordinal(static_cast<float>(a[i]), Storage::native)};
+    const int64_t d = fp64 ? ordinal(b[i]) - ordinal(a[i])
+                           : int64_t{ordinal(static_cast<float>(b[i]), Storage::native)} -
+                                 int64_t{ordinal(static_cast<float>(a[i]), Storage::native)};
     worst = std::max(worst, d < 0 ? -d : d);
   }
   return worst;
@@ -61,8 +60,8 @@ PassLogits& DigestingRuntime::forward(std::span<const BatchRow> rows) {
     const auto& ref = reference_->digests_;
     const bool known = static_cast<size_t>(seq) < ref.size() &&
                        static_cast<size_t>(pos) < ref[static_cast<size_t>(seq)].size();
-    if (known && ref[static_cast<size_t>(seq)][static_cast<size_t>(pos)] ==
-                     d[static_cast<size_t>(pos)]) {
+    if (known &&
+        ref[static_cast<size_t>(seq)][static_cast<size_t>(pos)] == d[static_cast<size_t>(pos)]) {
       continue;
     }
     first_ = at;
@@ -76,7 +75,8 @@ void DigestingRuntime::set_plan(NumericsPlan plan) {
 }
 
 void DigestingRuntime::bind_slot(int slot, int seq) {
-  if (slot_seq_.size() <= static_cast<size_t>(slot)) slot_seq_.resize(static_cast<size_t>(slot) + 1, -1);
+  if (slot_seq_.size() <= static_cast<size_t>(slot))
+    slot_seq_.resize(static_cast<size_t>(slot) + 1, -1);
   slot_seq_[static_cast<size_t>(slot)] = seq;
 }
 
@@ -103,7 +103,8 @@ trace::Certificate make_certificate(const DigestingRuntime& untapped,
       row.untapped = known ? du[q][r] : 0;
       row.token_untapped = known ? untapped.tokens()[q][r] : -1;
       ++c.rows;
-      const bool same = known && row.tapped == row.untapped && row.token_tapped == row.token_untapped;
+      const bool same =
+          known && row.tapped == row.untapped && row.token_tapped == row.token_untapped;
       if (!same && c.identical) {
         c.identical = false;
         c.seq = row.seq;

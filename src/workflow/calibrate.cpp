@@ -73,7 +73,9 @@ void check_output(const CalibrateOptions& o) {
                             o.runs, diff::kMinFloorRuns),
                 "--runs takes N >= 20; 99 (the default) lets a p-value reach 0.01");
   }
-  if (o.jobs < 1) throw Error(fmt::format("-j {} is not >= 1", o.jobs), "-j takes N >= 1");
+  if (o.replay.jobs < 1) {
+    throw Error(fmt::format("-j {} is not >= 1", o.replay.jobs), "-j takes N >= 1");
+  }
   const TargetState t = target_state(o.output);
   if (t == TargetState::other) {
     throw Error(fmt::format("'{}' is not a regular file", o.output),
@@ -83,7 +85,7 @@ void check_output(const CalibrateOptions& o) {
     throw Error(fmt::format("floor '{}' already exists", o.output),
                 "pass --force to replace it, or choose another -o");
   }
-  check_slurm_flags(o.slurm, o.slurm_opt, o.poll_s, calibrate_dir(o.output));
+  check_slurm_flags(o.replay.slurm, o.replay.slurm_opt, o.replay.poll_s, calibrate_dir(o.output));
 }
 
 }  // namespace
@@ -98,10 +100,10 @@ int run_calibrate(const CalibrateOptions& o) {
   // everything above reads and checks; from here on the work folder is written
   std::filesystem::create_directories(dir);
   const SweepLock lock(dir, "calibrate");
-  settle_slurm_jobs(p.slurm_jobs, "calibrate", o.wait, true, o.poll_s, o.quiet,
+  settle_slurm_jobs(p.slurm_jobs, "calibrate", o.replay.wait, true, o.replay.poll_s, o.replay.quiet,
                     "wait for it (the same command with --wait), then run calibrate again");
   const std::vector<size_t> todo = prepare(dir, p, a);
-  if (!o.quiet) {
+  if (!o.replay.quiet) {
     print_note(
         "calibrate: {} sequence(s) ({} replayed with their batch neighbours), {} {} "
         "replays and a reference; {} to run\n",
@@ -110,9 +112,8 @@ int run_calibrate(const CalibrateOptions& o) {
   if (!todo.empty()) {
     std::vector<ChildRun> runs;
     for (const CalibrateRun& r : p.state) runs.push_back(calibrate_child(dir, p, r.k));
-    const ReplayOptions ro{"calibrate", o.jobs, o.slurm, o.wait, o.slurm_opt, o.poll_s, o.quiet};
     const ReplayEnd end = run_replays(
-        dir, runs, todo, ro, p.slurm_jobs,
+        dir, runs, todo, o.replay, p.slurm_jobs,
         [&](size_t k, bool exited_ok) {
           CalibrateRun& r = p.state[k];
           if (!exited_ok) {
@@ -153,7 +154,7 @@ int run_calibrate(const CalibrateOptions& o) {
   }
   const trace::FloorFile f = write_calibrated_floor(dir, p, a, o.force);
   std::filesystem::remove(run_trace(dir, 0));  // measured: the reference is not needed again
-  if (!o.quiet) {
+  if (!o.replay.quiet) {
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     print_note("calibrate: wrote {} ({} replays, {} sites, {} choice rows; {:.1f} s)\n", o.output,

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "src/workflow/slurm.h"
+#include "src/workflow/replays.h"
 
 namespace ds {
 
@@ -20,13 +20,8 @@ struct CalibrateOptions {
   int runs = 99;
   std::vector<int> seqs;
   std::string perturbation = "reorder";
-  int jobs = 2;
-  bool slurm = false;
-  bool wait = false;
-  SlurmOptions slurm_opt;
-  int poll_s = 5;
-  bool force = false;  // replace an existing floor file
-  bool quiet = false;
+  ReplayOptions replay{"calibrate"};  // -j, --slurm and its options, -q
+  bool force = false;                 // replace an existing floor file
 };
 
 // Calibrates into o.output. Returns the exit code: 0 when the floor is written (or the replays

@@ -42,7 +42,7 @@ std::vector<std::string> replay_argv(const std::filesystem::path& config,
 // How the replays of a command run: here, `jobs` at a time, or on Slurm.
 struct ReplayOptions {
   std::string what;  // the command: "zoom", "calibrate" (progress lines, DIR/<what>.sbatch)
-  int jobs = 2;
+  int jobs = 2;      // -j
   bool slurm = false;
   bool wait = false;
   SlurmOptions slurm_opt;

@@ -108,7 +108,7 @@ std::vector<size_t> prepare(const std::filesystem::path& dir, ZoomPlan& p,
 }
 
 void wait_for_jobs(const ZoomOptions& a, const ZoomPlan& p) {
-  settle_slurm_jobs(p.slurm_jobs, "zoom", a.wait, true, a.poll_s, a.quiet,
+  settle_slurm_jobs(p.slurm_jobs, "zoom", a.replay.wait, true, a.replay.poll_s, a.replay.quiet,
                     "wait for it (driftscope zoom A.h5 B.h5 -o DIR --wait), then run zoom again");
 }
 
@@ -117,9 +117,8 @@ std::optional<int> run_replays(const ZoomOptions& a, const std::filesystem::path
                                const std::vector<size_t>& todo) {
   std::vector<ChildRun> runs = {replay_run(dir, p, p.side_a, a.certify),
                                 replay_run(dir, p, p.side_b, a.certify)};
-  const ReplayOptions opt{"zoom", a.jobs, a.slurm, a.wait, a.slurm_opt, a.poll_s, a.quiet};
   const ReplayEnd end = run_replays(
-      dir, runs, todo, opt, p.slurm_jobs,
+      dir, runs, todo, a.replay, p.slurm_jobs,
       [&](size_t i, bool exited_ok) {
         ZoomSide& s = side(p, i);
         const bool ok = exited_ok && replay_done(dir, s);
@@ -169,7 +168,7 @@ int run_zoom(const ZoomOptions& a) {
   const SweepLock lock(dir, "zoom");
   if (!p.slurm_jobs.empty()) wait_for_jobs(a, p);
   const std::vector<size_t> todo = prepare(dir, p, ta, tb);
-  if (!a.quiet) {
+  if (!a.replay.quiet) {
     print_note(
         "zoom: {} sequence(s), {} replayed with their batch neighbours; {} replay(s) to "
         "run\n",
@@ -178,7 +177,7 @@ int run_zoom(const ZoomOptions& a) {
   if (!todo.empty()) {
     if (const auto rc = run_replays(a, dir, p, todo)) return *rc;
   }
-  analyse_zoom(dir, p, original, a.quiet);
+  analyse_zoom(dir, p, original, a.replay.quiet);
   return 0;
 }
 

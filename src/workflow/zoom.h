@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "src/workflow/slurm.h"
+#include "src/workflow/replays.h"
 
 namespace ds {
 
@@ -18,13 +18,8 @@ struct ZoomOptions {
   std::string a, b, output;
   std::vector<int> seqs;
   int after = 8;
-  int jobs = 2;
-  bool slurm = false;
-  bool wait = false;
-  SlurmOptions slurm_opt;
-  int poll_s = 5;
-  bool quiet = false;
-  bool certify = false;  // each driftscope replay: run --certify
+  ReplayOptions replay{"zoom"};  // -j, --slurm and its options, -q
+  bool certify = false;          // each driftscope replay: run --certify
 };
 
 // Runs the zoom into `o.output`. Returns the exit code: 0 when the reports are written (or the

@@ -20,7 +20,8 @@ namespace ds::test {
 namespace {
 
 // Two prompts, 8 new tokens, every probe, `flags` (a configuration) -> dir/name.
-std::string small_trace(const TempDir& dir, const std::string& name, const std::string& flags = "") {
+std::string small_trace(const TempDir& dir, const std::string& name,
+                        const std::string& flags = "") {
   std::ofstream(dir.path() / "p.txt") << "In the beginning\nAnd God said\n";
   const std::string path = (dir.path() / name).string();
   const CliResult r = run_cli(fmt::format("run --prompts {} --max-new 8 --probes all -q {} -o {}",
@@ -36,9 +37,10 @@ std::string replay(const TempDir& dir, const std::string& a, const std::string& 
   const auto plan = dir.path() / (name + ".json");
   std::ofstream(plan) << plan_json;
   const std::string path = (dir.path() / name).string() + ".h5";
-  const CliResult r = run_cli(fmt::format("run --force-tokens {} --max-new 8 --probes all -q "
-                                          "--plan {} -o {}",
-                                          a, plan.string(), path));
+  const CliResult r =
+      run_cli(fmt::format("run --force-tokens {} --max-new 8 --probes all -q "
+                          "--plan {} -o {}",
+                          a, plan.string(), path));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   return path;
@@ -102,12 +104,11 @@ TEST_CASE("calibrate: a floor of N replays, shown, resumed, and B judged against
   // B: a benign replay is within noise; a planted +4 ulp bias at L1/mlp_out is beyond it there
   const std::string benign =
       replay(dir, a, "benign", R"({"format":"driftscope-plan","version":1,"reorder_seed":777})");
-  const std::string biased = replay(
-      dir, a, "biased",
-      R"({"format":"driftscope-plan","version":1,"reorder_seed":778,)"
-      R"("test_bias":{"op":"L1/down_proj","ulps":4}})");
-  r = run_cli(fmt::format("diff {} {} --floor {} --alpha 0.05 --fail-on beyond-noise", a, benign,
-                          floor));
+  const std::string biased = replay(dir, a, "biased",
+                                    R"({"format":"driftscope-plan","version":1,"reorder_seed":778,)"
+                                    R"("test_bias":{"op":"L1/down_proj","ulps":4}})");
+  r = run_cli(
+      fmt::format("diff {} {} --floor {} --alpha 0.05 --fail-on beyond-noise", a, benign, floor));
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("against the noise floor") != std::string::npos);
   CHECK(r.out.find(": within noise") != std::string::npos);
@@ -129,9 +130,10 @@ TEST_CASE("calibrate: a floor of N replays, shown, resumed, and B judged against
                     "needs a noise floor");
 }
 
-TEST_CASE("diff --floor: a floor of another model, configuration or version, too few replays, "
-          "or damaged is refused",
-          "[cli][noise][bad-input]") {
+TEST_CASE(
+    "diff --floor: a floor of another model, configuration or version, too few replays, "
+    "or damaged is refused",
+    "[cli][noise][bad-input]") {
   TempDir dir;
   const std::string a = small_trace(dir, "a.h5");
   const std::string floor = (dir.path() / "floor.h5").string();

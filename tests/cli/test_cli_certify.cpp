@@ -27,9 +27,10 @@ std::string prompts_file(const TempDir& dir) {
 
 }  // namespace
 
-TEST_CASE("run --certify: every probe of fp32, bf16 at batch 8 and bf16 on 4 ranks changes "
-          "nothing",
-          "[cli][certify]") {
+TEST_CASE(
+    "run --certify: every probe of fp32, bf16 at batch 8 and bf16 on 4 ranks changes "
+    "nothing",
+    "[cli][certify]") {
   TempDir dir;
   const std::string prompts = prompts_file(dir);
   for (const char* config : {"fp32", "bf16-bs8", "bf16-tp4"}) {
@@ -87,8 +88,9 @@ TEST_CASE("sweep --certify passes --certify to every run", "[cli][certify][sweep
   REQUIRE(r.exit_code == 0);
   for (const char* name : {"dtype-fp32.h5", "dtype-bf16.h5"}) {
     INFO(name);
-    CHECK(trace::TraceReader::open(std::filesystem::path(out) / name).certify_json().find(
-              "\"identical\"") != std::string::npos);
+    CHECK(trace::TraceReader::open(std::filesystem::path(out) / name)
+              .certify_json()
+              .find("\"identical\"") != std::string::npos);
   }
 }
 

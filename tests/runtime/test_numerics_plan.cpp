@@ -160,6 +160,18 @@ int64_t ulps_apart(float a, float b, ds::Storage s) {
   return int64_t{ds::ordinal(b, s)} - int64_t{ds::ordinal(a, s)};
 }
 
+// The prompt of the step tests, and each of fp32 and bf16 with its activation storage.
+const std::vector<int32_t> kStepTokens = {1, 403, 407, 261, 378, 433, 5, 22, 9};
+template <typename F>
+void for_fp32_and_bf16(F check) {
+  for (const ds::DType dtype : {ds::DType::fp32, ds::DType::bf16}) {
+    ds::Numerics nx;
+    nx.dtype = dtype;
+    INFO(ds::dtype_name(dtype));
+    check(nx, ds::activation_storage(dtype));
+  }
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -167,18 +179,13 @@ TEST_CASE(
     "of them, the same for the same seed",
     "[runtime][plan][noise]") {
   const ds::Model m = ds::load_model(ds::test::model_bin());
-  const std::vector<int32_t> tokens = {1, 403, 407, 261, 378, 433, 5, 22, 9};
-  for (const ds::DType dtype : {ds::DType::fp32, ds::DType::bf16}) {
-    ds::Numerics nx;
-    nx.dtype = dtype;
-    const ds::Storage st = ds::activation_storage(dtype);
-    INFO(ds::dtype_name(dtype));
+  for_fp32_and_bf16([&](const ds::Numerics& nx, ds::Storage st) {
     auto with_sr = [&](uint64_t seed) {
       ds::NumericsPlan p(nx);
       p.stochastic_rounding(seed);
-      return alone(m, nx, tokens, 6, &p);
+      return alone(m, nx, kStepTokens, 6, &p);
     };
-    const SlotHook own = alone(m, nx, tokens, 6, nullptr), s1 = with_sr(1), s1b = with_sr(1),
+    const SlotHook own = alone(m, nx, kStepTokens, 6, nullptr), s1 = with_sr(1), s1b = with_sr(1),
                    s2 = with_sr(2);
     for (const auto& [site, rows] : own.by_site)
       CHECK(same_bits(s1.by_site.at(site), s1b.by_site.at(site)));
@@ -199,7 +206,7 @@ TEST_CASE(
     CHECK(share > 0.4);
     CHECK(share < 0.6);
     CHECK(std::abs(static_cast<double>(up) / static_cast<double>(moved) - 0.5) < 0.1);
-  }
+  });
 }
 
 TEST_CASE(
@@ -207,14 +214,11 @@ TEST_CASE(
     "nothing before it",
     "[runtime][plan][noise]") {
   const ds::Model m = ds::load_model(ds::test::model_bin());
-  const std::vector<int32_t> tokens = {1, 403, 407, 261, 378, 433, 5, 22, 9};
-  for (const ds::DType dtype : {ds::DType::fp32, ds::DType::bf16}) {
-    ds::Numerics nx;
-    nx.dtype = dtype;
-    INFO(ds::dtype_name(dtype));
+  for_fp32_and_bf16([&](const ds::Numerics& nx, ds::Storage st) {
     ds::NumericsPlan p(nx);
     p.plant_bias({1, ds::PlanOp::down_proj}, 4);
-    const SlotHook own = alone(m, nx, tokens, 6, nullptr), biased = alone(m, nx, tokens, 6, &p);
+    const SlotHook own = alone(m, nx, kStepTokens, 6, nullptr),
+                   biased = alone(m, nx, kStepTokens, 6, &p);
     for (const char* site : {"embed", "L0/out", "L1/attn_out", "L1/mlp_norm"}) {
       INFO(site);
       CHECK(same_bits(biased.by_site.at(site), own.by_site.at(site)));
@@ -223,8 +227,6 @@ TEST_CASE(
     const auto& a = own.by_site.at("L1/mlp_out");
     const auto& b = biased.by_site.at("L1/mlp_out");
     const size_t prefill = 6 * static_cast<size_t>(m.config.dim);
-    for (size_t i = 0; i < prefill; ++i) {
-      CHECK(ulps_apart(a[i], b[i], ds::activation_storage(dtype)) == 4);
-    }
-  }
+    for (size_t i = 0; i < prefill; ++i) CHECK(ulps_apart(a[i], b[i], st) == 4);
+  });
 }
