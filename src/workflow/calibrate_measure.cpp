@@ -120,6 +120,23 @@ bool reference_done(const std::filesystem::path& dir, const CalibratePlan& p) {
   return trace_done(run_trace(dir, 0), p.config, "all");
 }
 
+std::string reference_mismatch(const std::filesystem::path& dir, const CalibratePlan& p,
+                               const trace::TraceReader& a) {
+  diff::DiffOptions opt;
+  opt.sequences = p.sequences;
+  const diff::Report r = diff::diff_traces(a, trace::TraceReader::open(run_trace(dir, 0)), opt);
+  for (const auto& s : r.sequences) {
+    if (s.has_logits && !s.logits.identical) {
+      return fmt::format("sequence {}: logits differ (KL max {:.3g})", s.index, s.logits.kl_max);
+    }
+    if (!s.hidden_identical) {
+      return fmt::format("sequence {}: hidden states differ{}", s.index,
+                         s.onset ? " from " + s.onset->site : std::string());
+    }
+  }
+  return {};
+}
+
 void measure_replay(const std::filesystem::path& dir, const CalibratePlan& p, int k) {
   const auto ref = trace::TraceReader::open(run_trace(dir, 0));
   const auto rep = trace::TraceReader::open(run_trace(dir, k));

@@ -20,6 +20,13 @@ bool replay_measured(const std::filesystem::path& dir, int k);
 // Whether the reference is recorded: a complete trace of A's configuration with every probe.
 bool reference_done(const std::filesystem::path& dir, const CalibratePlan& p);
 
+// Whether the reference replays A bit for bit over the calibrated sequences (every logits row and
+// every hidden site both traces hold): "" when it does, else what differs first. On the CPU it
+// does; a difference means A was not recorded as its configuration says (the floor then measures
+// drift around the reference, not around A).
+std::string reference_mismatch(const std::filesystem::path& dir, const CalibratePlan& p,
+                               const trace::TraceReader& a);
+
 // Measures replay k against the reference (both traces complete), writes its measure, and
 // removes its trace. Throws ds::Error when either trace cannot be read.
 void measure_replay(const std::filesystem::path& dir, const CalibratePlan& p, int k);

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <optional>
 
 #include "diff/noise_floor.h"
@@ -26,6 +27,13 @@ ds::RunConfig fp32() {  // configs/fp32.toml
   return c;
 }
 
+ds::RunConfig bf16_bs1() {  // configs/bf16-bs1.toml
+  ds::RunConfig c;
+  c.dtype = "bf16";
+  c.gemm_policy = "heuristic";
+  return c;
+}
+
 ds::RunConfig bf16_bs8() {  // configs/bf16-bs8.toml
   ds::RunConfig c;
   c.dtype = "bf16";
@@ -36,6 +44,12 @@ ds::RunConfig bf16_bs8() {  // configs/bf16-bs8.toml
 
 struct Alarms {
   int site_tests = 0, site_alarms = 0, family = 0, gate = 0, flips = 0;
+  std::map<std::string, int> by_site;  // alarms per site
+  int most_at_one_site() const {
+    int m = 0;
+    for (const auto& [site, n] : by_site) m = std::max(m, n);
+    return m;
+  }
 };
 
 // B of every held-out seed against the floor: per-site alarms (p <= alpha), family-wise ones (an
@@ -48,6 +62,7 @@ Alarms held_out(FloorFixture& f, const ds::trace::FloorFile& floor, const std::s
     for (const auto& s : n.sites) {
       ++a.site_tests;
       a.site_alarms += s.p <= kAlpha;
+      a.by_site[s.site] += s.p <= kAlpha;
     }
     a.family += n.onset.has_value();
     a.gate += n.beyond;
@@ -62,8 +77,8 @@ double secs_since(std::chrono::steady_clock::time_point t) {
 
 // A replay of seed k with a planted error at L1/down_proj (L1/mlp_out): a bias of `ulps` ulps,
 // or (ulps 0) an fp16 accumulator in that GEMM alone.
-ds::PlanSpec planted(uint64_t k, int ulps) {
-  ds::PlanSpec p = FloorFixture::benign("reorder", k);
+ds::PlanSpec planted(uint64_t k, int ulps, const std::string& cls) {
+  ds::PlanSpec p = FloorFixture::benign(cls, k);
   if (ulps != 0) {
     p.bias_op = "L1/down_proj";
     p.bias_ulps = ulps;
@@ -82,13 +97,14 @@ struct Power {
 
 // Planted errors at L1/mlp_out over `seeds` seeds: flagged at that site (the onset against the
 // floor), flagged earlier (a false onset), the gate.
-Power power(FloorFixture& f, const ds::trace::FloorFile& floor, int seeds, int ulps) {
+Power power(FloorFixture& f, const ds::trace::FloorFile& floor, int seeds, int ulps,
+            const std::string& cls) {
   Power p;
   const std::vector<std::string> earlier = {
       "embed",  "L0/attn_norm", "L0/attn_out", "L0/resid_mid", "L0/mlp_norm", "L0/mlp_out",
       "L0/out", "L1/attn_norm", "L1/attn_out", "L1/resid_mid", "L1/mlp_norm"};
   for (int j = 0; j < seeds; ++j) {
-    const std::string b = f.replay(planted(200000 + j, ulps), "planted");
+    const std::string b = f.replay(planted(200000 + j, ulps, cls), "planted");
     const ds::diff::NoiseReport n = f.judge(b, floor, kAlpha);
     ++p.n;
     p.flagged_there += n.onset == std::optional<std::string>("L1/mlp_out");
@@ -109,15 +125,16 @@ void false_alarms(const ds::RunConfig& config, int prompts, int max_new, const s
   const double rate = static_cast<double>(a.site_alarms) / a.site_tests;
   fmt::print(
       "noise floor false alarms, {} {} batch {} ({} prompts x {} tokens, {}): per site {}/{} = "
-      "{:.4f}, family-wise {}/{}, gate {}/{} (flips {}); calibrate {:.1f} s, held-out {:.1f} s\n",
+      "{:.4f} (at most {}/{} at one site), family-wise {}/{}, gate {}/{} (flips {}); calibrate "
+      "{:.1f} s, held-out {:.1f} s\n",
       config.dtype, config.gemm_policy, config.batch, prompts, max_new, cls, a.site_alarms,
-      a.site_tests, rate, a.family, kHeldOut, a.gate, kHeldOut, a.flips, calibrate_s,
-      secs_since(t0) - calibrate_s);
+      a.site_tests, rate, a.most_at_one_site(), kHeldOut, a.family, kHeldOut, a.gate, kHeldOut,
+      a.flips, calibrate_s, secs_since(t0) - calibrate_s);
   std::fflush(stdout);
   CHECK(rate <= 0.02);
   CHECK(a.family <= 5);
   CHECK(a.gate <= 5);
-  const Power bias = power(f, floor, 100, 4), accum = power(f, floor, 10, 0);
+  const Power bias = power(f, floor, 100, 4, cls), accum = power(f, floor, 10, 0, cls);
   fmt::print(
       "noise floor power, {}: +4 ulp at L1/mlp_out flagged there {}/{} (earlier {}, gate "
       "{}); fp16 accumulator in L1/down_proj flagged there {}/{} (earlier {}, gate {})\n",
@@ -132,11 +149,50 @@ void false_alarms(const ds::RunConfig& config, int prompts, int max_new, const s
 }  // namespace
 
 TEST_CASE("noise floor: held-out benign replays of fp32 are within noise (false alarms)",
-          "[noise][slow]") {
+          "[noise]") {
   false_alarms(fp32(), 4, 16, "reorder");
 }
 
-TEST_CASE("noise floor: held-out benign replays of bf16 at batch 8 are within noise",
-          "[noise][slow]") {
+TEST_CASE("noise floor: held-out benign replays of bf16 at batch 8 are within noise", "[noise]") {
   false_alarms(bf16_bs8(), 8, 12, "reorder");
+}
+
+// Measurements beside the tests (hidden from CI: run by name), for bench/RESULTS.md: the second
+// benign class, stochastic rounding, and both classes together.
+TEST_CASE("noise floor (measurement): held-out replays of stochastic rounding", "[.][measure]") {
+  false_alarms(fp32(), 4, 16, "sr");
+  false_alarms(bf16_bs8(), 8, 12, "sr");
+}
+
+TEST_CASE("noise floor (measurement): held-out replays of reordering and stochastic rounding",
+          "[.][measure]") {
+  false_alarms(fp32(), 4, 16, "reorder+sr");
+}
+
+TEST_CASE("noise floor: bf16 at batch 8 against a bf16 batch-1 floor, reported either way",
+          "[noise]") {
+  // A batch change under the heuristic policy is split-K and split-KV chosen from another shape:
+  // the kind of reordering the floor's replays draw. Whether batch 8 moves A more than they do is
+  // measured, not assumed; the verdict must follow from the report's own p-values.
+  FloorFixture f(bf16_bs1(), 8, 12);
+  const ds::trace::FloorFile floor = f.calibrate(kRuns, "reorder");
+  ds::RunConfig b = bf16_bs8();
+  b.max_new = 12;
+  const ds::diff::NoiseReport n = f.judge(f.replay_as(b, nullptr, "bs8"), floor, kAlpha);
+  std::string sites;
+  for (const auto& s : n.sites) {
+    if (s.significant || s.p_family < 0.2) {
+      sites += fmt::format(" {} ({:.2g} x floor, p {:.2g}, fw {:.2g}, {})", s.site, s.floor_units,
+                           s.p, s.p_family, s.driver);
+    }
+  }
+  fmt::print(
+      "noise floor, bf16 batch 8 against a bf16 batch-1 floor (8 prompts x 12 tokens): {}"
+      "\n  sites:{}\n",
+      n.headline, sites.empty() ? " none below family-wise p 0.2" : sites);
+  std::fflush(stdout);
+  CHECK(n.runs == kRuns);
+  CHECK(n.sites.size() == 27);  // every hidden site and the logits
+  CHECK(n.beyond == (n.onset.has_value() || n.p_flips <= kAlpha));
+  CHECK(n.drift_beyond == n.onset.has_value());
 }
