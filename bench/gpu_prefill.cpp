@@ -43,6 +43,7 @@ bool flag(int argc, char** argv, const std::string& name) {
 }
 
 double median(std::vector<double> v) {
+  if (v.empty()) return 0;  // reps 0: a warm-up only
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
@@ -156,9 +157,9 @@ int main(int argc, char** argv) {
         {c.dim, c.hidden_dim, c.n_layers}, {c.vocab_size, c.dim, 1}};
     double model_flops = 0;
     for (const Shape& s : shapes) model_flops += 2.0 * tokens * s.N * s.K * s.count;
-    const ds::Storage t = dtype == "fp16"   ? ds::Storage::f16
-                          : dtype == "bf16" ? ds::Storage::bf16
-                                            : ds::Storage::native;
+    ds::RunConfig precision;
+    ds::set_field(precision, "dtype", dtype);
+    const ds::Storage t = ds::activation_storage(precision.dtype);
     const double peak = cublas_flops(shapes, tokens, t, false);
     fmt::print(
         "cuBLASLt alone on the prefill's GEMM shapes ({}, M = {}, random data): {:.1f} "
@@ -170,9 +171,9 @@ int main(int argc, char** argv) {
         tokens, dtype, model_flops, peak);
     for (size_t i = 0; i < kernels.size(); ++i) {
       ds::RunConfig rc;
-      rc.device = "cuda";
-      rc.dtype = dtype;
-      rc.kernel = kernels[i];
+      rc.device = ds::Device::cuda;
+      ds::set_field(rc, "dtype", dtype);
+      ds::set_field(rc, "kernel", kernels[i]);
       ds::validate(rc);
       double s = 0;
       {
@@ -190,7 +191,8 @@ int main(int argc, char** argv) {
           i ? ", " : "", kernels[i], s, tokens / s, ratio);
       if (flag(argc, argv, "--profile")) {  // per-op device times of one more pass, to stderr
         setenv("DRIFTSCOPE_CUDA_OP_TIMES", "1", 1);
-        fmt::print(stderr, "profile of --kernel {} (one pass after a warm-up):\n", kernels[i]);
+        fmt::print(stderr, "profile of --kernel {} (a warm-up pass and one more, both counted):\n",
+                   kernels[i]);
         {
           auto rt = ds::make_runtime(m, ds::numerics(rc), tokens);
           prefill_seconds(*rt, rows, 0);

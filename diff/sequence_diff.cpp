@@ -101,9 +101,9 @@ LogitsRow logits_row(const trace::TopKRows& t, const std::vector<float>& lse,
 }
 
 // The storage whose ulps the noise sums count in: the coarser of the two sides'.
-Storage noise_storage(h5::Elem a, h5::Elem b) {
-  if (a == h5::Elem::BF16 || b == h5::Elem::BF16) return Storage::bf16;
-  if (a == h5::Elem::F16 || b == h5::Elem::F16) return Storage::f16;
+Storage noise_storage(NumberFormat a, NumberFormat b) {
+  if (a == NumberFormat::bf16 || b == NumberFormat::bf16) return Storage::bf16;
+  if (a == NumberFormat::f16 || b == NumberFormat::f16) return Storage::f16;
   return Storage::native;
 }
 

@@ -17,6 +17,10 @@ using ds::Storage;  // common/float_formats.h: where an op's output (and a weigh
 // Rounds n values in place to the storage format.
 template <typename T>
 void round_to(T* x, size_t n, Storage r);
+// Rounds n values in place to bf16 and moves each one bf16 step up (dir > 0) or down
+// (common/float_formats.h bf16_step): the output perturbation tests plant at one op.
+template <typename T>
+void step_bf16(T* x, size_t n, int dir);
 
 // Steps of an op's output by whole ulps of its storage, after its rounding: calibration's
 // perturbations (src/runtime/numerics_plan.h, docs/metrics.md "Noise floors"). Every value moves

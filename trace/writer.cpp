@@ -311,7 +311,7 @@ void TraceWriter::create_ahead(hid_t f, int from) {
   constexpr int kAhead = 16;
   const int n = static_cast<int>(opt_.planned_prompts.size());
   const int V = opt_.planned_vocab;
-  const SequenceLayout layout{opt_.planned_sites,     hidden_elem(opt_.hidden_dtype),
+  const SequenceLayout layout{opt_.planned_sites,     number_format(opt_.hidden_dtype),
                               std::min(opt_.topk, V), V,
                               opt_.full_logits,       opt_.deflate_level,
                               opt_.checksum};
@@ -386,7 +386,7 @@ void TraceWriter::handle(StepRecord& m) {
   }
   if (new_layout) {
     with_structure([&](hid_t f) {
-      const h5::Elem he = hidden_elem(opt_.hidden_dtype);
+      const NumberFormat he = number_format(opt_.hidden_dtype);
       const int z = opt_.deflate_level;
       // The other sequences begun with this one (a batch) get the same layout in the same
       // window; a later step with other sites opens another.
@@ -442,7 +442,7 @@ void TraceWriter::flush(SeqState& s) {
   if (s.buffered_rows == 0 && s.tokens_buf.empty()) return;
   try {
     const int64_t at = s.rows, n = s.buffered_rows;
-    const h5::Elem he = hidden_elem(opt_.hidden_dtype);
+    const NumberFormat he = number_format(opt_.hidden_dtype);
     std::vector<uint16_t> bits;
     for (const auto& [site, width] : s.site_order) {
       const std::vector<float>& v = s.hidden_buf[site];
@@ -451,7 +451,7 @@ void TraceWriter::flush(SeqState& s) {
                                 v.size(), n, width));
       }
       const h5::Id& d = s.datasets.hidden.at(site);
-      if (he == h5::Elem::F32) {
+      if (he == NumberFormat::f32) {
         h5::write_rows(d.get(), he, at, n, width, v.data());
       } else {
         bits.resize(v.size());
@@ -460,13 +460,14 @@ void TraceWriter::flush(SeqState& s) {
       }
     }
     if (!s.lse_buf.empty()) {
-      h5::write_rows(s.datasets.topk_ids.get(), h5::Elem::I32, at, n, s.K, s.ids_buf.data());
-      h5::write_rows(s.datasets.topk_logits.get(), h5::Elem::F32, at, n, s.K, s.vals_buf.data());
-      h5::write_rows(s.datasets.lse.get(), h5::Elem::F32, at, n, 0, s.lse_buf.data());
+      h5::write_rows(s.datasets.topk_ids.get(), NumberFormat::i32, at, n, s.K, s.ids_buf.data());
+      h5::write_rows(s.datasets.topk_logits.get(), NumberFormat::f32, at, n, s.K,
+                     s.vals_buf.data());
+      h5::write_rows(s.datasets.lse.get(), NumberFormat::f32, at, n, 0, s.lse_buf.data());
       if (s.datasets.full)
-        h5::write_rows(s.datasets.full.get(), h5::Elem::F32, at, n, s.V, s.full_buf.data());
+        h5::write_rows(s.datasets.full.get(), NumberFormat::f32, at, n, s.V, s.full_buf.data());
     }
-    h5::write_rows(s.datasets.tokens.get(), h5::Elem::I32, s.n_tokens,
+    h5::write_rows(s.datasets.tokens.get(), NumberFormat::i32, s.n_tokens,
                    static_cast<int64_t>(s.tokens_buf.size()), 0, s.tokens_buf.data());
     s.rows += n;
     s.n_tokens += static_cast<int64_t>(s.tokens_buf.size());
@@ -661,8 +662,8 @@ void TraceWriter::finish_file(bool complete, const std::string& stop_reason, boo
 namespace {
 
 template <typename T, typename F>
-void write_column(hid_t group, const char* name, h5::Elem e, const std::vector<CertifyRow>& rows,
-                  F field) {
+void write_column(hid_t group, const char* name, NumberFormat e,
+                  const std::vector<CertifyRow>& rows, F field) {
   std::vector<T> v;
   v.reserve(rows.size());
   for (const CertifyRow& r : rows) v.push_back(static_cast<T>(field(r)));
@@ -677,18 +678,18 @@ void write_column(hid_t group, const char* name, h5::Elem e, const std::vector<C
 void TraceWriter::write_certificate(int64_t file, const Certificate& c) {
   const hid_t f = static_cast<hid_t>(file);
   h5::Id g = h5::create_group(f, kCertifyGroup);
-  write_column<int32_t>(g.get(), "seq", h5::Elem::I32, c.digests,
+  write_column<int32_t>(g.get(), "seq", NumberFormat::i32, c.digests,
                         [](const CertifyRow& r) { return r.seq; });
-  write_column<int32_t>(g.get(), "row", h5::Elem::I32, c.digests,
+  write_column<int32_t>(g.get(), "row", NumberFormat::i32, c.digests,
                         [](const CertifyRow& r) { return r.row; });
   // digests as int64: the same 64 bits (h5py: .view(numpy.uint64))
-  write_column<int64_t>(g.get(), "tapped", h5::Elem::I64, c.digests,
+  write_column<int64_t>(g.get(), "tapped", NumberFormat::i64, c.digests,
                         [](const CertifyRow& r) { return static_cast<int64_t>(r.tapped); });
-  write_column<int64_t>(g.get(), "untapped", h5::Elem::I64, c.digests,
+  write_column<int64_t>(g.get(), "untapped", NumberFormat::i64, c.digests,
                         [](const CertifyRow& r) { return static_cast<int64_t>(r.untapped); });
-  write_column<int32_t>(g.get(), "token_tapped", h5::Elem::I32, c.digests,
+  write_column<int32_t>(g.get(), "token_tapped", NumberFormat::i32, c.digests,
                         [](const CertifyRow& r) { return r.token_tapped; });
-  write_column<int32_t>(g.get(), "token_untapped", h5::Elem::I32, c.digests,
+  write_column<int32_t>(g.get(), "token_untapped", NumberFormat::i32, c.digests,
                         [](const CertifyRow& r) { return r.token_untapped; });
   h5::write_attr(f, "certify_json", c.json());
 }

@@ -56,6 +56,12 @@ void round_to(T* x, size_t n, Storage r) {
   for (size_t i = 0; i < n; ++i) x[i] = rnd(x[i], r);
 }
 
+template <typename T>
+void step_bf16(T* x, size_t n, int dir) {
+  for (size_t i = 0; i < n; ++i)
+    x[i] = static_cast<T>(ds::bf16_step(static_cast<float>(x[i]), dir));
+}
+
 namespace {
 
 // -1, 0 or +1 with probabilities 1/4, 1/2, 1/4, from splitmix64 of (seed, i).
@@ -548,6 +554,7 @@ int heuristic_attn_splits(int kv_len, int sequences, int n_heads) {
 #define DS_INSTANTIATE(T)                                               \
   template void round_to<T>(T*, size_t, Storage);                       \
   template void ulp_steps<T>(T*, size_t, Storage, const UlpSteps&);     \
+  template void step_bf16<T>(T*, size_t, int);                          \
   template void matmul<T>(const Gemm<T*, const T*>&);                   \
   template void all_reduce<T>(T*, T*, int, size_t, AllReduce, Storage); \
   template void embedding<T>(T*, const T*, const int32_t*, int, int);   \

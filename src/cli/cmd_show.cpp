@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/number_format.h"
 #include "common/printable.h"
 #include "diff/noise_floor.h"
 #include "src/cli/commands.h"
@@ -195,7 +196,7 @@ int run_show(const ShowArgs& a) {
     if (!q.sites.empty()) {
       const auto& f = q.sites.front();
       fmt::print("  hidden        {} sites, each [{}, {}] {} ({} ... {})\n", q.sites.size(),
-                 f.shape[0], f.shape.size() > 1 ? f.shape[1] : 0, h5::elem_name(f.elem), f.name,
+                 f.shape[0], f.shape.size() > 1 ? f.shape[1] : 0, traits(f.elem).trace_name, f.name,
                  q.sites.back().name);
     }
   }

@@ -102,6 +102,7 @@ CommandRun register_sweep(CLI::App* cmd) {
     args->sweep.writer_flags = check_flags(*cmd, *args);
     args->sweep.base = args->run.config;
     args->sweep.dry_run = args->run.dry_run;
+    args->sweep.option_of = [cmd](const std::string& knob) { return option_named(cmd, knob); };
     return run_sweep(args->sweep);
   };
 }

@@ -53,6 +53,9 @@ CommandRun register_zoom(CLI::App* cmd) {
                     "wait for the zoom's Slurm jobs, then write the reports");
   cmd->add_flag("--certify", args->certify,
                 "each driftscope replay proves that tapping changed nothing (run --certify)");
+  cmd->add_flag("--explain", args->explain,
+                "also say why each flip flips, as driftscope explain does (its trials, "
+                "DIR/explain.*): the flips report's onset column then names each cause");
   cmd->add_flag("-q,--quiet", args->replay.quiet, "no progress lines on stderr");
   return [args] {
     check_flags(*args);

@@ -37,6 +37,7 @@ CommandRun register_synth(CLI::App* cmd);
 CommandRun register_sweep(CLI::App* cmd);
 CommandRun register_stats(CLI::App* cmd);
 CommandRun register_zoom(CLI::App* cmd);
+CommandRun register_explain(CLI::App* cmd);
 CommandRun register_calibrate(CLI::App* cmd);
 
 inline constexpr std::string_view kLessModel =
@@ -57,6 +58,7 @@ inline constexpr Command kCommands[] = {
     {"sweep", register_sweep, false, "a sweep of fewer configurations needs less"},
     {"stats", register_stats, true, kLessTraces},
     {"zoom", register_zoom, true, kLessModel},
+    {"explain", register_explain, true, kLessModel},
     {"calibrate", register_calibrate, false, kLessModel},
 };
 

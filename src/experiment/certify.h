@@ -35,7 +35,6 @@ class DigestingRuntime final : public Runtime {
   void set_tap_hook(TapHook* hook) override { inner_.set_tap_hook(hook); }
   void set_kernel_recorder(trace::KernelRecorder* r) override { inner_.set_kernel_recorder(r); }
   void set_shadow_source(ShadowSource* s) override { inner_.set_shadow_source(s); }
-  void set_site_edit(SiteEdit* e) override { inner_.set_site_edit(e); }
   void set_plan(NumericsPlan plan) override;
   int capacity() const override { return inner_.capacity(); }
   int slots() const override { return inner_.slots(); }

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "src/experiment/perturb.h"
 
 namespace ds {
 namespace {
@@ -70,11 +71,7 @@ PlanSpec parse_plan_spec(const std::string& text, const std::string& where) {
     s.a_shapes = shapes_of(j, "a_shapes");
     s.b_shapes = shapes_of(j, "b_shapes");
     if (j.contains("b")) {
-      RunConfig b;
-      for (const auto& [k, v] : j.at("b").items()) {
-        if (k == "trace") continue;
-        set_field(b, k, v.is_string() ? v.get<std::string>() : v.dump());
-      }
+      const RunConfig b = config_from_json(j.at("b").dump(), {}, {"trace"});
       validate(b);
       s.b = b;
     }
@@ -113,15 +110,15 @@ std::string plan_spec_json(const PlanSpec& s) {
 }
 
 NumericsPlan make_plan(const PlanSpec& s, const RunConfig& own, int n_layers) {
-  PlanSide a{numerics(own), s.a_shapes};
+  PlanSide a{numerics(own), s.a_shapes, parse_perturbation(own.test_perturb, n_layers)};
   std::vector<OpId> ops;
-  PlanSide b{a.nx, {}};
+  PlanSide b{a.nx, {}, {}};
   if (s.b) {
-    b = {numerics(*s.b), s.b_shapes};
+    b = {numerics(*s.b), s.b_shapes, parse_perturbation(s.b->test_perturb, n_layers)};
     if (b.nx.device != a.nx.device) {
-      throw Error(
-          fmt::format("a plan's second side runs on {}, the run on {}", s.b->device, own.device),
-          "op by op, one device: set the device in the run's own configuration");
+      throw Error(fmt::format("a plan's second side runs on {}, the run on {}",
+                              field_text(*s.b, "device"), field_text(own, "device")),
+                  "op by op, one device: set the device in the run's own configuration");
     }
     for (const std::string& name : s.b_ops) {
       if (name == "all") {

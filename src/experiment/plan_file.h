@@ -41,7 +41,8 @@ PlanSpec parse_plan_spec(const std::string& text, const std::string& where);
 std::string plan_spec_json(const PlanSpec& s);
 
 // The plan of `s` for a run of configuration `own` on a model of n_layers layers: ops in b_ops
-// round and reduce as side b decides; the weights are the run's own (side a's format). Throws
+// round and reduce as side b decides (and take its test perturbation, test_perturb, when it
+// names one of them); the weights are the run's own (side a's format). Throws
 // ds::Error for an op name the model does not have, or a second side on another device.
 NumericsPlan make_plan(const PlanSpec& s, const RunConfig& own, int n_layers);
 

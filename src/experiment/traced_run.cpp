@@ -6,7 +6,7 @@
 
 #include "common/error.h"
 #include "src/experiment/certify.h"
-#include "src/experiment/perturb.h"
+#include "src/experiment/intrusive_tap.h"
 #include "src/experiment/trace_recorder.h"
 #include "src/runtime/cuda_loader.h"
 #include "src/runtime/runtime.h"
@@ -27,19 +27,18 @@ std::string traced_config_json(const RunConfig& config, const std::string& probe
                 {"force_tokens", force_tokens.empty() ? nlohmann::ordered_json()
                                                       : nlohmann::ordered_json(force_tokens)},
                 {"compression", trace::compression_name(writer.deflate_level)}};
-  if (!perturbation_env_text().empty()) j["test_perturb"] = perturbation_env_text();  // test-only
   if (!intrusive_tap_env_text().empty()) j["test_intrusive_tap"] = intrusive_tap_env_text();
   if (plan) j["plan"] = nlohmann::ordered_json::parse(plan_spec_json(*plan));
   return j.dump();
 }
 
-bool records_kernels(const std::string& kernels, const std::string& device) {
+bool records_kernels(const std::string& kernels, Device device) {
   if (kernels == "off") return false;
-  if (kernels == "auto") return device == "cuda" && cuda_module().kernel_records_built();
+  if (kernels == "auto") return device == Device::cuda && cuda_module().kernel_records_built();
   if (kernels != "on") {
     throw Error("invalid kernels '" + kernels + "'", "--kernels takes auto, on or off");
   }
-  if (device != "cuda") {
+  if (device != Device::cuda) {
     throw Error("kernel records need --device cuda (the CPU reference launches no kernels)",
                 "use --kernels auto or off on the CPU");
   }
@@ -138,7 +137,7 @@ TracedRunResult run_traced(const Model& model, const std::vector<Prompt>& prompt
   g.sampling = opt.config.sampling();
   g.eos_id = opt.eos_id;
   g.prefill_chunk = opt.config.prefill_chunk;
-  g.prefix_cache = opt.config.prefix_cache == "on";
+  g.prefix_cache = opt.config.prefix_cache;
   g.should_stop = opt.should_stop;
   // run --certify: the untapped pass first (no hook: nothing is handed over), its digests kept
   std::optional<DigestingRuntime> untapped, tapped;
@@ -210,7 +209,7 @@ TracedRunResult run_traced(const Model& model, const std::vector<Prompt>& prompt
           again, prompts, batch, g, [&](size_t f, size_t l) { a.begin(f, l); },
           [](int, std::optional<int32_t>, const std::vector<int32_t>&) {},
           [](size_t, const std::vector<GenerateResult>&) {});
-      ulps = logits_ulps(again.kept_row(), tapped->kept_row(), opt.config.dtype == "fp64");
+      ulps = logits_ulps(again.kept_row(), tapped->kept_row(), opt.config.dtype == DType::fp64);
     }
     std::vector<int> prompt_lens;
     for (const auto& p : prompts) prompt_lens.push_back(static_cast<int>(p.ids.size()));

@@ -53,7 +53,7 @@ std::string traced_config_json(const RunConfig& config, const std::string& probe
 
 // Whether a run records kernels: `kernels` (auto, on, off) on `device`. Throws ds::Error for an
 // unknown value, or for "on" where kernels cannot be recorded (CPU device, no CUPTI in the build).
-bool records_kernels(const std::string& kernels, const std::string& device);
+bool records_kernels(const std::string& kernels, Device device);
 
 TracedRunResult run_traced(const Model& model, const std::vector<Prompt>& prompts,
                            const TracedRunOptions& opt);

@@ -214,9 +214,23 @@ class CpuBackend {
     std::copy(host, host + n, y);
     ops::round_to(y, n, act_);
   }
-  void round(Ptr y, size_t n, Storage to) const { ops::round_to(y, n, to); }
   void ulp_steps(Ptr y, size_t n, Storage s, const ops::UlpSteps& steps) const {
     ops::ulp_steps(y, n, s, steps);
+  }
+  // The test perturbation of an op's output (numerics_plan.h Nudge).
+  void nudge(Ptr y, size_t n, Nudge how) const {
+    switch (how) {
+      case Nudge::bf16:
+        return ops::round_to(y, n, Storage::bf16);
+      case Nudge::f16:
+        return ops::round_to(y, n, Storage::f16);
+      case Nudge::ulp_up:
+        return ops::step_bf16(y, n, 1);
+      case Nudge::ulp_down:
+        return ops::step_bf16(y, n, -1);
+      case Nudge::none:
+        return;
+    }
   }
   void all_reduce(Ptr y, Ptr parts, int tp, size_t n, ops::AllReduce order, Storage r) const {
     ops::all_reduce(y, parts, tp, n, order, r);

@@ -53,8 +53,9 @@ namespace ds {
 //   end_pass(logits, rows)  the pass's logits as the caller reads them (pass_logits.h), pending
 //                       taps delivered
 // Optional (detected with requires; a backend without them refuses the feature): load_rows
-// (shadow layers' reference inputs), round (site edits, taps.h) and ulp_steps (a plan's steps of
-// op outputs, numerics_plan.h: calibration's stochastic rounding). Optional, with the same
+// (shadow layers' reference inputs), nudge (the plan's test perturbation of an op's output)
+// and ulp_steps (a plan's steps of op outputs, numerics_plan.h: calibration's stochastic
+// rounding, a planted bias). Optional, with the same
 // results without them:
 //   gemm_group(span of ops::Gemm)  GEMMs that read none of each other's outputs run as one job
 //                       (the CPU's threads then wait once for q, k and v, not three times);
@@ -197,7 +198,6 @@ class ForwardRuntime final : public Runtime {
       for (int k = 0; k < kLayerSiteCount; ++k) names[k] = site_name({layer_site_kind(k), l});
       layer_sites_.push_back(names);
     }
-    rounds_.assign(c_.n_layers, {});  // no site edit: every site left alone (native)
     set_tap_hook(nullptr);
     b_.ready();
   }
@@ -208,27 +208,19 @@ class ForwardRuntime final : public Runtime {
   void set_kernel_recorder(trace::KernelRecorder* recorder) override { b_.set_recorder(recorder); }
   using Runtime::forward;
 
-  void set_site_edit(SiteEdit* edit) override {
-    if constexpr (!kCanRound) {
-      Runtime::set_site_edit(edit);  // refuses any edit
-    } else {
-      rounds_.assign(c_.n_layers, {});
-      for (int l = 0; edit && l < c_.n_layers; ++l) {
-        for (int k = 0; k < kLayerSiteCount; ++k)
-          rounds_[l][k] = edit->round_to({layer_site_kind(k), l});
-      }
-    }
-  }
-
   void set_plan(NumericsPlan plan) override {
     if (plan.numerics().dtype != plan_.numerics().dtype ||
         plan.numerics().device != plan_.numerics().device) {
       throw Error("a numerics plan's own side must be the runtime's configuration (dtype, device)");
     }
-    if constexpr (!kCanRound || !kCanStep) {
+    if constexpr (!kCanNudge || !kCanStep) {
       if (plan.mixed()) {
         throw Error("a plan that mixes two configurations op by op needs the CPU emulation",
                     "op-level explain runs with --device cpu");
+      }
+      if (plan.perturbs()) {
+        throw Error("this backend cannot apply the test perturbation (test_perturb)",
+                    "drop test_perturb, or use --device cpu");
       }
     }
     plan_ = std::move(plan);
@@ -282,6 +274,7 @@ class ForwardRuntime final : public Runtime {
       {
         [[maybe_unused]] auto scope = b_.op(embed_site_, "embedding");
         b_.embedding(x_.ptr(0), embed_, n, c_.dim);
+        perturbed({-1, PlanOp::embedding}, x_.ptr(0), static_cast<size_t>(n) * c_.dim);
       }
       if (wanted_.embed) b_.tap({SiteKind::embed}, x_.ptr(0), n, c_.dim);
       for (int l = 0; l < c_.n_layers; ++l) {
@@ -309,7 +302,7 @@ class ForwardRuntime final : public Runtime {
            {PlanOp::v_proj, v_, w.wv, &w.bv, KV}});  // (n, kv_dim)
     rope(site, l, n);
     attention(site, l);
-    step({l, PlanOp::attention}, att_.ptr(0), static_cast<size_t>(n) * Q);
+    perturbed({l, PlanOp::attention}, att_.ptr(0), static_cast<size_t>(n) * Q);
     row_parallel_gemm(site, {l, PlanOp::o_proj}, xb_, att_, w.wo, n, D, Q);  // (n, dim)
     tap_layer(l, SiteKind::attn_out, xb_.ptr(0), n, D);
     residual_add(lsite(l, SiteKind::resid_mid), {l, PlanOp::attn_add}, n);
@@ -393,7 +386,7 @@ class ForwardRuntime final : public Runtime {
     [[maybe_unused]] auto scope = b_.op(site, "rmsnorm");
     b_.rmsnorm(ops::Rmsnorm<Ptr, WeightView<B>>{y.ptr(0), x.ptr(0), b_.view(w), n, c_.dim,
                                                 c_.rms_norm_eps, plan_.stored(id)});
-    step(id, y.ptr(0), static_cast<size_t>(n) * c_.dim);
+    perturbed(id, y.ptr(0), static_cast<size_t>(n) * c_.dim);
   }
 
   // q and k rotated in place at the rows' positions
@@ -404,8 +397,8 @@ class ForwardRuntime final : public Runtime {
       b_.rope(ops::Rope<Ptr, TableView<B>>{x, n, heads, c_.head_dim, b_.positions(), b_.table(cos_),
                                            b_.table(sin_), plan_.stored({l, PlanOp::rope})});
     }
-    step({l, PlanOp::rope}, q_.ptr(0), static_cast<size_t>(n) * c_.q_dim(), 0);
-    step({l, PlanOp::rope}, k_.ptr(0), static_cast<size_t>(n) * c_.kv_dim(), 1);
+    perturbed({l, PlanOp::rope}, q_.ptr(0), static_cast<size_t>(n) * c_.q_dim(), 0);
+    perturbed({l, PlanOp::rope}, k_.ptr(0), static_cast<size_t>(n) * c_.kv_dim(), 1);
   }
 
   // gate <- silu(gate) * up
@@ -413,14 +406,14 @@ class ForwardRuntime final : public Runtime {
     [[maybe_unused]] auto scope = b_.op(site, "swiglu");
     b_.swiglu(gate_.ptr(0), gate_.ptr(0), up_.ptr(0), static_cast<size_t>(n) * c_.hidden_dim,
               plan_.stored({l, PlanOp::swiglu}).out);
-    step({l, PlanOp::swiglu}, gate_.ptr(0), static_cast<size_t>(n) * c_.hidden_dim);
+    perturbed({l, PlanOp::swiglu}, gate_.ptr(0), static_cast<size_t>(n) * c_.hidden_dim);
   }
 
   // x <- x + xb
   void residual_add(const std::string& site, OpId id, int n) {
     [[maybe_unused]] auto scope = b_.op(site, "residual_add");
     b_.add(x_.ptr(0), x_.ptr(0), xb_.ptr(0), static_cast<size_t>(n) * c_.dim, plan_.stored(id).out);
-    step(id, x_.ptr(0), static_cast<size_t>(n) * c_.dim);
+    perturbed(id, x_.ptr(0), static_cast<size_t>(n) * c_.dim);
   }
 
   // y (M, N) = x (M, K) w^T (+ b), decided by the plan at op `id`.
@@ -428,7 +421,7 @@ class ForwardRuntime final : public Runtime {
             int M, int N, int K) {
     [[maybe_unused]] auto scope = b_.op(site, plan_op_name(id.op));
     b_.gemm(gemm_call(id, y.ptr(0), x.ptr(0), w, bias, M, N, K));
-    step(id, y.ptr(0), static_cast<size_t>(M) * N);
+    perturbed(id, y.ptr(0), static_cast<size_t>(M) * N);
   }
   GemmCall gemm_call(OpId id, Ptr y, Ptr x, const Weight& w, const Weight* bias, int M, int N,
                      int K) const {
@@ -456,7 +449,7 @@ class ForwardRuntime final : public Runtime {
         group_.push_back(gemm_call({l, p.op}, p.y.ptr(0), x.ptr(0), p.w, p.bias, M, p.N, K));
       b_.gemm_group(std::span<const GemmCall>(group_));
       for (const Projection& p : projections) {
-        step({l, p.op}, p.y.ptr(0), static_cast<size_t>(M) * p.N);
+        perturbed({l, p.op}, p.y.ptr(0), static_cast<size_t>(M) * p.N);
       }
     } else {
       for (const Projection& p : projections) {
@@ -475,7 +468,7 @@ class ForwardRuntime final : public Runtime {
     const RowParallel rp = plan_.row_parallel(id);
     if (rp.tp <= 1) {
       b_.gemm(gemm_call(id, y, x, w, nullptr, M, N, K));
-      step(id, y, static_cast<size_t>(M) * N);
+      perturbed(id, y, static_cast<size_t>(M) * N);
       return;
     }
     const int ks = K / rp.tp;
@@ -489,7 +482,22 @@ class ForwardRuntime final : public Runtime {
       b_.gemm(g);
     }
     b_.all_reduce(y, tp_parts_.ptr(0), rp.tp, mn, rp.order, plan_.stored(id).out);
-    step(id, y, mn);
+    perturbed(id, y, mn);
+  }
+
+  // What the plan does to op `id`'s output (`count` values at p) right after the op: the
+  // test perturbation (a nudge), then its ulp steps (stochastic rounding, a planted bias);
+  // nothing unless the plan asks, so a run without either is unchanged. `salt` tells apart
+  // the calls of one op in a pass (rope's q and k).
+  void perturbed(OpId id, Ptr p, size_t count, int salt = 0) {
+    if constexpr (kCanNudge) {
+      if (const Nudge how = plan_.perturbation(id); how != Nudge::none) b_.nudge(p, count, how);
+    }
+    if constexpr (kCanStep) {
+      if (!plan_.steps_output()) return;
+      const ops::UlpSteps s = plan_.steps(id, salt);
+      if (s.any()) b_.ulp_steps(p, count, plan_.stored(id).out, s);
+    }
   }
 
   // Index of (slot, layer, position) in the KV cache (slots, n_layers, capacity, kv_dim);
@@ -500,31 +508,16 @@ class ForwardRuntime final : public Runtime {
 
   const std::string& lsite(int l, SiteKind k) const { return layer_sites_[l][layer_site_index(k)]; }
 
-  // A per-layer site's tensor, right after its op: rounded in place if a site edit asks, then
-  // handed to the hook if wanted.
+  // A per-layer site's tensor, right after its op: handed to the hook if wanted.
   void tap_layer(int l, SiteKind k, Ptr p, int n, int width) {
-    if constexpr (kCanRound) {
-      const Storage to = rounds_[l][layer_site_index(k)];
-      if (to != Storage::native) b_.round(p, static_cast<size_t>(n) * width, to);
-    }
     if (wanted_.at(l, k)) b_.tap({k, l}, p, n, width);
-  }
-
-  // The plan's steps of op `id`'s output (n values at p), right after the op: none unless the
-  // plan steps outputs (stochastic rounding, a planted bias), so a run without one is unchanged.
-  void step(OpId id, Ptr p, size_t n, int salt = 0) {
-    if constexpr (kCanStep) {
-      if (!plan_.steps_output()) return;
-      const ops::UlpSteps s = plan_.steps(id, salt);
-      if (s.any()) b_.ulp_steps(p, n, plan_.stored(id).out, s);
-    }
   }
 
   // ---- shadow layers (shadow.h): a copy of a block on the reference's recorded input rows ----
   static constexpr bool kCanShadow = requires(B & b, Ptr p, const float* h) {
     b.load_rows(p, h, 1);
   };
-  static constexpr bool kCanRound = requires(B & b, Ptr p) { b.round(p, 1, Storage::bf16); };
+  static constexpr bool kCanNudge = requires(B & b, Ptr p) { b.nudge(p, 1, Nudge::bf16); };
   static constexpr bool kCanStep = requires(B & b, Ptr p, const ops::UlpSteps& s) {
     b.ulp_steps(p, 1, Storage::bf16, s);
   };
@@ -632,8 +625,6 @@ class ForwardRuntime final : public Runtime {
   BatchColumns cols_;            // tokens, slots and positions of the current pass
   WantedSites wanted_;
   TapHook* hook_ = nullptr;
-  // [layer][layer_site_index(kind)]: the storage a site edit rounds the site to (native: none)
-  std::vector<std::array<Storage, kLayerSiteCount>> rounds_;
   // shadow layers: nothing below is allocated or used unless a source is set
   ShadowSource* shadow_ = nullptr;
   std::vector<bool> shadow_layer_, shadow_mlp_;

@@ -75,7 +75,9 @@ bool is_row_parallel(PlanOp op) {
   return op == PlanOp::o_proj || op == PlanOp::down_proj;
 }
 
-NumericsPlan::NumericsPlan(const Numerics& nx) : a_{nx, {}} {}
+NumericsPlan::NumericsPlan(const Numerics& nx) : a_{nx, {}, {}} {}
+
+NumericsPlan::NumericsPlan(PlanSide a) : a_(std::move(a)) {}
 
 NumericsPlan::NumericsPlan(PlanSide a, PlanSide b, std::vector<OpId> b_ops)
     : a_(std::move(a)), b_(std::move(b)), b_ops_(std::move(b_ops)) {
@@ -125,7 +127,7 @@ int NumericsPlan::draw(OpId id, int salt, int n) const {
 ops::UlpSteps NumericsPlan::steps(OpId id, int salt) const {
   ops::UlpSteps s;
   if (bias_ulps_ != 0 && id == bias_op_) s.constant = bias_ulps_;
-  if (sr_) {
+  if (sr_ && id.op != PlanOp::embedding) {  // a lookup: it rounds nothing
     s.random = true;
     s.seed = mix(sr_seed_, pass_, id, salt);
   }
@@ -153,12 +155,115 @@ ops::OpNumerics NumericsPlan::attention(int layer, const SeqRows& rows, int n_he
   return n;
 }
 
+Nudge NumericsPlan::perturbation(OpId id) const {
+  const PlanSide& s = side(id);
+  return s.perturb.op == id ? s.perturb.how : Nudge::none;
+}
+
+bool NumericsPlan::perturbs() const {
+  const auto perturbed = [this](const PlanSide& s) {
+    return s.perturb.active() && &side(s.perturb.op) == &s;
+  };
+  return perturbed(a_) || perturbed(b_);
+}
+
 RowParallel NumericsPlan::row_parallel(OpId id) const {
   const PlanSide& s = side(id);
   RowParallel rp{s.nx.tp, s.nx.allreduce};
   if (reorder_ && rp.tp > 2)
     rp.order = draw(id, 7, 2) == 0 ? ops::AllReduce::ring : ops::AllReduce::tree;
   return rp;
+}
+
+namespace {
+
+// A GEMM op's (N, K) in a model of config c, before tensor-parallel sharding.
+std::pair<int, int> gemm_shape(PlanOp op, const ModelConfig& c) {
+  switch (op) {
+    case PlanOp::q_proj:
+      return {c.q_dim(), c.dim};
+    case PlanOp::k_proj:
+    case PlanOp::v_proj:
+      return {c.kv_dim(), c.dim};
+    case PlanOp::o_proj:
+      return {c.dim, c.q_dim()};
+    case PlanOp::gate_proj:
+    case PlanOp::up_proj:
+      return {c.hidden_dim, c.dim};
+    case PlanOp::down_proj:
+      return {c.dim, c.hidden_dim};
+    default:  // lm_head
+      return {c.vocab_size, c.dim};
+  }
+}
+
+const char* storage_name(Storage s) {
+  return s == Storage::bf16 ? "bf16" : s == Storage::f16 ? "fp16" : "fp32";  // native: the float
+}
+
+const char* nudge_name(Nudge n) {
+  switch (n) {
+    case Nudge::bf16:
+      return "bf16";
+    case Nudge::f16:
+      return "f16";
+    case Nudge::ulp_up:
+      return "+ulp";
+    case Nudge::ulp_down:
+      return "-ulp";
+    default:
+      return "none";
+  }
+}
+
+}  // namespace
+
+OpDecision op_decision(const NumericsPlan& plan, OpId id, const ModelConfig& c,
+                       const SeqRows& rows) {
+  OpDecision d;
+  d.perturb = plan.perturbation(id);
+  if (id.op == PlanOp::attention) {
+    d.num = plan.attention(id.layer, rows, c.n_heads);
+  } else if (is_gemm(id.op)) {
+    auto [N, K] = gemm_shape(id.op, c);
+    if (is_row_parallel(id.op)) {
+      d.rp = plan.row_parallel(id);
+      K /= std::max(1, d.rp.tp);  // each rank's shard (forward.h row_parallel_gemm)
+    }
+    d.num = plan.gemm(id, N, K);
+  } else {
+    d.num = plan.stored(id);
+  }
+  return d;
+}
+
+std::vector<std::string> decision_changes(OpId id, const OpDecision& a, const OpDecision& b) {
+  std::vector<std::string> out;
+  const bool attention = id.op == PlanOp::attention;
+  if (a.num.out != b.num.out) {
+    out.push_back(fmt::format("out {}→{}", storage_name(a.num.out), storage_name(b.num.out)));
+  }
+  if (a.num.accum_f16 != b.num.accum_f16) {
+    out.push_back(fmt::format("accum {}→{}", a.num.accum_f16 ? "fp16" : "fp32",
+                              b.num.accum_f16 ? "fp16" : "fp32"));
+  }
+  if (a.num.split != b.num.split) {
+    out.push_back(
+        fmt::format("{} {}→{}", attention ? "split-KV" : "split-K", a.num.split, b.num.split));
+  }
+  if (a.num.tile != b.num.tile) out.push_back(fmt::format("tile {}→{}", a.num.tile, b.num.tile));
+  if (a.num.p_round != b.num.p_round && a.num.out == b.num.out) {
+    out.push_back(fmt::format("p {}→{}", storage_name(a.num.p_round), storage_name(b.num.p_round)));
+  }
+  if (a.rp.tp != b.rp.tp) out.push_back(fmt::format("tp {}→{}", a.rp.tp, b.rp.tp));
+  if (a.rp.order != b.rp.order && a.rp.tp > 1 && b.rp.tp > 1) {
+    const auto name = [](ops::AllReduce o) { return o == ops::AllReduce::tree ? "tree" : "ring"; };
+    out.push_back(fmt::format("all-reduce {}→{}", name(a.rp.order), name(b.rp.order)));
+  }
+  if (a.perturb != b.perturb) {
+    out.push_back(fmt::format("perturbed {}→{}", nudge_name(a.perturb), nudge_name(b.perturb)));
+  }
+  return out;
 }
 
 }  // namespace ds

@@ -70,11 +70,24 @@ struct PassShape {
   bool operator==(const PassShape&) const = default;
 };
 
-// One side of a plan: a configuration's knobs, and the pass shapes of its original run by pass
-// index of the replay (empty: each pass decides from its own shape).
+// A test-only perturbation of one op's output, applied right after the op, before anything reads
+// or taps it: every value rounded to bf16 or f16, or rounded to bf16 and then moved one bf16 ulp
+// up (towards +Inf) or down. It plants a cause at one known (layer, op), which explain must find
+// both as a knob (the run-config field test_perturb) and as that op (a plan's side carries it, so
+// op-level mixing takes it or leaves it like any other decision of the op).
+enum class Nudge : uint8_t { none, bf16, f16, ulp_up, ulp_down };
+struct OpPerturb {
+  OpId op;
+  Nudge how = Nudge::none;
+  bool active() const { return how != Nudge::none; }
+};
+
+// One side of a plan: a configuration's knobs, the pass shapes of its original run by pass index
+// of the replay (empty: each pass decides from its own shape), and its test perturbation.
 struct PlanSide {
   Numerics nx;
   std::vector<PassShape> shapes;
+  OpPerturb perturb;
 };
 
 // The row-parallel GEMMs' reduction (forward.h row_parallel_gemm).
@@ -85,8 +98,9 @@ struct RowParallel {
 
 class NumericsPlan {
  public:
-  // Every op decided by one configuration.
+  // Every op decided by one configuration (and its perturbation, when the side has one).
   explicit NumericsPlan(const Numerics& nx);
+  explicit NumericsPlan(PlanSide a);
   // Ops in `b_ops` decided by side b, the others by side a.
   NumericsPlan(PlanSide a, PlanSide b, std::vector<OpId> b_ops);
 
@@ -101,6 +115,8 @@ class NumericsPlan {
   // An op that only rounds its output (norms, rope, SwiGLU, residual adds, the all-reduce).
   ops::OpNumerics stored(OpId id) const;
   RowParallel row_parallel(OpId id) const;
+  // The test perturbation of op `id`'s output: its side's, when that side perturbs this op.
+  Nudge perturbation(OpId id) const;
 
   // Calibration's benign perturbation: from now on every op takes another reduction order a
   // correct kernel may legally use, drawn from `seed`, the pass and the op: a GEMM's split-K
@@ -135,6 +151,8 @@ class NumericsPlan {
   // order, or steps its output.
   const Numerics& numerics() const { return a_.nx; }
   bool mixed() const { return !b_ops_.empty() || reorder_ || steps_output(); }
+  // Whether any op's output is perturbed (test-only; the CPU emulation alone can).
+  bool perturbs() const;
 
  private:
   const PlanSide& side(OpId id) const;
@@ -154,5 +172,18 @@ class NumericsPlan {
   int pass_ = -1;
   PassShape own_;
 };
+
+// Everything a plan decides at one op in its current pass (the forward pass's calls of it for a
+// model of config `c`, one sequence of `rows`), so that two plans can be compared op by op.
+struct OpDecision {
+  ops::OpNumerics num;
+  RowParallel rp;  // row-parallel GEMMs only
+  Nudge perturb = Nudge::none;
+};
+OpDecision op_decision(const NumericsPlan& plan, OpId id, const ModelConfig& c,
+                       const SeqRows& rows);
+// What differs between two decisions at op `id`, e.g. "split-K 4→2", "out fp32→bf16", "tp 1→4";
+// empty when nothing does.
+std::vector<std::string> decision_changes(OpId id, const OpDecision& a, const OpDecision& b);
 
 }  // namespace ds

@@ -96,13 +96,6 @@ void Runtime::set_plan(NumericsPlan /*plan*/) {
   throw Error("this runtime takes no numerics plan");
 }
 
-void Runtime::set_site_edit(SiteEdit* edit) {
-  if (edit != nullptr) {
-    throw Error("this runtime cannot round a tapped tensor in place (a site edit)",
-                "site edits (the test perturbation) need --device cpu");
-  }
-}
-
 std::unique_ptr<Runtime> make_runtime(const Model& model, const Numerics& numerics, int capacity,
                                       int slots) {
   return numerics.device == Device::cuda ? make_cuda_runtime(model, numerics, capacity, slots)

@@ -88,14 +88,10 @@ class Runtime {
   // default, and nothing extra is allocated or computed). Throws ds::Error on a backend that
   // cannot run them (the CUDA backend, which defers its taps to the end of the pass).
   virtual void set_shadow_source(ShadowSource* source);
-  // Applies a site edit (taps.h) in every later forward pass; null: none. Its round_to() is
-  // asked here, once per site, and the edit is not kept. Throws ds::Error on a backend that
-  // cannot round a tensor in place (the CUDA backend).
-  virtual void set_site_edit(SiteEdit* edit);
   // Every later pass decides each op's numerics by `plan` (numerics_plan.h), whose own side must
   // be this runtime's configuration; passes are counted from the next one. Throws ds::Error for
-  // a plan of another dtype or device, or one that mixes configurations on a backend that cannot
-  // (CUDA).
+  // a plan of another dtype or device, or one that mixes configurations or perturbs an op's
+  // output (test_perturb) on a backend that cannot (CUDA).
   virtual void set_plan(NumericsPlan plan);
   virtual int capacity() const = 0;  // positions per slot
   virtual int slots() const = 0;     // sequences that can be in flight at once

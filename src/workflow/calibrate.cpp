@@ -153,9 +153,10 @@ int run_calibrate(const CalibrateOptions& o) {
     return 1;
   }
   if (const std::string why = reference_mismatch(dir, p, a); !why.empty()) {
-    print_note("driftscope: calibrate: warning: the reference replay does not reproduce A "
-               "({}): the floor measures the replays around the reference\n",
-               why);
+    print_note(
+        "driftscope: calibrate: warning: the reference replay does not reproduce A "
+        "({}): the floor measures the replays around the reference\n",
+        why);
   }
   const trace::FloorFile f = write_calibrated_floor(dir, p, a, o.force);
   std::filesystem::remove(run_trace(dir, 0));  // measured: the reference is not needed again

@@ -76,10 +76,10 @@ CalibratePlan make_calibrate_plan(const trace::TraceReader& a, const std::filesy
   p.runs = runs;
   check_calibratable(a);
   p.config = recorded_config(a);
-  if (p.config.device != "cpu") {
+  if (p.config.device != Device::cpu) {
     throw Error(fmt::format("trace '{}' ran on {}: calibration replays need the CPU emulation, "
                             "which can take another reduction order at every op",
-                            p.a, p.config.device),
+                            p.a, field_text(p.config, "device")),
                 "record A with --device cpu (the CPU reference emulates the GPU's numerics), "
                 "then calibrate it");
   }

@@ -21,11 +21,7 @@ std::string recorded_path(const nlohmann::json& j) {
 RunConfig recorded_config(const trace::TraceReader& t) {
   RunConfig c;
   try {
-    const auto j = nlohmann::json::parse(t.config_json());
-    for (const auto& [k, v] : j.items()) {
-      if (k == "trace" || k == "test_perturb" || k == "plan") continue;
-      set_field(c, k, v.is_string() ? v.get<std::string>() : v.dump());
-    }
+    c = config_from_json(t.config_json(), {}, {"trace", "plan"});
     validate(c);
   } catch (const std::exception& e) {
     throw Error(fmt::format("trace '{}' records a run configuration driftscope cannot rebuild: {}",

@@ -31,7 +31,7 @@ TracedRunResult run_traced_command(const std::string& label, const RunConfig& co
   opt.info.config_json =
       traced_config_json(config, probes, opt.writer, force_tokens, kernels, plan);
   opt.info.model_json = model_identity_json(lm.model, lm.tokenizer.get(), lm.tokenizer_path);
-  opt.info.env_json = environment_json(config.device);
+  opt.info.env_json = environment_json(field_text(config, "device"));
   opt.info.command_line = invocation();
   opt.eos_id = stop_token_id(config, lm.format_stop_id());
   opt.should_stop = interrupt_requested;

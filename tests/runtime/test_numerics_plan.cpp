@@ -230,3 +230,36 @@ TEST_CASE(
     for (size_t i = 0; i < prefill; ++i) CHECK(ulps_apart(a[i], b[i], st) == 4);
   });
 }
+
+TEST_CASE(
+    "numerics plan: a side's test perturbation is a decision of its op, taken with the op and "
+    "left with it",
+    "[runtime][plan]") {
+  const ds::Model m = ds::load_model(ds::test::model_bin());
+  const ds::Numerics nx;  // fp32 on both sides: the perturbation is the only difference
+  const ds::OpId at{1, ds::PlanOp::down_proj};
+  const ds::OpPerturb up{at, ds::Nudge::ulp_up};
+  const std::vector<int32_t> tokens = {1, 403, 407, 261, 378, 433, 5, 22, 9};
+  const ds::NumericsPlan b_alone(ds::PlanSide{nx, {}, up});
+  const ds::NumericsPlan b_at_op({nx, {}, {}}, {nx, {}, up}, {at});
+  const ds::NumericsPlan b_elsewhere({nx, {}, {}}, {nx, {}, up}, {{1, ds::PlanOp::up_proj}});
+  CHECK(b_alone.perturbs());
+  CHECK(b_at_op.perturbs());
+  CHECK_FALSE(b_elsewhere.perturbs());
+  const SlotHook ra = alone(m, nx, tokens, 6, nullptr);
+  const SlotHook rb = alone(m, nx, tokens, 6, &b_alone);
+  const SlotHook mixed = alone(m, nx, tokens, 6, &b_at_op);
+  const SlotHook left = alone(m, nx, tokens, 6, &b_elsewhere);
+  // not vacuous: the perturbation moves layer 1's MLP output, and nothing before it
+  CHECK_FALSE(same_bits(rb.by_site.at("L1/mlp_out"), ra.by_site.at("L1/mlp_out")));
+  CHECK(same_bits(rb.by_site.at("L1/mlp_norm"), ra.by_site.at("L1/mlp_norm")));
+  for (const auto& [site, rows] : ra.by_site) {
+    INFO(site);
+    CHECK(same_bits(mixed.by_site.at(site), rb.by_site.at(site)));  // B's op: B's bits
+    CHECK(same_bits(left.by_site.at(site), rows));                  // B at another op: A's
+  }
+  // each value of L1/mlp_out is its A value rounded to bf16 and moved one bf16 ulp up
+  const auto& a_out = ra.by_site.at("L1/mlp_out");
+  const auto& b_out = rb.by_site.at("L1/mlp_out");
+  for (size_t i = 0; i < a_out.size(); ++i) CHECK(b_out[i] == ds::bf16_step(a_out[i], 1));
+}

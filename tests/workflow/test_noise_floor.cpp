@@ -29,16 +29,16 @@ ds::RunConfig fp32() {  // configs/fp32.toml
 
 ds::RunConfig bf16_bs1() {  // configs/bf16-bs1.toml
   ds::RunConfig c;
-  c.dtype = "bf16";
-  c.gemm_policy = "heuristic";
+  c.dtype = ds::DType::bf16;
+  c.gemm_policy = ds::GemmPolicy::heuristic;
   return c;
 }
 
 ds::RunConfig bf16_bs8() {  // configs/bf16-bs8.toml
   ds::RunConfig c;
-  c.dtype = "bf16";
+  c.dtype = ds::DType::bf16;
   c.batch = 8;
-  c.gemm_policy = "heuristic";
+  c.gemm_policy = ds::GemmPolicy::heuristic;
   return c;
 }
 
@@ -84,7 +84,7 @@ ds::PlanSpec planted(uint64_t k, int ulps, const std::string& cls) {
     p.bias_ulps = ulps;
   } else {
     ds::RunConfig b;
-    b.accum = "fp16";
+    b.accum = ds::Accum::fp16;
     p.b = b;
     p.b_ops = {"L1/down_proj"};
   }
@@ -127,9 +127,9 @@ void false_alarms(const ds::RunConfig& config, int prompts, int max_new, const s
       "noise floor false alarms, {} {} batch {} ({} prompts x {} tokens, {}): per site {}/{} = "
       "{:.4f} (at most {}/{} at one site), family-wise {}/{}, gate {}/{} (flips {}); calibrate "
       "{:.1f} s, held-out {:.1f} s\n",
-      config.dtype, config.gemm_policy, config.batch, prompts, max_new, cls, a.site_alarms,
-      a.site_tests, rate, a.most_at_one_site(), kHeldOut, a.family, kHeldOut, a.gate, kHeldOut,
-      a.flips, calibrate_s, secs_since(t0) - calibrate_s);
+      ds::field_text(config, "dtype"), ds::field_text(config, "gemm_policy"), config.batch, prompts,
+      max_new, cls, a.site_alarms, a.site_tests, rate, a.most_at_one_site(), kHeldOut, a.family,
+      kHeldOut, a.gate, kHeldOut, a.flips, calibrate_s, secs_since(t0) - calibrate_s);
   std::fflush(stdout);
   CHECK(rate <= 0.02);
   CHECK(a.family <= 5);
@@ -138,8 +138,8 @@ void false_alarms(const ds::RunConfig& config, int prompts, int max_new, const s
   fmt::print(
       "noise floor power, {}: +4 ulp at L1/mlp_out flagged there {}/{} (earlier {}, gate "
       "{}); fp16 accumulator in L1/down_proj flagged there {}/{} (earlier {}, gate {})\n",
-      config.dtype, bias.flagged_there, bias.n, bias.earlier, bias.beyond, accum.flagged_there,
-      accum.n, accum.earlier, accum.beyond);
+      ds::field_text(config, "dtype"), bias.flagged_there, bias.n, bias.earlier, bias.beyond,
+      accum.flagged_there, accum.n, accum.earlier, accum.beyond);
   std::fflush(stdout);
   CHECK(bias.flagged_there >= 90);
   CHECK(bias.earlier <= 5);

@@ -75,18 +75,17 @@ class CudaBackend {
                               c.head_dim),
                   "use --kernel attention=rowwise");
     }
-    DS_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    stream_ = owned_stream_.get();
     if (nx.gemm_kernel == GemmKernel::cublas) cublas_ = std::make_unique<CublasGemm>();
     if (env_flag("DRIFTSCOPE_CUDA_OP_TIMES", false)) timer_ = std::make_unique<OpTimer>(stream_);
     graphs_.set_stream(stream_);
     logits_ = std::make_unique<DeviceLogits>(vocab_, a_t_, stream_);
   }
-  ~CudaBackend() {
-    graphs_.clear();
-    timer_.reset();
-    cudaStreamSynchronize(stream_);
-    cudaStreamDestroy(stream_);
-  }
+  // The members that use stream_ (graphs_, timer_, logits_) are declared after owned_stream_,
+  // so they go first: PassGraphs' destructor asks the stream whether it is capturing, which on
+  // a destroyed stream read freed driver memory (a crash at every CUDA run's exit, seen on an
+  // H200).
+  ~CudaBackend() = default;
   CudaBackend(const CudaBackend&) = delete;
   CudaBackend& operator=(const CudaBackend&) = delete;
 
@@ -447,6 +446,7 @@ class CudaBackend {
   int vocab_, dim_, kv_dim_, n_heads_, capacity_;
   bool graphs_on_;
   int pass_ = 0;
+  OwnedStream owned_stream_;
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<CublasGemm> cublas_;
   std::unique_ptr<OpTimer> timer_;
