@@ -118,4 +118,36 @@ inline void widen(const uint16_t* in, float* out, size_t n, Storage half) {
   }
 }
 
+// The ordinal of a value stored in format s (native: float32) on the line of that format's values:
+// consecutive representable values have consecutive ordinals and +0, -0 are both 0, so the ulps
+// between two stored values are the difference of their ordinals (take it in 64 bits). v must be
+// a value of the format (an op's output after its rounding, a trace's stored value) and not NaN.
+inline int32_t ordinal(float v, Storage s) {
+  if (s == Storage::native) {
+    const uint32_t b = detail::bit_cast<uint32_t>(v);
+    const int32_t mag = static_cast<int32_t>(b & 0x7fffffffu);
+    return (b & 0x80000000u) ? -mag : mag;
+  }
+  const uint16_t b = s == Storage::bf16 ? f32_to_bf16_bits(v) : f32_to_f16_bits(v);
+  const int32_t mag = static_cast<int32_t>(b & 0x7fffu);
+  return (b & 0x8000u) ? -mag : mag;
+}
+// The value of ordinal o in format s (o within the format's range: finite or +-Inf).
+inline float from_ordinal(int32_t o, Storage s) {
+  const uint32_t mag = static_cast<uint32_t>(o < 0 ? -o : o);
+  if (s == Storage::native) return detail::bit_cast<float>(mag | (o < 0 ? 0x80000000u : 0u));
+  const uint16_t b = static_cast<uint16_t>(mag | (o < 0 ? 0x8000u : 0u));
+  return s == Storage::bf16 ? bf16_bits_to_f32(b) : f16_bits_to_f32(b);
+}
+// The same for float64 values (the CPU's fp64 oracle).
+inline int64_t ordinal(double v) {
+  const uint64_t b = detail::bit_cast<uint64_t>(v);
+  const int64_t mag = static_cast<int64_t>(b & 0x7fffffffffffffffull);
+  return (b & 0x8000000000000000ull) ? -mag : mag;
+}
+inline double from_ordinal(int64_t o) {
+  const uint64_t mag = static_cast<uint64_t>(o < 0 ? -o : o);
+  return detail::bit_cast<double>(mag | (o < 0 ? 0x8000000000000000ull : 0ull));
+}
+
 }  // namespace ds

@@ -13,6 +13,7 @@
 #include "diff/identity.h"
 #include "diff/kernels.h"
 #include "diff/sequence_diff.h"
+#include "trace/certificate.h"
 
 namespace ds::diff {
 namespace {
@@ -38,6 +39,7 @@ TraceSide trace_side(const trace::TraceReader& t, const ModelIdentity& m, size_t
   s.stop_reason = t.stop_reason();
   s.tool_version = t.tool_version();
   s.producer = t.producer();
+  s.certify = trace::certify_verdict(t.certify_json());
   s.model_files = m.files;
   s.sequences = static_cast<int>(sequences);
   return s;

@@ -24,6 +24,9 @@ struct DiffOptions {
   int64_t block_bytes = 2 << 20;      // bytes per side read at once for one dataset
   int context_tokens = 12;            // decoded tokens shown before and after the flip
   std::function<void(int done, int total)> progress;  // optional; after each compared sequence
+  // Also the noise floor's sums of every sequence (SequenceReport::noise; diff/noise_sums.h):
+  // what calibrate keeps of each replay and diff --floor measures of B.
+  bool noise_sums = false;
 };
 
 // Throws ds::Error (with a hint) when the traces are of different models and that is not

@@ -13,7 +13,8 @@ namespace ds::diff {
 namespace {
 
 const char* kGateHint =
-    "--fail-on takes flip, drift=<relative L2> or kl=<nats>, e.g. --fail-on drift=1e-3";
+    "--fail-on takes flip, drift=<relative L2>, kl=<nats> or beyond-noise, e.g. --fail-on "
+    "drift=1e-3";
 
 // The first reason, common to every condition, to fail: prompts differ, nothing compared, NaN.
 std::string universal_failure(const Report& r) {
@@ -132,9 +133,19 @@ Outcome kl_outcome(const Report& r, const GateCondition& c) {
                   exact ? "" : " (top-K approximation)", ws->logits.kl_max_position, ws->index));
 }
 
+// beyond-noise: the floor's verdict (its headline says why).
+Outcome noise_outcome(const Report& r) {
+  if (!r.noise) {
+    throw Error("--fail-on beyond-noise needs a noise floor",
+                "give --floor FLOOR, calibrated on A (driftscope calibrate A.h5 -o FLOOR)");
+  }
+  return {r.noise->beyond, r.noise->headline};
+}
+
 // The outcome of one condition on a report (universal failures aside).
 Outcome evaluate(const Report& r, const GateCondition& c) {
   if (c.kind == GateCondition::Kind::flip) return flip_outcome(r);
+  if (c.kind == GateCondition::Kind::beyond_noise) return noise_outcome(r);
   if (c.kind == GateCondition::Kind::drift) return drift_outcome(r, c);
   return kl_outcome(r, c);
 }
@@ -153,6 +164,10 @@ GateCondition parse_gate(const std::string& spec) {
   GateCondition c;
   c.spec = spec;
   if (spec == "flip") return c;
+  if (spec == "beyond-noise") {
+    c.kind = GateCondition::Kind::beyond_noise;
+    return c;
+  }
   const auto eq = spec.find('=');
   const std::string key = spec.substr(0, eq);
   if (eq == std::string::npos || (key != "drift" && key != "kl")) {

@@ -266,6 +266,21 @@ Margin margin(const LogitsRow& r) {
   return {l1 - l2, std::exp(l1 - r.lse) - std::exp(l2 - r.lse)};
 }
 
+double margin_change(const LogitsRow& a, const LogitsRow& b) {
+  if (a.logits.size() < 2 || b.logits.size() < 2) return kNaN;
+  auto logit_b = [&](int32_t id) {
+    for (size_t k = 0; k < b.ids.size(); ++k) {
+      if (b.ids[k] == id) return static_cast<double>(b.logits[k]);
+    }
+    if (id >= 0 && static_cast<size_t>(id) < b.full.size()) {
+      return static_cast<double>(b.full[static_cast<size_t>(id)]);
+    }
+    return static_cast<double>(b.logits.back());  // ranks below B's K-th
+  };
+  const double ma = static_cast<double>(a.logits[0]) - static_cast<double>(a.logits[1]);
+  return (logit_b(a.ids[0]) - logit_b(a.ids[1])) - ma;
+}
+
 double top1_logprob_delta(const LogitsRow& a, const LogitsRow& b, bool& bounded) {
   bounded = false;
   if (a.ids.empty()) return kNaN;

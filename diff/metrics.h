@@ -39,6 +39,11 @@ struct Margin {
 };
 Margin margin(const LogitsRow& r);
 
+// How B moves A's top-1/top-2 logit margin: (ℓ_B(y1) − ℓ_B(y2)) − (ℓ_A(y1) − ℓ_A(y2)) for y1, y2 =
+// A's top-1 and top-2 ids (raw logits). An id outside B's top-K (and no full row) takes B's K-th
+// logit, which bounds it from above. NaN when either row keeps fewer than 2 ids.
+double margin_change(const LogitsRow& a, const LogitsRow& b);
+
 // log p_B(y) − log p_A(y) for y = A's top-1 id. When y is outside B's top-K and B has no full
 // row, B's K-th logit stands in for y's (an upper bound on log p_B(y)) and `bounded` is set.
 double top1_logprob_delta(const LogitsRow& a, const LogitsRow& b, bool& bounded);

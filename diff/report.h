@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "diff/noise_report.h"
+#include "diff/noise_sums.h"
+
 namespace ds::diff {
 
 // One entry of a top-5 table: a token, its probability exp(logit - lse) and raw logit.
@@ -121,6 +124,7 @@ struct SequenceReport {
   bool hidden_identical = true;    // every compared hidden row bit-identical
   Verdict verdict = Verdict::identical;
   std::vector<std::string> notes;  // truncation, length differences, ...
+  std::optional<NoiseSums> noise;  // with DiffOptions::noise_sums: what a noise floor measures
 };
 
 struct ConfigDifference {
@@ -136,6 +140,7 @@ struct TraceSide {
   std::vector<std::string> model_files;  // "name sha256"
   int sequences = 0;
   std::string producer;  // "driftscope 0.1.0" or e.g. "driftscope_trace 0.1.0 (transformers ...)"
+  std::string certify;   // run --certify's verdict (trace/certificate.h); "" when none
 };
 
 struct Summary {
@@ -214,7 +219,8 @@ struct Report {
   Summary summary;
   KernelReport kernels;
   std::vector<std::string> warnings;
-  std::vector<Skipped> skipped;  // each one also has a warning line
+  std::vector<Skipped> skipped;      // each one also has a warning line
+  std::optional<NoiseReport> noise;  // diff --floor: B against A's noise floor
 };
 
 // "identical", "drift without flip", "flip at step 37", "prompts differ at position 0", ...

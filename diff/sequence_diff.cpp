@@ -13,6 +13,7 @@
 #include <span>
 #include <thread>
 
+#include "common/float_formats.h"
 #include "common/work_pool.h"
 #include "diff/metrics.h"
 #include "diff/tolerances.h"
@@ -99,6 +100,39 @@ LogitsRow logits_row(const trace::TopKRows& t, const std::vector<float>& lse,
                    full.empty() ? full : full.subspan(static_cast<size_t>(r) * v, v)};
 }
 
+// The storage whose ulps the noise sums count in: the coarser of the two sides'.
+Storage noise_storage(NumberFormat a, NumberFormat b) {
+  if (a == NumberFormat::bf16 || b == NumberFormat::bf16) return Storage::bf16;
+  if (a == NumberFormat::f16 || b == NumberFormat::f16) return Storage::f16;
+  return Storage::native;
+}
+
+// One row of a site into its bucket of the noise sums: the elements that differ, in which
+// direction, and by how many ulps of `storage` (a finer side's values rounded to it first).
+void add_noise_row(std::span<const float> a, std::span<const float> b, int64_t row,
+                   const RowDrift& rd, Storage storage, SiteSums& sums) {
+  const size_t bucket = static_cast<size_t>(position_bucket(row));
+  if (sums.buckets.size() <= bucket) sums.buckets.resize(bucket + 1);
+  BucketSums& k = sums.buckets[bucket];
+  if (rd.non_finite) {
+    ++k.nan;
+    return;
+  }
+  ++k.rows;
+  k.rel_l2 += std::isinf(rd.rel_l2) ? 1.0 : rd.rel_l2;  // ‖a‖ = 0, ‖b‖ > 0: all of b
+  k.elements += static_cast<int64_t>(a.size());
+  if (rd.identical) return;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] == b[i]) continue;
+    const int64_t d = int64_t{ordinal(round_to(b[i], storage), storage)} -
+                      int64_t{ordinal(round_to(a[i], storage), storage)};
+    if (d == 0) continue;
+    ++k.differ;
+    k.up += d > 0;
+    k.max_ulps = std::max(k.max_ulps, static_cast<double>(d < 0 ? -d : d));
+  }
+}
+
 }  // namespace
 
 // -1 for embed, l for "L<l>/...", n_layers for final_norm and any other name (the schema's
@@ -127,6 +161,10 @@ void SequenceDiff::prepare() {
   s_.rows_b = sb_.rows;
   s_.stop_reason_a = sa_.stop_reason;
   s_.stop_reason_b = sb_.stop_reason;
+  if (opt_.noise_sums) {
+    s_.noise.emplace();
+    s_.noise->first_choice = std::max(0, sa_.prompt_len - 1);
+  }
   align();
   compare_logits();
   select_sites();
@@ -374,6 +412,29 @@ void SequenceDiff::measure_logits_row(const LogitsBlock& k, int64_t r, double kl
   sums.sum_kl += p.kl;
   track_max(p.kl, row, L.kl_max, L.kl_max_position);
   s_.positions.push_back(p);
+  if (s_.noise) add_margin_row(ra, rb, row, row >= first_choice, p);
+}
+
+// A logits row's part of the noise sums: its bucket's margin change and, for a choice row, A's
+// margin and the change.
+void SequenceDiff::add_margin_row(const LogitsRow& ra, const LogitsRow& rb, int64_t row,
+                                  bool choice, const PositionRow& p) {
+  NoiseSums& n = *s_.noise;
+  const int b = position_bucket(row);
+  if (n.margins.size() <= static_cast<size_t>(b)) n.margins.resize(static_cast<size_t>(b) + 1);
+  MarginSums& m = n.margins[static_cast<size_t>(b)];
+  const double dm = margin_change(ra, rb);
+  if (!std::isnan(dm)) {
+    ++m.rows;
+    m.abs_change += std::abs(dm);
+    m.changed += dm != 0;
+  }
+  m.top1 += p.top1_differs;
+  if (choice) {
+    n.margin_a.push_back(static_cast<float>(p.margin_logit_a));
+    n.margin_change.push_back(static_cast<float>(dm));
+    n.flipped |= p.top1_differs;
+  }
 }
 
 // The sites both traces hold at the same width, in A's (forward) order; the others are named.
@@ -446,6 +507,12 @@ void SequenceDiff::compare_site(const CommonSite& site) {
     d.max_abs = 0;
     d.cos_min = 1;
     int64_t cos_at = -1, abs_at = -1;
+    SiteSums sums;
+    const Storage storage = noise_storage(sa->elem, sb->elem);
+    if (s_.noise) {
+      sums.site = d.site;
+      sums.storage = d.dtype;
+    }
     for (int64_t begin = 0; begin < n; begin += block) {
       const int64_t cnt = std::min(block, n - begin);
       const auto va = site.plain_a ? site.plain_a->read(begin, cnt, buf_a_)
@@ -467,6 +534,9 @@ void SequenceDiff::compare_site(const CommonSite& site) {
         track_max(rd.rel_l2, row, d.rel_l2_max, d.rel_l2_max_position);
         track_max(rd.max_abs, row, d.max_abs, abs_at);
         track_max(-rd.cos, row, d.cos_min, cos_at);  // the minimum, as the max of −cos
+        if (s_.noise) {
+          add_noise_row({va.data() + off, w}, {vb.data() + off, w}, row, rd, storage, sums);
+        }
       }
     }
     s_.hidden_identical &= identical;
@@ -489,10 +559,12 @@ void SequenceDiff::compare_site(const CommonSite& site) {
       s_.layers.back().rel_l2_median = d.rel_l2_median;
     }
     s_.drift.push_back(std::move(d));
+    if (s_.noise) s_.noise->sites.push_back(std::move(sums));
   }
 }
 
 void SequenceDiff::classify() {
+  if (s_.noise && s_.first_flip) s_.noise->flipped = true;
   if (!s_.prompt_equal) {
     s_.verdict = Verdict::prompts_differ;
   } else if (s_.first_flip) {

@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "diff/diff.h"
+#include "diff/metrics.h"
 #include "diff/report.h"
 #include "trace/reader.h"
 
@@ -58,6 +59,8 @@ class SequenceDiff {
   int64_t logits_width();
   LogitsBlock read_logits_block(int64_t begin, int64_t rows);
   void measure_logits_row(const LogitsBlock& k, int64_t r, double kl, LogitsSums& sums);
+  void add_margin_row(const LogitsRow& ra, const LogitsRow& rb, int64_t row, bool choice,
+                      const PositionRow& p);
   void select_sites();
   void compare_site(const CommonSite& site);
   void classify();

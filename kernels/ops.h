@@ -22,6 +22,24 @@ void round_to(T* x, size_t n, Storage r);
 template <typename T>
 void step_bf16(T* x, size_t n, int dir);
 
+// Steps of an op's output by whole ulps of its storage, after its rounding: calibration's
+// perturbations (src/runtime/numerics_plan.h, docs/metrics.md "Noise floors"). Every value moves
+// `constant` ulps (positive: towards +Inf; a planted bias, in tests) and, with `random`, a
+// further -1, 0 or +1 ulp with probabilities 1/4, 1/2, 1/4 (stochastic rounding's effect next
+// to rounding to nearest), drawn from (seed, the value's index). A value never steps into or out
+// of Inf or NaN: such a step leaves it as it was.
+struct UlpSteps {
+  int constant = 0;
+  bool random = false;
+  uint64_t seed = 0;
+  bool any() const { return constant != 0 || random; }
+};
+
+// Applies `steps` to n values of storage s in place (T = float: native is float32; double: s
+// must be native).
+template <typename T>
+void ulp_steps(T* x, size_t n, Storage s, const UlpSteps& steps);
+
 // What a configuration decides at one op call: an entry of the per-op numerics plan
 // (src/runtime/numerics_plan.h), part of each op's call description below. Every op rounds its
 // output to `out`; a GEMM also reads accum_f16 and split (split-K); attention all of them.

@@ -22,11 +22,12 @@ int64_t monotonic_ns() {
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
-WatchedRead::WatchedRead(const std::string& path, const char* what, int64_t seq) : watch_(g_watch) {
+WatchedRead::WatchedRead(const std::string& path, const char* what, int64_t seq, const char* kind)
+    : watch_(g_watch) {
   if (watch_ == nullptr) return;
   if (watch_->depth.load(std::memory_order_relaxed) == 0) {
-    const std::string text = seq < 0 ? fmt::format("trace '{}' ({})", path, what)
-                                     : fmt::format("trace '{}' ({} {})", path, what, seq);
+    const std::string text = seq < 0 ? fmt::format("{} '{}' ({})", kind, path, what)
+                                     : fmt::format("{} '{}' ({} {})", kind, path, what, seq);
     const auto put = [](char* dst, size_t cap, const std::string& src) {
       const size_t n = std::min(src.size(), cap - 1);
       std::memcpy(dst, src.data(), n);

@@ -26,10 +26,12 @@ void set_read_watch(ReadWatch* watch);
 int64_t monotonic_ns();
 
 // Marks a reader call on `path` for its lifetime: `what` says which part of the trace is read
-// ("sequence", with `seq` >= 0: "sequence 3"). Costs nothing when no record is set.
+// ("sequence", with `seq` >= 0: "sequence 3"); `kind` names the file ("trace", or "floor" for a
+// noise floor file, trace/floor_file.h). Costs nothing when no record is set.
 class WatchedRead {
  public:
-  WatchedRead(const std::string& path, const char* what, int64_t seq = -1);
+  WatchedRead(const std::string& path, const char* what, int64_t seq = -1,
+              const char* kind = "trace");
   ~WatchedRead();
   WatchedRead(const WatchedRead&) = delete;
   WatchedRead& operator=(const WatchedRead&) = delete;

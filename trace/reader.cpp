@@ -196,6 +196,7 @@ void TraceReader::read_root() {
     if (!lenient_) throw;
   }
   stop_reason_ = str(root, "stop_reason");
+  certify_json_ = str(root, "certify_json");
   if (!h5::exists(root, kMetaGroup) || !h5::exists(root, kSeqGroup)) {
     throw Error(fmt::format("trace '{}' lacks the /meta or /seq group", path_.string()),
                 "the file is damaged or was not written by driftscope");

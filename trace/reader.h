@@ -83,6 +83,8 @@ class TraceReader {
   const std::string& model_json() const { return model_json_; }
   const std::string& env_json() const { return env_json_; }
   const std::string& command_line() const { return command_line_; }
+  // The root's certify_json (run --certify, trace/certificate.h); "" when the run had none.
+  const std::string& certify_json() const { return certify_json_; }
   uint64_t file_size() const;
   // A file shorter than HDF5's record of its end (a partial copy): opened all the same, with what
   // lies before the cut readable; sequences or rows past it fail to read as damaged.
@@ -145,6 +147,7 @@ class TraceReader {
   std::optional<CutShort> cut_short_;
   bool lenient_ = false;
   bool complete_ = false;
+  std::string certify_json_;
   std::string stop_reason_, tool_version_, producer_, config_json_, model_json_, env_json_,
       command_line_;
 };

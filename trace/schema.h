@@ -72,6 +72,8 @@ inline constexpr int64_t kMaxLogitsWidth = int64_t{1} << 22;     // logits/full,
 // creates and the reader and the conformance check open is named here.
 inline constexpr const char* kMetaGroup = "meta";  // /meta: the run's attributes
 inline constexpr const char* kSeqGroup = "seq";    // /seq/<i>: one group per sequence
+// /certify: the observer proof of run --certify (trace/certificate.h), when there is one
+inline constexpr const char* kCertifyGroup = "certify";
 // In a sequence's group:
 inline constexpr const char* kTokensDataset = "tokens";  // int32 [prompt_len + gen_len]
 inline constexpr const char* kHiddenGroup = "hidden";    // hidden/<site>: [rows, dim]

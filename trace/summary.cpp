@@ -36,6 +36,7 @@ TraceSummary summarize(const TraceReader& r) {
   s.model_json = r.model_json();
   s.env_json = r.env_json();
   s.command_line = r.command_line();
+  s.certify_json = r.certify_json();
   s.cut_short = r.cut_short();
   for (int i : r.sequence_indices()) {
     try {
@@ -70,6 +71,7 @@ std::string to_json(const TraceSummary& s) {
   j["model"] = parse(s.model_json);
   j["env"] = parse(s.env_json);
   j["command_line"] = s.command_line;
+  if (!s.certify_json.empty()) j["certify"] = parse(s.certify_json);
   j["sequences"] = nlohmann::ordered_json::array();
   auto damaged = s.damaged.begin();
   auto put_damaged_before = [&](int index) {

@@ -21,6 +21,7 @@ struct TraceSummary {
   bool complete = false;
   std::string stop_reason;
   std::string config_json, model_json, env_json, command_line;
+  std::string certify_json;  // run --certify's verdict (certificate.h); "" when none
   // Set when the file is shorter than HDF5's record of its end; every row of every sequence was
   // then read, and a sequence with data past the cut is listed in `damaged`.
   std::optional<TraceReader::CutShort> cut_short;

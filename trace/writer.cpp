@@ -649,6 +649,7 @@ void TraceWriter::finish_file(bool complete, const std::string& stop_reason, boo
       if (!seqs_.count(i)) DS_H5(H5Ldelete(f, sequence_path(i).c_str(), H5P_DEFAULT));
     }
     const hid_t root = f;
+    if (certificate_ && complete && ok) write_certificate(f, *certificate_);
     h5::write_attr(root, "complete", int64_t{complete && ok ? 1 : 0});
     h5::write_attr(root, "stop_reason", ok ? stop_reason : std::string("interrupted"));
     if (!ok) h5::write_attr(root, "error", error());
@@ -656,6 +657,41 @@ void TraceWriter::finish_file(bool complete, const std::string& stop_reason, boo
   } catch (const std::exception& e) {
     fail(e);
   }
+}
+
+namespace {
+
+template <typename T, typename F>
+void write_column(hid_t group, const char* name, NumberFormat e,
+                  const std::vector<CertifyRow>& rows, F field) {
+  std::vector<T> v;
+  v.reserve(rows.size());
+  for (const CertifyRow& r : rows) v.push_back(static_cast<T>(field(r)));
+  h5::Id d = h5::create_growing(group, name, e, 0, 4096, 0, true);
+  h5::write_rows(d.get(), e, 0, static_cast<int64_t>(v.size()), 0, v.data());
+}
+
+}  // namespace
+
+// /certify: one row per logits row (sequence, row, both digests, both chosen tokens), and the
+// root's certify_json with the verdict.
+void TraceWriter::write_certificate(int64_t file, const Certificate& c) {
+  const hid_t f = static_cast<hid_t>(file);
+  h5::Id g = h5::create_group(f, kCertifyGroup);
+  write_column<int32_t>(g.get(), "seq", NumberFormat::i32, c.digests,
+                        [](const CertifyRow& r) { return r.seq; });
+  write_column<int32_t>(g.get(), "row", NumberFormat::i32, c.digests,
+                        [](const CertifyRow& r) { return r.row; });
+  // digests as int64: the same 64 bits (h5py: .view(numpy.uint64))
+  write_column<int64_t>(g.get(), "tapped", NumberFormat::i64, c.digests,
+                        [](const CertifyRow& r) { return static_cast<int64_t>(r.tapped); });
+  write_column<int64_t>(g.get(), "untapped", NumberFormat::i64, c.digests,
+                        [](const CertifyRow& r) { return static_cast<int64_t>(r.untapped); });
+  write_column<int32_t>(g.get(), "token_tapped", NumberFormat::i32, c.digests,
+                        [](const CertifyRow& r) { return r.token_tapped; });
+  write_column<int32_t>(g.get(), "token_untapped", NumberFormat::i32, c.digests,
+                        [](const CertifyRow& r) { return r.token_untapped; });
+  h5::write_attr(f, "certify_json", c.json());
 }
 
 bool writer_abandoned() {

@@ -15,11 +15,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <variant>
 #include <vector>
 
+#include "trace/certificate.h"
 #include "trace/kernel_records.h"
 #include "trace/writer_options.h"
 
@@ -78,6 +80,9 @@ class TraceWriter {
   // 120) fails as a write does, here and in a blocked append(); its file is left as its last
   // flush point made it (complete=0), and writer_abandoned() says so.
   bool finish(bool complete, const std::string& stop_reason);
+  // The observer proof of the run (run --certify, certificate.h), written by finish() into
+  // /certify and the root's certify_json when the run completes. Call before finish().
+  void set_certificate(Certificate c) { certificate_ = std::move(c); }
 
   bool failed() const;
   std::string error() const;
@@ -118,7 +123,8 @@ class TraceWriter {
   void close_all();
   void open_all();
   void finish_file(bool complete, const std::string& stop_reason, bool ok);
-  void create_ahead(int64_t file, int from);  // hid_t
+  void write_certificate(int64_t file, const Certificate& c);  // hid_t
+  void create_ahead(int64_t file, int from);                   // hid_t
   void open_sequence(SeqState& s);
   int created_ahead_ = 0;  // planned sequences [0, created_ahead_) exist in the file
 
@@ -135,6 +141,7 @@ class TraceWriter {
   bool failed_ = false;
   std::string error_, error_detail_;
   bool finished_ = false;
+  std::optional<Certificate> certificate_;
   // The stall bound: the writer thread's last sign of progress (a message taken or handled),
   // whether it has ended, and whether it was given up on (stuck inside HDF5, which cannot be
   // interrupted: on a file another process rewrote, or a file system that does not answer).

@@ -11,6 +11,7 @@
 #include "viewer/html_charts.h"
 #include "viewer/html_escape.h"
 #include "viewer/html_parts.h"
+#include "viewer/noise_html.h"
 
 namespace ds::viewer {
 namespace {
@@ -137,6 +138,11 @@ std::string overall_verdict(const Report& r) {
 std::string header(const Report& r) {
   std::string h = "<header><h1>driftscope diff</h1><table class=\"traces\">";
   h += side_row("A", r.a) + side_row("B", r.b) + "</table>";
+  for (const auto* t : {&r.a, &r.b}) {
+    if (t->certify.empty()) continue;
+    h += fmt::format("<p>certify {}: <span class=\"{}\">{}</span></p>", t == &r.a ? "A" : "B",
+                     t->certify.starts_with("identical") ? "ok" : "bad", html_escape(t->certify));
+  }
   if (!r.model_known) {
     h += "<p>model: <span class=\"warn\">not recorded in both traces</span></p>";
   } else {
@@ -277,6 +283,11 @@ std::string page_close(const std::string& footer) {
 std::string render_html(const Report& r, const HtmlOptions& opt) {
   std::string h = html::page_open("driftscope diff: " + r.a.path + " vs " + r.b.path);
   h += header(r);
+  HtmlOptions with_noise = opt;
+  if (r.noise) {
+    h += noise_html(*r.noise);
+    with_noise.noise = &*r.noise;
+  }
   const auto order = diff::by_first_flip(r);
   h += flips_summary(r);
   // Sections, earliest flips first, while the page stays within its size budget.
@@ -285,7 +296,7 @@ std::string render_html(const Report& r, const HtmlOptions& opt) {
   const size_t table_bytes = 200 * std::min<size_t>(order.size(), opt.max_table_rows);
   for (const auto* s : order) {
     if (n >= opt.max_sections) break;
-    std::string one = html::sequence_section(*s, opt, n < 3);
+    std::string one = html::sequence_section(*s, with_noise, n < 3);
     if (n > 0 && h.size() + table_bytes + sections.size() + one.size() > opt.max_bytes) break;
     sections += one;
     ++n;

@@ -18,6 +18,9 @@ struct HtmlOptions {
   int max_table_rows = 1000;     // rows of the sequence table
   size_t max_bytes = 2'000'000;  // sections stop before the page would outgrow this (the first
                                  // section is always shown; the kernels table comes on top)
+  // The report's noise floor (diff --floor), set by render_html: each sequence's heat map is
+  // drawn a second time in floor units.
+  const diff::NoiseReport* noise = nullptr;
 };
 
 std::string render_html(const diff::Report& r, const HtmlOptions& opt = {});

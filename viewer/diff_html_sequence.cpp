@@ -8,6 +8,7 @@
 #include "viewer/html_charts.h"
 #include "viewer/html_escape.h"
 #include "viewer/html_parts.h"
+#include "viewer/noise_html.h"
 
 namespace ds::viewer::html {
 namespace {
@@ -162,6 +163,14 @@ std::string charts_part(const SequenceReport& s, const HtmlOptions& opt) {
     h += fmt::format("<h3>drift: relative L2 of each layer's output{}</h3>",
                      b.per > 1 ? fmt::format(" ({} positions per column, maximum)", b.per) : "");
     h += svg_heat_map(s.layers, floor, b, flip);
+    if (opt.noise != nullptr) {  // diff --floor: the same drift in floor units
+      const auto units = in_floor_units(s.layers, *opt.noise);
+      if (!units.empty()) {
+        h += "<h3>drift in floor units: relative L2 ÷ the replays' median at the site and "
+             "position bucket (1: a typical benign reordering)</h3>";
+        h += svg_heat_map(units, 1.0, b, flip, "× floor", "≤ 1 × floor");
+      }
+    }
   }
   if (!s.has_logits || s.positions.empty()) return h;
   LineChart m;

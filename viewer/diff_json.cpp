@@ -222,14 +222,67 @@ J kernels(const diff::KernelReport& k) {
           {"sites", sites}};
 }
 
+J noise(const diff::NoiseReport& n) {
+  J sites = J::array();
+  for (const auto& s : n.sites) {
+    J floors = J::array();
+    for (double f : s.floor_by_bucket) floors.push_back(num(f));
+    sites.push_back({{"site", s.site},
+                     {"layer", s.layer},
+                     {"storage", s.storage},
+                     {"drift", num(s.drift)},
+                     {"floor", num(s.floor)},
+                     {"floor_units", num(s.floor_units)},
+                     {"stat", num(s.stat)},
+                     {"driver", s.driver},
+                     {"p", num(s.p)},
+                     {"p_family", num(s.p_family)},
+                     {"significant", s.significant},
+                     {"floor_by_bucket", floors}});
+  }
+  J seqs = J::array();
+  for (const auto& q : n.per_sequence) {
+    seqs.push_back({{"seq", q.seq},
+                    {"rows", q.rows},
+                    {"p_flip", num(q.p_flip)},
+                    {"flipped", q.flipped},
+                    {"compared", q.compared},
+                    {"p_at_least", num(q.flipped ? q.p_flip : 1.0)}});
+  }
+  return {{"floor", n.floor},
+          {"perturbation", n.perturbation},
+          {"runs", n.runs},
+          {"alpha", num(n.alpha)},
+          {"headline", n.headline},
+          {"beyond", n.beyond},
+          {"drift_beyond", n.drift_beyond},
+          {"flips_beyond", n.flips_beyond},
+          {"onset", n.onset ? J(*n.onset) : J(nullptr)},
+          {"p_family_min", num(n.p_family_min)},
+          {"bucket_starts", n.bucket_starts},
+          {"sites", sites},
+          {"flips",
+           {{"sequences", n.sequences},
+            {"expected", num(n.expected_flips)},
+            {"observed", n.observed_flips},
+            {"p", num(n.p_flips)},
+            {"replay_mean", num(n.replay_mean_flips)},
+            {"replay_max", n.replay_max_flips},
+            {"p_empirical", num(n.p_flips_empirical)},
+            {"per_sequence", seqs}}},
+          {"notes", n.notes}};
+}
+
 J side(const diff::TraceSide& t) {
-  return {{"path", t.path},
-          {"complete", t.complete},
-          {"stop_reason", t.stop_reason},
-          {"tool_version", t.tool_version},
-          {"producer", t.producer},
-          {"model_files", t.model_files},
-          {"sequences", t.sequences}};
+  J j = {{"path", t.path},
+         {"complete", t.complete},
+         {"stop_reason", t.stop_reason},
+         {"tool_version", t.tool_version},
+         {"producer", t.producer},
+         {"model_files", t.model_files},
+         {"sequences", t.sequences}};
+  if (!t.certify.empty()) j["certify"] = t.certify;  // only for a run --certify trace
+  return j;
 }
 
 }  // namespace
@@ -261,6 +314,7 @@ std::string render_json(const diff::Report& r, int indent) {
                   {"div_percent", num(r.summary.div_percent)},
                   {"prompts_differ", r.summary.prompts_differ},
                   {"drifted", r.summary.drifted}};
+  if (r.noise) j["noise"] = noise(*r.noise);  // only with --floor: other reports are unchanged
   return j.dump(indent, ' ', false, J::error_handler_t::replace) + "\n";
 }
 

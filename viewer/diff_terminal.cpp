@@ -13,6 +13,7 @@
 #include "common/printable.h"
 #include "viewer/diff_terminal_parts.h"
 #include "viewer/kernel_names.h"
+#include "viewer/noise_terminal.h"
 
 namespace ds::viewer {
 namespace terminal {
@@ -50,6 +51,11 @@ void header(TerminalText& o, const Report& r, int width) {
   };
   side("A", r.a);
   side("B", r.b);
+  for (const auto* t : {&r.a, &r.b}) {
+    if (t->certify.empty()) continue;
+    const std::string v = "certify   " + std::string(t == &r.a ? "A" : "B") + ": " + t->certify;
+    o.line(t->certify.starts_with("identical") ? v : o.red(v));
+  }
   if (!r.model_known) {
     o.line("model     " + o.yellow("not recorded in both traces: cannot check it is the same"));
   } else {
@@ -238,6 +244,7 @@ std::string render_terminal(const Report& r, const TerminalOptions& opt_in) {
   opt.width = std::max(60, opt.width);
   TerminalText o(opt.color, opt.width);
   header(o, r, opt.width);
+  if (r.noise) noise_terminal(o, *r.noise, opt.width, opt.sites);
   if (r.sequences.size() > 1) summary_table(o, r, opt);
   int pages = 0;
   for (const auto* s : diff::by_first_flip(r)) {

@@ -140,12 +140,13 @@ std::string heat_row(const diff::LayerDrift& layer, const std::vector<double>& v
 
 // The legend at legend_y: the classes left to right with their decades, then the special
 // colours.
-std::string heat_legend(const HeatValues& h, double floor, double legend_y) {
+std::string heat_legend(const HeatValues& h, double floor, double legend_y, const std::string& unit,
+                        const std::string& floor_label) {
   const double lw = 18;
   std::string s =
       fmt::format(R"(<g class="legend"><text class="tick" x="{}" y="{}" text-anchor="end">)"
-                  R"(rel. L2</text>)",
-                  kLeft - 4, num(legend_y + 10));
+                  R"({}</text>)",
+                  kLeft - 4, num(legend_y + 10), html_escape(unit));
   for (int k = 0; k < kHeatClasses; ++k) {
     s += fmt::format(R"(<rect class="h{}" x="{}" y="{}" width="{}" height="12"/>)", k,
                      num(kLeft + k * lw), num(legend_y), lw);
@@ -156,9 +157,10 @@ std::string heat_legend(const HeatValues& h, double floor, double legend_y) {
                      num(legend_y + 24), static_cast<int>(d));
   }
   double x = kLeft + lw * kHeatClasses + 24;
-  for (auto [c, label] : {std::pair<const char*, std::string>{"hz", "0"},
-                          {"hf", "≤ noise floor " + value(floor)},
-                          {"hn", "NaN/Inf"}}) {
+  for (auto [c, label] :
+       {std::pair<const char*, std::string>{"hz", "0"},
+        {"hf", floor_label.empty() ? "≤ noise floor " + value(floor) : floor_label},
+        {"hn", "NaN/Inf"}}) {
     s += fmt::format(R"(<rect class="{}" x="{}" y="{}" width="12" height="12"/>)"
                      R"(<text class="tick" x="{}" y="{}">{}</text>)",
                      c, num(x), num(legend_y), num(x + 16), num(legend_y + 10), html_escape(label));
@@ -170,7 +172,8 @@ std::string heat_legend(const HeatValues& h, double floor, double legend_y) {
 }  // namespace
 
 std::string svg_heat_map(const std::vector<diff::LayerDrift>& layers, double floor,
-                         const Binning& b, std::optional<int64_t> flip_row) {
+                         const Binning& b, std::optional<int64_t> flip_row, const std::string& unit,
+                         const std::string& floor_label) {
   if (layers.empty() || b.n == 0) return {};
   const HeatValues h = heat_values(layers, floor, b);
   const double top = 18, cw = kPlotW / b.n;
@@ -182,14 +185,15 @@ std::string svg_heat_map(const std::vector<diff::LayerDrift>& layers, double flo
       R"(data-y0="{}" data-rh="{}" data-per="{}" data-n="{}" role="img">)",
       kLeft + kPlotW + kRight, num(height), kLeft + kPlotW + kRight, num(height), kLeft, cw, top,
       kRowH, b.per, b.positions);
-  s += fmt::format("<title>log10 relative L2 of each layer's output per position{}</title>",
+  s += fmt::format("<title>log10 {} of each layer's output per position{}</title>",
+                   unit == "rel. L2" ? std::string("relative L2") : html_escape(unit),
                    b.per > 1 ? fmt::format(" ({} positions per column, maximum)", b.per) : "");
   for (size_t r = 0; r < layers.size(); ++r) {
     s += heat_row(layers[r], h.v[r], floor, h, top + kRowH * static_cast<double>(r), cw);
   }
   if (flip_row) s += flip_mark(b, *flip_row, top, bottom);
   s += x_axis(b, bottom + 2);
-  s += heat_legend(h, floor, legend_y);
+  s += heat_legend(h, floor, legend_y, unit, floor_label);
   s += "</svg>";
   return s;
 }

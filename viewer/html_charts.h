@@ -20,8 +20,12 @@ inline constexpr int kHeatClasses = 12;
 // positions (NaN wins), coloured by log10 between the decades around the smallest value above
 // the noise floor and the largest; zero, at-or-below-floor and NaN have their own colours. The
 // column of `flip_row` is outlined. Hover details come from each row's data-v values.
+// `unit` names the values in the legend ("rel. L2"), `floor_label` the floor's colour ("≤ noise
+// floor 1.2e-07"); the diff against a noise floor draws a second map in floor units (÷ the
+// replays' median relative L2 of the row's site and position bucket) with the floor at 1.
 std::string svg_heat_map(const std::vector<diff::LayerDrift>& layers, double noise_floor,
-                         const Binning& bins, std::optional<int64_t> flip_row);
+                         const Binning& bins, std::optional<int64_t> flip_row,
+                         const std::string& unit = "rel. L2", const std::string& floor_label = {});
 
 struct Series {
   std::vector<double> y;  // one per column; NaN leaves a gap

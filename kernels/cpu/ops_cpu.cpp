@@ -64,6 +64,43 @@ void step_bf16(T* x, size_t n, int dir) {
 
 namespace {
 
+// -1, 0 or +1 with probabilities 1/4, 1/2, 1/4, from splitmix64 of (seed, i).
+inline int random_step(uint64_t seed, size_t i) {
+  uint64_t z = seed + (static_cast<uint64_t>(i) + 1) * 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  const int two = static_cast<int>(z >> 62);  // the top two bits
+  return two == 0 ? -1 : (two == 3 ? 1 : 0);
+}
+
+template <typename T>
+T stepped(T v, Storage s, int k) {
+  if (k == 0 || !std::isfinite(v)) return v;
+  T out;
+  if constexpr (std::is_same_v<T, double>) {
+    out = ds::from_ordinal(ds::ordinal(v) + k);
+  } else {
+    const int64_t o = int64_t{ds::ordinal(v, s)} + k;
+    if (o < INT32_MIN || o > INT32_MAX) return v;
+    out = ds::from_ordinal(static_cast<int32_t>(o), s);
+  }
+  return std::isfinite(out) ? out : v;
+}
+
+}  // namespace
+
+template <typename T>
+void ulp_steps(T* x, size_t n, Storage s, const UlpSteps& steps) {
+  if (!steps.any()) return;
+  for (size_t i = 0; i < n; ++i) {
+    const int k = steps.constant + (steps.random ? random_step(steps.seed, i) : 0);
+    x[i] = stepped(x[i], s, k);
+  }
+}
+
+namespace {
+
 // Items per thread so that each gets at least ~32k multiply-adds (smaller jobs run inline).
 size_t grain_for(size_t work_per_item) {
   return std::max<size_t>(1, (size_t{1} << 15) / std::max<size_t>(1, work_per_item));
@@ -516,6 +553,7 @@ int heuristic_attn_splits(int kv_len, int sequences, int n_heads) {
 
 #define DS_INSTANTIATE(T)                                               \
   template void round_to<T>(T*, size_t, Storage);                       \
+  template void ulp_steps<T>(T*, size_t, Storage, const UlpSteps&);     \
   template void step_bf16<T>(T*, size_t, int);                          \
   template void matmul<T>(const Gemm<T*, const T*>&);                   \
   template void all_reduce<T>(T*, T*, int, size_t, AllReduce, Storage); \

@@ -6,18 +6,23 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
 
 #include "common/error.h"
 #include "diff/diff.h"
+#include "diff/noise_floor.h"
+#include "kernels/cpu/cpu_exec.h"
 #include "src/cli/commands.h"
 #include "src/cli/report_args.h"
 #include "src/cli/run_config_args.h"
 #include "src/console/output.h"
 #include "src/experiment/trace_recorder.h"
+#include "src/workflow/calibrate.h"
 #include "src/workflow/loaded_model.h"
 #include "src/workflow/report_file.h"
 #include "src/workflow/traced_command.h"
@@ -40,6 +45,8 @@ struct DemoArgs {
   bool html = false;  // also write report.html to --out and print its path
   // both traces' filters
   std::string compression = trace::compression_name(trace::WriterOptions{}.deflate_level);
+  bool certify = false;  // both runs: run --certify
+  int floor_runs = 0;    // --floor N: A's noise floor of N replays, B judged against it
 };
 
 constexpr int kDemoMaxNew = 120;
@@ -90,7 +97,7 @@ std::string differing_fields(const RunConfig& c, const RunConfig& other) {
 }
 
 void run_one(const char* name, const RunConfig& c, const RunConfig& other, const LoadedModel& lm,
-             std::vector<Prompt> prompts, const fs::path& out, int deflate_level) {
+             std::vector<Prompt> prompts, const fs::path& out, int deflate_level, bool certify) {
   validate_for_model(c, lm.model.config);
   apply_add_bos(prompts, c.add_bos, lm.bos_id());
   trace::WriterOptions writer;
@@ -99,8 +106,8 @@ void run_one(const char* name, const RunConfig& c, const RunConfig& other, const
   writer.deflate_level = deflate_level;
   print_note("run {}: {} over {} prompts -> {}\n", name, differing_fields(c, other), prompts.size(),
              out.string());
-  const auto res =
-      run_traced_command(fmt::format("run {}", name), c, "default", writer, lm, prompts);
+  const auto res = run_traced_command(fmt::format("run {}", name), c, "default", writer, lm,
+                                      prompts, {}, "auto", nullptr, std::nullopt, certify);
   if (!res.complete) {
     throw Error("interrupted", "the traces written so far are in " + out.parent_path().string());
   }
@@ -133,6 +140,18 @@ int run_demo(const CLI::App& cmd, DemoArgs& a) {
   std::vector<fs::path> reports{path_json};
   if (a.html) reports.push_back(out / "report.html");
   check_outputs({path_a, path_b}, reports, a.force);
+  const fs::path path_floor = out / "floor.h5";
+  if (a.floor_runs != 0) {
+    if (a.floor_runs < diff::kMinFloorRuns) {
+      throw Error(
+          fmt::format("--floor {} is fewer than {} replays", a.floor_runs, diff::kMinFloorRuns),
+          "--floor N calibrates A with N benign replays: 99 lets a p-value reach 0.01");
+    }
+    if (!a.force && fs::exists(fs::symlink_status(path_floor))) {
+      throw Error(fmt::format("'{}' already exists", path_floor.string()),
+                  "pass --force to overwrite it, or choose another --out folder");
+    }
+  }
   LoadedModel lm = load_model_and_prompt(a.model, /*need_tokenizer=*/true, /*want_prompt=*/false);
   validate_for_model(ca, lm.model.config);  // both before A runs: B's refusal must not follow it
   validate_for_model(cb, lm.model.config);
@@ -148,11 +167,27 @@ int run_demo(const CLI::App& cmd, DemoArgs& a) {
   const std::vector<Prompt> prompts =
       read_prompts_file(prompts_file, lm.tokenizer.get(), true, lm.model.config.max_seq_len);
   fs::create_directories(out);
-  run_one("A", ca, cb, lm, prompts, path_a, deflate_level);
-  run_one("B", cb, ca, lm, prompts, path_b, deflate_level);
+  run_one("A", ca, cb, lm, prompts, path_a, deflate_level, a.certify);
+  run_one("B", cb, ca, lm, prompts, path_b, deflate_level, a.certify);
+  if (a.floor_runs != 0) {  // A's noise floor (docs/metrics.md, "Noise floors")
+    CalibrateOptions co;
+    co.a = path_a.string();
+    co.output = path_floor.string();
+    co.runs = a.floor_runs;
+    co.replay.jobs = std::max(1, ops::cpu_threads());
+    co.force = true;  // refused up front unless --force
+    print_note("floor: A under {} benign reduction orders -> {}\n", a.floor_runs,
+               path_floor.string());
+    if (const int rc = run_calibrate(co); rc != 0) return rc;
+  }
   const auto ta = trace::TraceReader::open(path_a);
   const auto tb = trace::TraceReader::open(path_b);
-  const diff::Report report = diff_with_recorded_tokenizer(ta, tb, {});
+  std::optional<trace::FloorFile> floor;
+  if (a.floor_runs != 0) floor = read_checked_floor(path_floor.string(), ta);
+  diff::DiffOptions opt;
+  opt.noise_sums = floor.has_value();
+  diff::Report report = diff_with_recorded_tokenizer(ta, tb, opt);
+  if (floor) judge_against_floor(report, *floor, path_floor.string(), 0.01);
   write_json_report(report, path_json.string());
   print_note("report: {} (JSON: {})\n\n", a.out, path_json.string());
   print_terminal_report(report, a.style);
@@ -200,8 +235,14 @@ CommandRun register_demo(CLI::App* cmd) {
       ->capture_default_str();
   cmd->add_flag("--html", args->html, "also write report.html to --out and print its path");
   add_compression_option(*cmd, args->compression);
+  cmd->add_flag("--certify", args->certify,
+                "both runs prove that tapping changed nothing (run --certify)");
+  cmd->add_option("--floor", args->floor_runs,
+                  "calibrate A's noise floor with N benign replays (>= 20; 99 lets a p-value "
+                  "reach 0.01) into --out/floor.h5, and say how many of B's flips reordering "
+                  "alone predicts (diff --floor)");
   cmd->add_flag("--force", args->force,
-                "overwrite a.h5, b.h5, report.json (and report.html) in --out");
+                "overwrite a.h5, b.h5, report.json (and report.html, floor.h5) in --out");
   add_report_style_options(*cmd, args->style);
   return [args, cmd] { return run_demo(*cmd, *args); };
 }

@@ -4,7 +4,9 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <optional>
 
+#include "common/error.h"
 #include "diff/diff.h"
 #include "diff/gate.h"
 #include "src/cli/commands.h"
@@ -24,20 +26,36 @@ struct DiffArgs {
   std::vector<int> seqs;
   bool allow_model_mismatch = false;
   bool quiet = false;
+  std::string floor;
+  double alpha = 0.01;
 };
 
 int run_diff(const DiffArgs& a) {
   std::vector<diff::GateCondition> gates;
-  for (const auto& spec : a.fail_on) gates.push_back(diff::parse_gate(spec));
-  check_report_output(a.json, {a.a, a.b}, "--json");
-  check_report_output(a.html, {a.a, a.b}, "--html");
+  for (const auto& spec : a.fail_on) {
+    gates.push_back(diff::parse_gate(spec));
+    if (gates.back().kind == diff::GateCondition::Kind::beyond_noise && a.floor.empty()) {
+      throw Error("--fail-on beyond-noise needs a noise floor",
+                  "give --floor FLOOR, calibrated on A (driftscope calibrate A.h5 -o FLOOR)");
+    }
+  }
+  if (!(a.alpha > 0 && a.alpha < 1)) {
+    throw Error(fmt::format("--alpha {} is not in (0, 1)", a.alpha),
+                "--alpha takes the significance level, e.g. 0.01 (the default)");
+  }
+  check_report_output(a.json, {a.a, a.b, a.floor}, "--json");
+  check_report_output(a.html, {a.a, a.b, a.floor}, "--html");
   const auto ta = trace::TraceReader::open(a.a);
   const auto tb = trace::TraceReader::open(a.b);
+  std::optional<trace::FloorFile> floor;
+  if (!a.floor.empty()) floor = read_checked_floor(a.floor, ta);
 
   diff::DiffOptions opt;
   opt.allow_model_mismatch = a.allow_model_mismatch;
   opt.sequences = a.seqs;
-  const diff::Report report = diff_with_recorded_tokenizer(ta, tb, opt);
+  opt.noise_sums = floor.has_value();
+  diff::Report report = diff_with_recorded_tokenizer(ta, tb, opt);
+  if (floor) judge_against_floor(report, *floor, a.floor, a.alpha);
   if (!a.json.empty()) write_json_report(report, a.json);
   if (!a.html.empty()) write_html_report(report, a.html);
   if (!a.quiet && a.json != "-") print_terminal_report(report, a.style);
@@ -59,8 +77,10 @@ CommandRun register_diff(CLI::App* cmd) {
       "--fail-on condition holds, 2 usage or input error. Metrics: docs/metrics.md.");
   cmd->add_option("a", args->a, "reference trace (.h5)")->required();
   cmd->add_option("b", args->b, "trace to compare (.h5)")->required();
-  cmd->add_option("--fail-on", args->fail_on,
-                  "gate: flip | drift=<relative L2> | kl=<nats>; exit 1 when it holds (repeatable)")
+  cmd->add_option(
+         "--fail-on", args->fail_on,
+         "gate: flip | drift=<relative L2> | kl=<nats> | beyond-noise (with --floor); exit 1 "
+         "when it holds (repeatable)")
       ->allow_extra_args(false);
   cmd->add_option("--json", args->json, "write the full report as JSON to FILE, or - for stdout");
   cmd->add_option("--html", args->html,
@@ -71,6 +91,13 @@ CommandRun register_diff(CLI::App* cmd) {
       ->delimiter(',');
   cmd->add_flag("--allow-model-mismatch", args->allow_model_mismatch,
                 "compare traces of different model files anyway");
+  cmd->add_option("--floor", args->floor,
+                  "A's noise floor (driftscope calibrate A.h5 -o FLOOR): each site's drift in "
+                  "floor units with p-values, the onset against it, flips expected from "
+                  "reordering alone (docs/metrics.md, \"Noise floors\")");
+  cmd->add_option("--alpha", args->alpha,
+                  "significance level of the floor's tests (family-wise over the sites)")
+      ->capture_default_str();
   cmd->add_flag("-q,--quiet", args->quiet, "no terminal report (the gate verdict still prints)");
   return [args] { return run_diff(*args); };
 }

@@ -15,6 +15,7 @@ CommandRun register_explain(CLI::App* cmd) {
   auto args = std::make_shared<ZoomOptions>();
   args->explain = true;
   args->command = "explain";
+  args->replay.what = "explain";
   args->after = 0;
   cmd->description(
       "Say why two runs part: for every sequence that flipped between A and B (or each of "
@@ -31,19 +32,21 @@ CommandRun register_explain(CLI::App* cmd) {
   cmd->add_option("--seq", args->seqs, "explain these flipped sequences only (e.g. 0,3)")
       ->allow_extra_args(false)
       ->delimiter(',');
-  cmd->add_option("-j,--jobs", args->jobs, "replays and trials run at once on this machine")
+  cmd->add_option("-j,--jobs", args->replay.jobs, "replays and trials run at once on this machine")
       ->capture_default_str();
-  add_slurm_options(*cmd, args->slurm, args->slurm_opt, args->wait, args->poll_s,
+  add_slurm_options(*cmd, args->replay.slurm, args->replay.slurm_opt, args->replay.wait,
+                    args->replay.poll_s,
                     "run the replays and each round of trials as a Slurm job array (DIR/*.sbatch); "
                     "run explain again once a round is done, or pass --wait",
                     "wait for each round's Slurm jobs and go on to the report");
-  cmd->add_flag("-q,--quiet", args->quiet, "no progress lines on stderr");
+  cmd->add_flag("-q,--quiet", args->replay.quiet, "no progress lines on stderr");
   return [args] {
     if (args->output.empty()) throw Error("explain needs an output directory", "pass -o DIR");
-    if (args->jobs < 1) {
-      throw Error(fmt::format("-j {} must be >= 1", args->jobs), "-j takes N >= 1");
+    if (args->replay.jobs < 1) {
+      throw Error(fmt::format("-j {} must be >= 1", args->replay.jobs), "-j takes N >= 1");
     }
-    check_slurm_flags(args->slurm, args->slurm_opt, args->poll_s, args->output);
+    check_slurm_flags(args->replay.slurm, args->replay.slurm_opt, args->replay.poll_s,
+                      args->output);
     return run_zoom(*args);
   };
 }

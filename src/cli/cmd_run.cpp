@@ -16,6 +16,7 @@
 #include "src/experiment/trace_recorder.h"
 #include "src/model/text_file.h"
 #include "src/workflow/traced_command.h"
+#include "trace/certificate.h"
 #include "trace/reader.h"
 
 namespace ds {
@@ -39,6 +40,7 @@ struct RunArgs {
   bool force = false;
   bool quiet = false;
   bool verbose = false;
+  bool certify = false;
 };
 
 int run_run(const RunArgs& a) {
@@ -111,7 +113,7 @@ int run_run(const RunArgs& a) {
   TracedRunResult res;
   try {
     res = run_traced_command("run", rc, a.probes, writer, lm, prompts, a.force_tokens, a.kernels,
-                             &write_error_detail, plan);
+                             &write_error_detail, plan, a.certify);
   } catch (const Error&) {
     if (a.verbose && !write_error_detail.empty()) {
       print_note("driftscope: trace write failure in detail:\n{}\n", write_error_detail);
@@ -127,6 +129,10 @@ int run_run(const RunArgs& a) {
         a.output, res.sequences.size(), prompts.size(), tokens,
         resolve_probes(a.probes, lm.model.config.n_layers).size(),
         res.complete ? "" : " — interrupted: complete=0");
+    if (a.certify && res.complete) {
+      print_note("driftscope: certify: {}\n",
+                 trace::certify_verdict(trace::TraceReader::open(a.output).certify_json()));
+    }
   }
   return res.complete ? 0 : 130;
 }
@@ -168,6 +174,10 @@ CommandRun register_run(CLI::App* cmd) {
                   "numerics plan file (explain's and calibrate's trials, docs/cli.md): some ops "
                   "decided by a second configuration, or another valid reduction order at each");
   cmd->add_option("-o,--output", args->output, "trace file to write (.h5); required");
+  cmd->add_flag("--certify", args->certify,
+                "prove that tapping changed nothing: also run untapped (no probes, same batch "
+                "and plan) and record per row a digest of both passes' logits and tokens, with "
+                "the verdict in the trace (identical, or the first row that differs)");
   cmd->add_flag("--force", args->force, "overwrite an existing trace file");
   cmd->add_flag("-q,--quiet", args->quiet, "no summary line on stderr");
   cmd->add_flag("--verbose", args->verbose,

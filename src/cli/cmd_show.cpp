@@ -6,12 +6,17 @@
 #include <filesystem>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
+#include "common/error.h"
 #include "common/number_format.h"
 #include "common/printable.h"
+#include "diff/noise_floor.h"
 #include "src/cli/commands.h"
 #include "src/workflow/recorded_tokenizer.h"
+#include "trace/certificate.h"
+#include "trace/floor_file.h"
 #include "trace/summary.h"
 
 namespace ds {
@@ -57,8 +62,75 @@ std::string field(const nlohmann::json& record, std::initializer_list<const char
                         : v->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// `show FLOOR`: what a noise floor file holds (docs/trace-format.md, "Floor files").
+int show_floor(const ShowArgs& a) {
+  const trace::FloorFile f = trace::read_floor(a.path);
+  const diff::FloorSummary sum = diff::summarize_floor(f);
+  if (a.json) {
+    nlohmann::ordered_json j;
+    j["path"] = a.path;
+    j["format"] = trace::kFloorFormat;
+    j["format_version"] = f.format_version;
+    j["tool_version"] = f.tool_version;
+    j["source"] = f.source;
+    j["model_digest"] = f.model_digest;
+    j["config_digest"] = f.config_digest;
+    j["config"] = nlohmann::ordered_json::parse(f.config_json, nullptr, false);
+    j["perturbation"] = f.perturbation;
+    j["runs"] = f.runs();
+    std::vector<int> seqs;
+    for (const auto& q : f.sequences) seqs.push_back(q.index);
+    j["sequences"] = seqs;
+    j["buckets"] = f.buckets;
+    nlohmann::ordered_json sites = nlohmann::ordered_json::array();
+    for (const auto& s : sum.sites) {
+      sites.push_back({{"site", s.site},
+                       {"storage", s.storage},
+                       {"rel_l2_median", s.rel_l2_median},
+                       {"rel_l2_max", s.rel_l2_max},
+                       {"differ_median", s.differ_median}});
+    }
+    j["sites"] = sites;
+    j["choice_rows"] = sum.choice_rows;
+    j["expected_flips"] = sum.expected_flips;
+    j["replay_mean_flips"] = sum.replay_mean_flips;
+    j["replay_max_flips"] = sum.replay_max_flips;
+    fmt::print("{}\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    return 0;
+  }
+  fmt::print("floor     {} (noise floor, format v{}, driftscope {})\n", printable(a.path),
+             f.format_version, printable(f.tool_version));
+  fmt::print("source    {}\n", printable(f.source));
+  fmt::print("model     sha256 {} (of its files' digests)\n", printable(f.model_digest));
+  fmt::print("config    sha256 {}: {}\n", printable(f.config_digest), printable(f.config_json));
+  fmt::print("replays   {} under {} (p-values down to 1/{} = {:.3g})\n", f.runs(),
+             printable(f.perturbation), f.runs() + 1, 1.0 / (f.runs() + 1));
+  std::vector<int> seqs;
+  for (const auto& q : f.sequences) seqs.push_back(q.index);
+  fmt::print("sequences {} ({}), {} choice rows, {} position buckets\n", seqs.size(),
+             fmt::join(seqs, " "), sum.choice_rows, f.buckets);
+  fmt::print(
+      "flips     {:.2f} sequences expected to flip under the perturbation alone; the "
+      "replays flipped {:.2f} on average (at most {})\n",
+      sum.expected_flips, sum.replay_mean_flips, sum.replay_max_flips);
+  fmt::print("\n  {:<16}  {:<8}  {:>14}  {:>14}  {:>13}\n", "site", "storage", "rel L2 median",
+             "rel L2 max", "differ median");
+  for (const auto& s : sum.sites) {
+    fmt::print("  {:<16}  {:<8}  {:>14.3g}  {:>14.3g}  {:>13.3f}\n", printable(s.site),
+               printable(s.storage), s.rel_l2_median, s.rel_l2_max, s.differ_median);
+  }
+  return 0;
+}
+
 int run_show(const ShowArgs& a) {
-  const trace::TraceSummary s = trace::summarize(trace::TraceReader::open(a.path));
+  std::optional<trace::TraceReader> reader;
+  try {
+    reader.emplace(trace::TraceReader::open(a.path));
+  } catch (const Error&) {
+    if (trace::is_floor_file(a.path)) return show_floor(a);  // not a trace: maybe a floor
+    throw;
+  }
+  const trace::TraceSummary s = trace::summarize(*reader);
   if (a.json) {
     fmt::print("{}\n", trace::to_json(s));
     return 0;
@@ -71,6 +143,9 @@ int run_show(const ShowArgs& a) {
   fmt::print("status    {}\n",
              s.complete ? "complete"
                         : fmt::format("INCOMPLETE (complete=0, {})", printable(s.stop_reason)));
+  if (!s.certify_json.empty()) {
+    fmt::print("certify   {}\n", printable(trace::certify_verdict(s.certify_json)));
+  }
   if (s.cut_short) {
     fmt::print(
         "          CUT SHORT: {} of {} bytes on disk; sequences with data past the cut "
@@ -134,7 +209,9 @@ CommandRun register_show(CLI::App* cmd) {
   auto args = std::make_shared<ShowArgs>();
   cmd->description(
       "Summarize a trace: config, model, prompts and "
-      "continuations, recorded sites, size, completeness.");
+      "continuations, recorded sites, size, completeness, run --certify's verdict; or a noise "
+      "floor file (driftscope calibrate): its trace, model and configuration digests, replays "
+      "and the floor per site.");
   cmd->add_option("trace", args->path, "trace file (.h5)")->required();
   cmd->add_flag("--json", args->json, "print the summary as JSON");
   return [args] { return run_show(*args); };

@@ -22,6 +22,7 @@ struct SweepArgs {
   SweepOptions sweep;
   // passed to each run when given
   std::string compression = trace::compression_name(trace::WriterOptions{}.deflate_level);
+  bool certify = false;  // every run: run --certify
 };
 
 // Checks the flags that need no sweep directory, applies --threads and returns the writer flags
@@ -39,6 +40,8 @@ std::vector<std::string> check_flags(const CLI::App& cmd, const SweepArgs& a) {
     writer_flags = {"--compression",
                     trace::compression_name(trace::parse_compression(a.compression))};
   }
+  // --certify likewise (a resumed sweep keeps its complete traces, certified or not)
+  if (a.certify) writer_flags.push_back("--certify");
   check_slurm_flags(a.sweep.slurm, a.sweep.slurm_opt, a.sweep.poll_s, a.sweep.output);
   if (a.sweep.samples < 0) {
     throw Error(fmt::format("--samples {} must be >= 1", a.sweep.samples),
@@ -78,6 +81,8 @@ CommandRun register_sweep(CLI::App* cmd) {
   cmd->add_option("-j,--jobs", args->sweep.jobs, "configurations run at once on this machine")
       ->capture_default_str();
   add_compression_option(*cmd, args->compression);
+  cmd->add_flag("--certify", args->certify,
+                "every run proves that tapping changed nothing (run --certify)");
   cmd->add_option("--probes", args->sweep.probes,
                   "hidden sites every run records, as for run: default, all, none (tokens, "
                   "top-K logits and log-sum-exp only: the cheap first pass before zoom), or a "

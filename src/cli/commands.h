@@ -38,6 +38,7 @@ CommandRun register_sweep(CLI::App* cmd);
 CommandRun register_stats(CLI::App* cmd);
 CommandRun register_zoom(CLI::App* cmd);
 CommandRun register_explain(CLI::App* cmd);
+CommandRun register_calibrate(CLI::App* cmd);
 
 inline constexpr std::string_view kLessModel =
     "a smaller model, a shorter --max-new or a smaller --batch needs less";
@@ -58,6 +59,7 @@ inline constexpr Command kCommands[] = {
     {"stats", register_stats, true, kLessTraces},
     {"zoom", register_zoom, true, kLessModel},
     {"explain", register_explain, true, kLessModel},
+    {"calibrate", register_calibrate, false, kLessModel},
 };
 
 }  // namespace ds

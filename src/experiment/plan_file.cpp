@@ -35,6 +35,18 @@ nlohmann::json shapes_json(const std::vector<PassShape>& shapes) {
   return a;
 }
 
+// The op of `name` in an n_layers model; throws ds::Error for a name it does not have.
+OpId plan_op(const std::string& name, int n_layers) {
+  const auto id = parse_op_id(name, n_layers);
+  if (!id) {
+    throw Error(
+        fmt::format("plan names op '{}', which a {}-layer model does not have", name, n_layers),
+        "op names are L<layer>/<op> (attn_norm, q_proj, ..., mlp_add) or "
+        "embedding, final_norm, lm_head");
+  }
+  return *id;
+}
+
 }  // namespace
 
 PlanSpec parse_plan_spec(const std::string& text, const std::string& where) {
@@ -50,8 +62,8 @@ PlanSpec parse_plan_spec(const std::string& text, const std::string& where) {
                               j.value("version", 0), kVersion));
     }
     for (const auto& [k, v] : j.items()) {
-      static const char* known[] = {"format", "version",  "a_shapes",    "b",
-                                    "b_ops",  "b_shapes", "reorder_seed"};
+      static const char* known[] = {"format",   "version",      "a_shapes", "b",        "b_ops",
+                                    "b_shapes", "reorder_seed", "sr_seed",  "test_bias"};
       if (std::find(std::begin(known), std::end(known), k) == std::end(known)) {
         throw Error(fmt::format("unknown key '{}'", k));
       }
@@ -66,6 +78,15 @@ PlanSpec parse_plan_spec(const std::string& text, const std::string& where) {
     if (j.contains("b_ops")) s.b_ops = j.at("b_ops").get<std::vector<std::string>>();
     if (!s.b_ops.empty() && !s.b) throw Error("b_ops names ops of a second side 'b' it lacks");
     if (j.contains("reorder_seed")) s.reorder_seed = j.at("reorder_seed").get<uint64_t>();
+    if (j.contains("sr_seed")) s.sr_seed = j.at("sr_seed").get<uint64_t>();
+    if (j.contains("test_bias")) {
+      const auto& t = j.at("test_bias");
+      s.bias_op = t.at("op").get<std::string>();
+      s.bias_ulps = t.at("ulps").get<int>();
+      if (s.bias_ulps == 0 || s.bias_ulps < -1024 || s.bias_ulps > 1024) {
+        throw Error(fmt::format("test_bias ulps {} is not in -1024..1024 without 0", s.bias_ulps));
+      }
+    }
   } catch (const Error& e) {
     throw Error(fmt::format("plan file '{}': {}", where, e.what()), hint);
   } catch (const std::exception& e) {  // JSON syntax and types
@@ -83,6 +104,8 @@ std::string plan_spec_json(const PlanSpec& s) {
     if (!s.b_shapes.empty()) j["b_shapes"] = shapes_json(s.b_shapes);
   }
   if (s.reorder_seed) j["reorder_seed"] = *s.reorder_seed;
+  if (s.sr_seed) j["sr_seed"] = *s.sr_seed;
+  if (s.bias_ulps != 0) j["test_bias"] = {{"op", s.bias_op}, {"ulps", s.bias_ulps}};
   return j.dump();
 }
 
@@ -103,18 +126,13 @@ NumericsPlan make_plan(const PlanSpec& s, const RunConfig& own, int n_layers) {
         ops.insert(ops.end(), every.begin(), every.end());
         continue;
       }
-      const auto id = parse_op_id(name, n_layers);
-      if (!id) {
-        throw Error(
-            fmt::format("plan names op '{}', which a {}-layer model does not have", name, n_layers),
-            "op names are L<layer>/<op> (attn_norm, q_proj, ..., mlp_add) or "
-            "embedding, final_norm, lm_head");
-      }
-      ops.push_back(*id);
+      ops.push_back(plan_op(name, n_layers));
     }
   }
   NumericsPlan plan(std::move(a), std::move(b), std::move(ops));
   if (s.reorder_seed) plan.reorder(*s.reorder_seed);
+  if (s.sr_seed) plan.stochastic_rounding(*s.sr_seed);
+  if (s.bias_ulps != 0) plan.plant_bias(plan_op(s.bias_op, n_layers), s.bias_ulps);
   return plan;
 }
 

@@ -5,7 +5,9 @@
 //    "b": {run configuration},             a second side (optional)
 //    "b_ops": ["L3/q_proj", ...] | ["all"], the ops that take the second side
 //    "b_shapes": [[rows, seqs], ...],
-//    "reorder_seed": N}                    another valid reduction order at every op (optional)
+//    "reorder_seed": N,                    another valid reduction order at every op (optional)
+//    "sr_seed": N,                         stochastic rounding of every op's output (optional)
+//    "test_bias": {"op": "L1/down_proj", "ulps": 4}}  test-only: a planted bias at one op
 // Shapes are per pass of the run, in order; a pass past the list decides from its own shape.
 #pragma once
 
@@ -25,6 +27,11 @@ struct PlanSpec {
   std::vector<std::string> b_ops;  // op names (numerics_plan.h op_id_name), or {"all"}
   std::vector<PassShape> b_shapes;
   std::optional<uint64_t> reorder_seed;
+  // Calibration's second class (numerics_plan.h stochastic_rounding), and a test-only bias of
+  // `bias_ulps` ulps at op `bias_op` (plant_bias; the floor's power tests).
+  std::optional<uint64_t> sr_seed;
+  std::string bias_op;
+  int bias_ulps = 0;
 };
 
 // The spec of `text`, the contents of file `where` (named in errors). Throws ds::Error with a

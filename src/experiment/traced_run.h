@@ -26,6 +26,8 @@ struct TracedRunOptions {
   std::string kernels = "auto";
   // A numerics plan (--plan, plan_file.h) the runtime decides by instead of the config alone.
   std::optional<PlanSpec> plan;
+  // run --certify (certify.h): an untapped pass beside the tapped one, its verdict in the trace.
+  bool certify = false;
   std::function<bool()> should_stop;                                 // e.g. SIGINT seen
   std::function<void(int seq, int n_seqs, int generated)> progress;  // after every token
   // Set, on a write failure, to the failed HDF5 call and HDF5's error stack (for --verbose;

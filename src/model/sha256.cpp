@@ -32,4 +32,15 @@ std::string sha256_file(const std::filesystem::path& path) {
   return hex;
 }
 
+std::string sha256_hex(std::string_view bytes) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha256(), nullptr) != 1) {
+    throw Error("OpenSSL: cannot compute SHA-256");
+  }
+  std::string hex;
+  for (unsigned int i = 0; i < len; ++i) hex += fmt::format("{:02x}", md[i]);
+  return hex;
+}
+
 }  // namespace ds

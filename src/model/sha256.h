@@ -3,10 +3,13 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 namespace ds {
 
 // Lowercase hex digest of the file's bytes. Throws ds::Error when it cannot be read.
 std::string sha256_file(const std::filesystem::path& path);
+// Lowercase hex digest of `bytes`.
+std::string sha256_hex(std::string_view bytes);
 
 }  // namespace ds

@@ -214,6 +214,9 @@ class CpuBackend {
     std::copy(host, host + n, y);
     ops::round_to(y, n, act_);
   }
+  void ulp_steps(Ptr y, size_t n, Storage s, const ops::UlpSteps& steps) const {
+    ops::ulp_steps(y, n, s, steps);
+  }
   // The test perturbation of an op's output (numerics_plan.h Nudge).
   void nudge(Ptr y, size_t n, Nudge how) const {
     switch (how) {

@@ -53,8 +53,9 @@ namespace ds {
 //   end_pass(logits, rows)  the pass's logits as the caller reads them (pass_logits.h), pending
 //                       taps delivered
 // Optional (detected with requires; a backend without them refuses the feature): load_rows
-// (shadow layers' reference inputs) and nudge (the plan's test perturbation of an op's output,
-// numerics_plan.h). Optional, with the same
+// (shadow layers' reference inputs), nudge (the plan's test perturbation of an op's output)
+// and ulp_steps (a plan's steps of op outputs, numerics_plan.h: calibration's stochastic
+// rounding, a planted bias). Optional, with the same
 // results without them:
 //   gemm_group(span of ops::Gemm)  GEMMs that read none of each other's outputs run as one job
 //                       (the CPU's threads then wait once for q, k and v, not three times);
@@ -212,7 +213,7 @@ class ForwardRuntime final : public Runtime {
         plan.numerics().device != plan_.numerics().device) {
       throw Error("a numerics plan's own side must be the runtime's configuration (dtype, device)");
     }
-    if constexpr (!kCanNudge) {
+    if constexpr (!kCanNudge || !kCanStep) {
       if (plan.mixed()) {
         throw Error("a plan that mixes two configurations op by op needs the CPU emulation",
                     "op-level explain runs with --device cpu");
@@ -396,8 +397,8 @@ class ForwardRuntime final : public Runtime {
       b_.rope(ops::Rope<Ptr, TableView<B>>{x, n, heads, c_.head_dim, b_.positions(), b_.table(cos_),
                                            b_.table(sin_), plan_.stored({l, PlanOp::rope})});
     }
-    perturbed({l, PlanOp::rope}, q_.ptr(0), static_cast<size_t>(n) * c_.q_dim());
-    perturbed({l, PlanOp::rope}, k_.ptr(0), static_cast<size_t>(n) * c_.kv_dim());
+    perturbed({l, PlanOp::rope}, q_.ptr(0), static_cast<size_t>(n) * c_.q_dim(), 0);
+    perturbed({l, PlanOp::rope}, k_.ptr(0), static_cast<size_t>(n) * c_.kv_dim(), 1);
   }
 
   // gate <- silu(gate) * up
@@ -484,10 +485,18 @@ class ForwardRuntime final : public Runtime {
     perturbed(id, y, mn);
   }
 
-  // The plan's test perturbation of op `id`'s output (`count` values at p), right after the op.
-  void perturbed(OpId id, Ptr p, size_t count) {
+  // What the plan does to op `id`'s output (`count` values at p) right after the op: the
+  // test perturbation (a nudge), then its ulp steps (stochastic rounding, a planted bias);
+  // nothing unless the plan asks, so a run without either is unchanged. `salt` tells apart
+  // the calls of one op in a pass (rope's q and k).
+  void perturbed(OpId id, Ptr p, size_t count, int salt = 0) {
     if constexpr (kCanNudge) {
       if (const Nudge how = plan_.perturbation(id); how != Nudge::none) b_.nudge(p, count, how);
+    }
+    if constexpr (kCanStep) {
+      if (!plan_.steps_output()) return;
+      const ops::UlpSteps s = plan_.steps(id, salt);
+      if (s.any()) b_.ulp_steps(p, count, plan_.stored(id).out, s);
     }
   }
 
@@ -509,6 +518,9 @@ class ForwardRuntime final : public Runtime {
     b.load_rows(p, h, 1);
   };
   static constexpr bool kCanNudge = requires(B & b, Ptr p) { b.nudge(p, 1, Nudge::bf16); };
+  static constexpr bool kCanStep = requires(B & b, Ptr p, const ops::UlpSteps& s) {
+    b.ulp_steps(p, 1, Storage::bf16, s);
+  };
   static constexpr bool kCanGroup = requires(B & b, std::span<const GemmCall> g) {
     b.gemm_group(g);
   };

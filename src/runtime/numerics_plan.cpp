@@ -105,14 +105,33 @@ ops::OpNumerics NumericsPlan::stored(OpId id) const {
   return n;
 }
 
-int NumericsPlan::draw(OpId id, int salt, int n) const {
-  uint64_t x = seed_ ^ (static_cast<uint64_t>(pass_ + 1) * 0x9e3779b97f4a7c15ull) ^
+namespace {
+
+// A 64-bit draw of (seed, pass, op, salt): splitmix64's finaliser over their mix.
+uint64_t mix(uint64_t seed, int pass, OpId id, int salt) {
+  uint64_t x = seed ^ (static_cast<uint64_t>(pass + 1) * 0x9e3779b97f4a7c15ull) ^
                (static_cast<uint64_t>(id.layer + 2) << 40) ^ (static_cast<uint64_t>(id.op) << 32) ^
                static_cast<uint64_t>(salt);
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;  // splitmix64's finaliser
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   x ^= x >> 31;
-  return static_cast<int>(x % static_cast<uint64_t>(std::max(1, n)));
+  return x;
+}
+
+}  // namespace
+
+int NumericsPlan::draw(OpId id, int salt, int n) const {
+  return static_cast<int>(mix(seed_, pass_, id, salt) % static_cast<uint64_t>(std::max(1, n)));
+}
+
+ops::UlpSteps NumericsPlan::steps(OpId id, int salt) const {
+  ops::UlpSteps s;
+  if (bias_ulps_ != 0 && id == bias_op_) s.constant = bias_ulps_;
+  if (sr_ && id.op != PlanOp::embedding) {  // a lookup: it rounds nothing
+    s.random = true;
+    s.seed = mix(sr_seed_, pass_, id, salt);
+  }
+  return s;
 }
 
 ops::OpNumerics NumericsPlan::gemm(OpId id, int N, int K) const {

@@ -128,9 +128,29 @@ class NumericsPlan {
     seed_ = seed;
   }
 
-  // The configuration of side a (the runtime's own) and whether any op takes side b.
+  // Calibration's second benign perturbation, stochastic rounding: from now on every op's output,
+  // after its rounding, steps -1, 0 or +1 ulp of its storage (probabilities 1/4, 1/2, 1/4), drawn
+  // from `seed`, the pass, the op and the value (kernels/ops.h UlpSteps). The embedding, a lookup
+  // that rounds nothing, is left alone.
+  void stochastic_rounding(uint64_t seed) {
+    sr_ = true;
+    sr_seed_ = seed;
+  }
+  // Test-only (the floor's power, docs/metrics.md): every value of op `id`'s output moves `ulps`
+  // ulps of its storage after its rounding, a bias no correct kernel has.
+  void plant_bias(OpId id, int ulps) {
+    bias_op_ = id;
+    bias_ulps_ = ulps;
+  }
+  // What op `id` does to its output after rounding it (none when !any()); `salt` tells apart the
+  // calls of one op in a pass (rope's q and k).
+  ops::UlpSteps steps(OpId id, int salt = 0) const;
+  bool steps_output() const { return sr_ || bias_ulps_ != 0; }
+
+  // The configuration of side a (the runtime's own) and whether any op takes side b or another
+  // order, or steps its output.
   const Numerics& numerics() const { return a_.nx; }
-  bool mixed() const { return !b_ops_.empty() || reorder_; }
+  bool mixed() const { return !b_ops_.empty() || reorder_ || steps_output(); }
   // Whether any op's output is perturbed (test-only; the CPU emulation alone can).
   bool perturbs() const;
 
@@ -145,6 +165,10 @@ class NumericsPlan {
   std::vector<OpId> b_ops_;  // sorted
   bool reorder_ = false;
   uint64_t seed_ = 0;
+  bool sr_ = false;
+  uint64_t sr_seed_ = 0;
+  OpId bias_op_;
+  int bias_ulps_ = 0;
   int pass_ = -1;
   PassShape own_;
 };

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "diff/noise_floor.h"
 #include "src/console/output.h"
 #include "src/console/progress.h"
 #include "src/workflow/recorded_tokenizer.h"
@@ -61,6 +62,17 @@ diff::Report diff_with_recorded_tokenizer(const trace::TraceReader& a, const tra
   diff::Report report = diff::diff_traces(a, b, opt);
   progress.done();
   return report;
+}
+
+trace::FloorFile read_checked_floor(const std::string& floor_path, const trace::TraceReader& a) {
+  trace::FloorFile f = trace::read_floor(floor_path);
+  diff::check_floor(f, floor_path, a);
+  return f;
+}
+
+void judge_against_floor(diff::Report& report, const trace::FloorFile& floor,
+                         const std::string& floor_path, double alpha) {
+  report.noise = diff::evaluate_floor(report, floor, floor_path, alpha);
 }
 
 void print_terminal_report(const diff::Report& report, const ReportStyle& s) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "diff/diff.h"
+#include "trace/floor_file.h"
 #include "trace/reader.h"
 
 namespace ds {
@@ -25,6 +26,16 @@ constexpr int kMaxReportWidth = 1000;
 // Diffs two traces, decoding tokens with the tokenizer recorded in A when its file exists.
 diff::Report diff_with_recorded_tokenizer(const trace::TraceReader& a, const trace::TraceReader& b,
                                           diff::DiffOptions options);
+
+// Judges `report` (A vs B, diffed with DiffOptions::noise_sums) against the noise floor of
+// `floor_path` at level `alpha`: report.noise (diff/noise_floor.h).
+void judge_against_floor(diff::Report& report, const trace::FloorFile& floor,
+                         const std::string& floor_path, double alpha);
+
+// The floor of `floor_path`, read and checked against trace `a` (diff/noise_floor.h check_floor).
+// Throws ds::Error with a hint for a floor of another model, configuration or tokens, of another
+// format version, damaged, or of fewer than 20 replays.
+trace::FloorFile read_checked_floor(const std::string& floor_path, const trace::TraceReader& a);
 
 // The terminal report on stdout.
 void print_terminal_report(const diff::Report& report, const ReportStyle& style);

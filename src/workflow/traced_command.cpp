@@ -16,7 +16,7 @@ TracedRunResult run_traced_command(const std::string& label, const RunConfig& co
                                    const LoadedModel& lm, const std::vector<Prompt>& prompts,
                                    const std::string& force_tokens, const std::string& kernels,
                                    std::string* write_error_detail,
-                                   const std::optional<PlanSpec>& plan) {
+                                   const std::optional<PlanSpec>& plan, bool certify) {
   TracedRunOptions opt;
   opt.config = config;
   opt.sites = resolve_probes(probes, lm.model.config.n_layers);
@@ -27,6 +27,7 @@ TracedRunResult run_traced_command(const std::string& label, const RunConfig& co
   opt.info.tool_version = DRIFTSCOPE_VERSION;
   opt.kernels = kernels;
   opt.plan = plan;
+  opt.certify = certify;
   opt.info.config_json =
       traced_config_json(config, probes, opt.writer, force_tokens, kernels, plan);
   opt.info.model_json = model_identity_json(lm.model, lm.tokenizer.get(), lm.tokenizer_path);

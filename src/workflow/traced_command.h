@@ -19,6 +19,7 @@ TracedRunResult run_traced_command(const std::string& label, const RunConfig& co
                                    const std::string& force_tokens = {},
                                    const std::string& kernels = "auto",
                                    std::string* write_error_detail = nullptr,
-                                   const std::optional<PlanSpec>& plan = std::nullopt);
+                                   const std::optional<PlanSpec>& plan = std::nullopt,
+                                   bool certify = false);
 
 }  // namespace ds

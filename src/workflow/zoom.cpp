@@ -26,21 +26,19 @@ ZoomSide& side(ZoomPlan& p, size_t i) {
 
 // The replay of one side: `driftscope run` of its recorded configuration on its prompts file, or
 // the recorder's command for a recorder trace.
-ChildRun replay_run(const std::filesystem::path& dir, const ZoomPlan& p, const ZoomSide& s) {
+ChildRun replay_run(const std::filesystem::path& dir, const ZoomPlan& p, const ZoomSide& s,
+                    bool certify) {
   const auto abs = std::filesystem::absolute(dir);
   if (s.recorder) {
     return {"replay-" + s.name,
             recorder_argv(*s.recorder, side_prompts(abs, s), side_trace(abs, s)),
             /*sets_threads=*/true};
   }
-  std::vector<std::string> argv = {
-      self_exe().string(), "run",
-      "--config",          (abs / "configs" / (s.name + ".toml")).string(),
-      "--prompts",         side_prompts(abs, s).string()};
-  if (!p.model.empty()) argv.insert(argv.end(), {"--model", p.model});
-  if (!p.tokenizer.empty()) argv.insert(argv.end(), {"--tokenizer", p.tokenizer});
-  argv.insert(argv.end(), {"--probes", "all", "-o", side_trace(abs, s).string(), "--force", "-q"});
-  return {"replay-" + s.name, argv};
+  return {
+      "replay-" + s.name,
+      replay_argv(abs / "configs" / (s.name + ".toml"), side_prompts(abs, s),
+                  {p.model, p.tokenizer}, side_trace(abs, s),
+                  certify ? std::vector<std::string>{"--certify"} : std::vector<std::string>{})};
 }
 
 // The recorder of each recorder side still to replay, found before anything is written (or
@@ -112,38 +110,32 @@ std::vector<size_t> prepare(const std::filesystem::path& dir, ZoomPlan& p,
 }
 
 void wait_for_jobs(const ZoomOptions& a, const ZoomPlan& p) {
-  settle_slurm_jobs(p.slurm_jobs, "zoom", a.wait, true, a.poll_s, a.quiet,
+  settle_slurm_jobs(p.slurm_jobs, "zoom", a.replay.wait, true, a.replay.poll_s, a.replay.quiet,
                     "wait for it (driftscope zoom A.h5 B.h5 -o DIR --wait), then run zoom again");
 }
 
 // Runs (or submits) the replays still missing; returns the exit code when zoom stops here.
 std::optional<int> run_replays(const ZoomOptions& a, const std::filesystem::path& dir, ZoomPlan& p,
                                const std::vector<size_t>& todo) {
-  std::vector<ChildRun> runs = {replay_run(dir, p, p.side_a), replay_run(dir, p, p.side_b)};
-  if (a.slurm) {
-    const std::string job =
-        submit_slurm_array(dir, "zoom.sbatch", "driftscope-zoom", runs, todo, a.slurm_opt);
-    p.slurm_jobs.push_back(job);
-    for (size_t i : todo) side(p, i).status = "submitted";
-    write_zoom_state(dir, p);
-    if (!a.quiet) print_note("zoom: submitted Slurm job array {} ({} replays)\n", job, todo.size());
-    if (!a.wait) return 0;
-    wait_while_active(job, a.poll_s);
-  } else {
-    std::vector<ChildRun> mine;
-    for (size_t i : todo) mine.push_back(runs[i]);
-    const bool interrupted =
-        run_children(dir, mine, a.jobs, a.quiet, "zoom", [&](size_t k, bool exited_ok) {
-          ZoomSide& s = side(p, todo[k]);
-          const bool ok = exited_ok && replay_done(dir, s);
-          s.status = ok ? "done" : "missing";
-          write_zoom_state(dir, p);
-          return ok;
-        });
-    if (interrupted) {
-      print_note("zoom: interrupted; resume with the same command\n");
-      return 130;
-    }
+  std::vector<ChildRun> runs = {replay_run(dir, p, p.side_a, a.certify),
+                                replay_run(dir, p, p.side_b, a.certify)};
+  const ReplayEnd end = run_replays(
+      dir, runs, todo, a.replay, p.slurm_jobs,
+      [&](size_t i, bool exited_ok) {
+        ZoomSide& s = side(p, i);
+        const bool ok = exited_ok && replay_done(dir, s);
+        s.status = ok ? "done" : "missing";
+        write_zoom_state(dir, p);
+        return ok;
+      },
+      [&] {
+        for (size_t i : todo) side(p, i).status = "submitted";
+        write_zoom_state(dir, p);
+      });
+  if (end == ReplayEnd::submitted) return 0;
+  if (end == ReplayEnd::interrupted) {
+    print_note("zoom: interrupted; resume with the same command\n");
+    return 130;
   }
   std::string missing;
   for (size_t i = 0; i < 2; ++i) {
@@ -188,7 +180,7 @@ int run_zoom(const ZoomOptions& a) {
   const SweepLock lock(dir, a.command);
   if (!p.slurm_jobs.empty()) wait_for_jobs(a, p);
   const std::vector<size_t> todo = prepare(dir, p, ta, tb);
-  if (!a.quiet) {
+  if (!a.replay.quiet) {
     print_note(
         "zoom: {} sequence(s), {} replayed with their batch neighbours; {} replay(s) to "
         "run\n",
@@ -197,25 +189,25 @@ int run_zoom(const ZoomOptions& a) {
   if (!todo.empty()) {
     if (const auto rc = run_replays(a, dir, p, todo)) return *rc;
   }
-  const ZoomAnalysis analysis = analyse_zoom(dir, p, original, a.quiet);
+  const ZoomAnalysis analysis = analyse_zoom(dir, p, original, a.replay.quiet);
   std::optional<diff::ExplainReport> explained;
   if (a.explain) {
     TrialRunner runner{.dir = dir,
-                       .jobs = a.jobs,
-                       .slurm = a.slurm,
-                       .wait = a.wait,
-                       .quiet = a.quiet,
-                       .slurm_opt = a.slurm_opt,
-                       .poll_s = a.poll_s};
+                       .jobs = a.replay.jobs,
+                       .slurm = a.replay.slurm,
+                       .wait = a.replay.wait,
+                       .quiet = a.replay.quiet,
+                       .slurm_opt = a.replay.slurm_opt,
+                       .poll_s = a.replay.poll_s};
     ExplainResult e = explain_flips(dir, p, original, analysis, runner);
     if (!e.report) return e.exit_code;
     explained = std::move(e.report);
   }
   if (a.command == "zoom") {
     write_zoom_flips(dir, p, analysis.diffs, analysis.attributions,
-                     explained ? &*explained : nullptr, a.quiet);
+                     explained ? &*explained : nullptr, a.replay.quiet);
   }
-  if (explained) write_explain_reports(dir, *explained, a.command == "explain", a.quiet);
+  if (explained) write_explain_reports(dir, *explained, a.command == "explain", a.replay.quiet);
   return 0;
 }
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "src/workflow/slurm.h"
+#include "src/workflow/replays.h"
 
 namespace ds {
 
@@ -18,12 +18,8 @@ struct ZoomOptions {
   std::string a, b, output;
   std::vector<int> seqs;
   int after = 8;
-  int jobs = 2;
-  bool slurm = false;
-  bool wait = false;
-  SlurmOptions slurm_opt;
-  int poll_s = 5;
-  bool quiet = false;
+  ReplayOptions replay{"zoom"};  // -j, --slurm and its options, -q
+  bool certify = false;          // each driftscope replay: run --certify
   // After the analysis, explain the flips (explain.h): `driftscope explain` (command "explain")
   // prints its report and writes no flips report; `zoom --explain` writes both, the flips
   // report's onset column then naming each flip's cause.

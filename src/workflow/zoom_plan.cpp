@@ -18,11 +18,6 @@
 namespace ds {
 namespace {
 
-std::string recorded_path(const nlohmann::json& j) {
-  return j.is_object() && j.contains("path") && j["path"].is_string() ? j["path"].get<std::string>()
-                                                                      : std::string();
-}
-
 // The zoomed sequences: --seq as given (each in both traces), else every flipped one.
 std::vector<ZoomSeq> chosen_seqs(const diff::Report& d, const std::vector<int>& seqs,
                                  const trace::TraceReader& a) {
@@ -81,19 +76,6 @@ ZoomSide make_side(const std::string& name, const std::string& source,
 
 }  // namespace
 
-RunConfig recorded_config(const trace::TraceReader& t) {
-  RunConfig c;
-  try {
-    c = config_from_json(t.config_json(), {}, {"trace", "plan"});
-    validate(c);
-  } catch (const std::exception& e) {
-    throw Error(fmt::format("trace '{}' records a run configuration zoom cannot rebuild: {}",
-                            t.path().string(), e.what()),
-                "zoom replays traces written by driftscope run or sweep of this version");
-  }
-  return c;
-}
-
 ZoomPlan make_zoom_plan(const trace::TraceReader& a, const trace::TraceReader& b,
                         const diff::Report& d, const std::vector<int>& seqs, int after,
                         bool whole_blocks) {
@@ -101,10 +83,9 @@ ZoomPlan make_zoom_plan(const trace::TraceReader& a, const trace::TraceReader& b
   p.a = std::filesystem::absolute(a.path()).lexically_normal().string();
   p.b = std::filesystem::absolute(b.path()).lexically_normal().string();
   p.after = after;
-  const auto model = nlohmann::json::parse(a.model_json(), nullptr, false);
-  p.model = recorded_path(model);
-  if (model.is_object() && model.contains("tokenizer"))
-    p.tokenizer = recorded_path(model["tokenizer"]);
+  const RecordedModel model = recorded_model(a);
+  p.model = model.model;
+  p.tokenizer = model.tokenizer;
   p.side_a = make_side("a", p.a, a);
   p.side_b = make_side("b", p.b, b);
   p.seqs = chosen_seqs(d, seqs, a);
@@ -151,11 +132,7 @@ std::string replay_prompts(const ZoomPlan& p, const trace::TraceReader& a,
     const int i = p.replay[r];
     const trace::SequenceInfo s = (zoomed.count(i) ? a : side).sequence(i);
     const int n = (side_is_a ? p.forced_len_a : p.forced_len_b)[r];
-    nlohmann::json j;
-    j["ids"] = std::vector<int32_t>(s.tokens.begin(), s.tokens.begin() + s.prompt_len);
-    j["forced"] =
-        std::vector<int32_t>(s.tokens.begin() + s.prompt_len, s.tokens.begin() + s.prompt_len + n);
-    out += j.dump() + "\n";
+    out += forced_prompt_line(s.tokens, s.prompt_len, n);
   }
   return out;
 }

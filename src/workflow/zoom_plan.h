@@ -11,6 +11,7 @@
 
 #include "diff/report.h"
 #include "src/experiment/run_config.h"
+#include "src/workflow/replays.h"
 #include "src/workflow/zoom_recorder.h"
 #include "trace/reader.h"
 
@@ -41,10 +42,6 @@ struct ZoomPlan {
   ZoomSide side_a, side_b;
   std::vector<std::string> slurm_jobs;
 };
-
-// A run configuration from a driftscope trace's recorded config_json (the "trace" object and a
-// numerics plan left out). Throws ds::Error naming the trace when a field is unknown or invalid.
-RunConfig recorded_config(const trace::TraceReader& t);
 
 // The plan from the two traces and the diff of A vs B (`d`, every sequence): `seqs` when given,
 // else every flipped sequence. Throws ds::Error with a hint when there is nothing to zoom (no

@@ -2,6 +2,7 @@
 // alone that decides as its batched run did (B's plan at A's batch gives B's bits), and a plan
 // that takes another configuration at one op only.
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 
@@ -150,6 +151,84 @@ TEST_CASE(
     INFO(site);
     CHECK(same_bits(every.by_site.at(site), rows));
   }
+}
+
+namespace {
+
+// The ulps between two values stored as `s`.
+int64_t ulps_apart(float a, float b, ds::Storage s) {
+  return int64_t{ds::ordinal(b, s)} - int64_t{ds::ordinal(a, s)};
+}
+
+// The prompt of the step tests, and each of fp32 and bf16 with its activation storage.
+const std::vector<int32_t> kStepTokens = {1, 403, 407, 261, 378, 433, 5, 22, 9};
+template <typename F>
+void for_fp32_and_bf16(F check) {
+  for (const ds::DType dtype : {ds::DType::fp32, ds::DType::bf16}) {
+    ds::Numerics nx;
+    nx.dtype = dtype;
+    INFO(ds::dtype_name(dtype));
+    check(nx, ds::activation_storage(dtype));
+  }
+}
+
+}  // namespace
+
+TEST_CASE(
+    "numerics plan: stochastic rounding steps each op output by at most one ulp, about half "
+    "of them, the same for the same seed",
+    "[runtime][plan][noise]") {
+  const ds::Model m = ds::load_model(ds::test::model_bin());
+  for_fp32_and_bf16([&](const ds::Numerics& nx, ds::Storage st) {
+    auto with_sr = [&](uint64_t seed) {
+      ds::NumericsPlan p(nx);
+      p.stochastic_rounding(seed);
+      return alone(m, nx, kStepTokens, 6, &p);
+    };
+    const SlotHook own = alone(m, nx, kStepTokens, 6, nullptr), s1 = with_sr(1), s1b = with_sr(1),
+                   s2 = with_sr(2);
+    for (const auto& [site, rows] : own.by_site)
+      CHECK(same_bits(s1.by_site.at(site), s1b.by_site.at(site)));
+    CHECK(same_bits(s1.by_site.at("embed"), own.by_site.at("embed")));  // a lookup: no rounding
+    CHECK_FALSE(same_bits(s1.by_site.at("L3/out"), s2.by_site.at("L3/out")));
+    // L0/attn_norm is the first op: same inputs, so each value is its own -1, 0 or +1 ulp away
+    const auto& a = own.by_site.at("L0/attn_norm");
+    const auto& b = s1.by_site.at("L0/attn_norm");
+    REQUIRE(a.size() == b.size());
+    size_t moved = 0, up = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      const int64_t d = ulps_apart(a[i], b[i], st);
+      CHECK(std::abs(d) <= 1);
+      moved += d != 0;
+      up += d > 0;
+    }
+    const double share = static_cast<double>(moved) / static_cast<double>(a.size());
+    CHECK(share > 0.4);
+    CHECK(share < 0.6);
+    CHECK(std::abs(static_cast<double>(up) / static_cast<double>(moved) - 0.5) < 0.1);
+  });
+}
+
+TEST_CASE(
+    "numerics plan: a planted bias moves every value of one op's output by that many ulps and "
+    "nothing before it",
+    "[runtime][plan][noise]") {
+  const ds::Model m = ds::load_model(ds::test::model_bin());
+  for_fp32_and_bf16([&](const ds::Numerics& nx, ds::Storage st) {
+    ds::NumericsPlan p(nx);
+    p.plant_bias({1, ds::PlanOp::down_proj}, 4);
+    const SlotHook own = alone(m, nx, kStepTokens, 6, nullptr),
+                   biased = alone(m, nx, kStepTokens, 6, &p);
+    for (const char* site : {"embed", "L0/out", "L1/attn_out", "L1/mlp_norm"}) {
+      INFO(site);
+      CHECK(same_bits(biased.by_site.at(site), own.by_site.at(site)));
+    }
+    // the prefill's rows of L1/mlp_out (the first pass: inputs still equal) are 4 ulps up
+    const auto& a = own.by_site.at("L1/mlp_out");
+    const auto& b = biased.by_site.at("L1/mlp_out");
+    const size_t prefill = 6 * static_cast<size_t>(m.config.dim);
+    for (size_t i = 0; i < prefill; ++i) CHECK(ulps_apart(a[i], b[i], st) == 4);
+  });
 }
 
 TEST_CASE(
