@@ -51,4 +51,28 @@ inline std::string printable(std::string_view s, bool keep_newlines = false) {
   return out;
 }
 
+// A JSON text (a dump of nlohmann::json, UTF-8 left as it is) made safe on a terminal: JSON
+// escapes the C0 controls but leaves DEL and the C1 controls (U+0080..U+009F, e.g. the 8-bit
+// CSI U+009B) raw; they are written as \u007f, \u009b, which JSON reads back as the same text.
+inline std::string printable_json(std::string_view dumped) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(dumped.size());
+  for (size_t i = 0; i < dumped.size(); ++i) {
+    const auto c = static_cast<unsigned char>(dumped[i]);
+    if (c == 0xC2 && i + 1 < dumped.size() && static_cast<unsigned char>(dumped[i + 1]) >= 0x80 &&
+        static_cast<unsigned char>(dumped[i + 1]) <= 0x9F) {
+      const auto c1 = static_cast<unsigned char>(dumped[++i]);
+      out += "\\u00";
+      out += kHex[c1 >> 4];
+      out += kHex[c1 & 15];
+    } else if (c == 0x7F) {
+      out += "\\u007f";
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 }  // namespace ds
