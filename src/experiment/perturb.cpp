@@ -61,7 +61,8 @@ void apply_perturbation(Runtime& rt, const Perturbation& p) {
   if (!p.active()) return;
   if (p.layer >= rt.config().n_layers) {
     throw Error(fmt::format("{} names layer {} of a model with {} layers", kPerturbEnv, p.layer,
-                            rt.config().n_layers));
+                            rt.config().n_layers),
+                fmt::format("unset {}, or name a layer the model has", kPerturbEnv));
   }
   struct RoundOneSite final : SiteEdit {
     Perturbation p;
