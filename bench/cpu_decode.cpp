@@ -307,7 +307,7 @@ int main(int argc, char** argv) {
   write_checkpoint(bin);
   if (!fs::exists(hf16 / "config.json")) {
     ds::SynthOptions o;
-    o.dtype = "bf16";
+    o.dtype = ds::NumberFormat::bf16;
     o.seed = 1;
     o.force = true;
     ds::write_synthetic_checkpoint(ds::synth_shape("stories110m"), o, hf16);

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "common/number_format.h"
 #include "kernels/cuda/check.h"
 #include "src/experiment/generate.h"
 #include "src/experiment/run_config.h"
@@ -100,11 +101,11 @@ int main(int argc, char** argv) {
   const int reps = std::stoi(arg(argc, argv, "--reps", "3"));
   const std::string json_path = arg(argc, argv, "--json", "");
   ds::RunConfig rc;
-  rc.device = "cuda";
-  rc.dtype = arg(argc, argv, "--dtype", "bf16");
-  rc.kernel = arg(argc, argv, "--kernel", "gemm=cublas");
+  rc.device = ds::Device::cuda;
   rc.max_new = tokens;
   try {
+    ds::set_field(rc, "dtype", arg(argc, argv, "--dtype", "bf16"));
+    ds::set_field(rc, "kernel", arg(argc, argv, "--kernel", "gemm=cublas"));
     ds::validate(rc);
     const auto t_load = std::chrono::steady_clock::now();
     const ds::Model m = ds::load_model(argv[1]);
@@ -113,8 +114,9 @@ int main(int argc, char** argv) {
     const int capacity = prompt_len + tokens + 1;
     fmt::print("model {} ({} layers, dim {}) loaded in {:.1f} s\n", argv[1], c.n_layers, c.dim,
                std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count());
-    const double wbytes = rc.dtype == "fp32" ? 4 : 2;  // layercast stores bf16 weights
-    const double abytes = rc.dtype == "fp32" || rc.dtype == "layercast" ? 4 : 2;
+    const std::string dtype = ds::field_text(rc, "dtype"), kernel = ds::field_text(rc, "kernel");
+    const double wbytes = ds::storage_bytes(ds::weight_storage(rc.dtype));
+    const double abytes = ds::storage_bytes(ds::activation_storage(rc.dtype));
     double weight_elems = static_cast<double>(m.weights.final_norm.size());
     for (const auto& l : m.weights.layers) {
       weight_elems += l.attn_norm.size() + l.wq.size() + l.wk.size() + l.wv.size() + l.bq.size() +
@@ -199,7 +201,7 @@ int main(int argc, char** argv) {
         unsetenv("DRIFTSCOPE_CUDA_GRAPHS");
       }
       fmt::print("decode {} {} batch {}: untraced {:.1f} tokens/s = {:.3f} of the limit {:.1f}\n",
-                 rc.dtype, rc.kernel, batch, f.plain, f.plain / f.limit, f.limit);
+                 dtype, kernel, batch, f.plain, f.plain / f.limit, f.limit);
       if (f.graphs_off > 0) {
         fmt::print("  without CUDA graphs: {:.1f} tokens/s (graphs x{:.2f})\n", f.graphs_off,
                    f.plain / f.graphs_off);
@@ -214,7 +216,7 @@ int main(int argc, char** argv) {
       std::string j = fmt::format(
           "{{\"dtype\": \"{}\", \"kernel\": \"{}\", \"tokens\": {}, \"copy_bandwidth_gbs\": "
           "{:.1f}, \"weight_bytes\": {:.6e}, \"batches\": {{",
-          rc.dtype, rc.kernel, tokens, bw / 1e9, weight_elems * wbytes);
+          dtype, kernel, tokens, bw / 1e9, weight_elems * wbytes);
       for (size_t i = 0; i < figures.size(); ++i) {
         const Figures& f = figures[i];
         j += fmt::format(

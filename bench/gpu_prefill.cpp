@@ -43,6 +43,7 @@ bool flag(int argc, char** argv, const std::string& name) {
 }
 
 double median(std::vector<double> v) {
+  if (v.empty()) return 0;  // reps 0: a warm-up only
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
@@ -82,16 +83,9 @@ double cublas_flops(const std::vector<Shape>& shapes, int M, ds::Storage t, bool
   DS_CUDA_CHECK(cudaEventCreate(&e1));
   double flops = 0, seconds = 0;
   for (const Shape& s : shapes) {
-    ds::cuda::GemmArgs g;
-    g.y = y.get();
-    g.x = x.get();
-    g.w = w.get();
-    g.y_t = g.x_t = g.w_t = t;
-    g.ldx = g.ldw = s.K;
-    g.M = M;
-    g.N = s.N;
-    g.K = s.K;
-    g.split_k = 0;
+    ds::cuda::GemmArgs g{{y.get(), t}, {x.get(), t}, {w.get(), t}, {nullptr, t}, M,
+                         s.N,          s.K,          s.K,          s.K};
+    g.num.split = 0;             // cuBLASLt's own choice
     gemm.run(g, tf32, nullptr);  // plan + warm-up
     std::vector<double> ms;
     for (int r = 0; r < 5; ++r) {
@@ -163,9 +157,9 @@ int main(int argc, char** argv) {
         {c.dim, c.hidden_dim, c.n_layers}, {c.vocab_size, c.dim, 1}};
     double model_flops = 0;
     for (const Shape& s : shapes) model_flops += 2.0 * tokens * s.N * s.K * s.count;
-    const ds::Storage t = dtype == "fp16"   ? ds::Storage::f16
-                          : dtype == "bf16" ? ds::Storage::bf16
-                                            : ds::Storage::native;
+    ds::RunConfig precision;
+    ds::set_field(precision, "dtype", dtype);
+    const ds::Storage t = ds::activation_storage(precision.dtype);
     const double peak = cublas_flops(shapes, tokens, t, false);
     fmt::print(
         "cuBLASLt alone on the prefill's GEMM shapes ({}, M = {}, random data): {:.1f} "
@@ -177,9 +171,9 @@ int main(int argc, char** argv) {
         tokens, dtype, model_flops, peak);
     for (size_t i = 0; i < kernels.size(); ++i) {
       ds::RunConfig rc;
-      rc.device = "cuda";
-      rc.dtype = dtype;
-      rc.kernel = kernels[i];
+      rc.device = ds::Device::cuda;
+      ds::set_field(rc, "dtype", dtype);
+      ds::set_field(rc, "kernel", kernels[i]);
       ds::validate(rc);
       double s = 0;
       {
@@ -197,7 +191,8 @@ int main(int argc, char** argv) {
           i ? ", " : "", kernels[i], s, tokens / s, ratio);
       if (flag(argc, argv, "--profile")) {  // per-op device times of one more pass, to stderr
         setenv("DRIFTSCOPE_CUDA_OP_TIMES", "1", 1);
-        fmt::print(stderr, "profile of --kernel {} (one pass after a warm-up):\n", kernels[i]);
+        fmt::print(stderr, "profile of --kernel {} (a warm-up pass and one more, both counted):\n",
+                   kernels[i]);
         {
           auto rt = ds::make_runtime(m, ds::numerics(rc), tokens);
           prefill_seconds(*rt, rows, 0);

@@ -77,8 +77,8 @@ inline std::optional<long long> columns() {
 }
 
 // Reads every documented variable that has a number's syntax, so that a bad value is refused
-// before the command does anything (those with words, DRIFTSCOPE_PACK, DRIFTSCOPE_MEM_AVAILABLE,
-// DRIFTSCOPE_TEST_PERTURB, are refused where they are read, also before any output).
+// before the command does anything (those with words, DRIFTSCOPE_PACK and
+// DRIFTSCOPE_MEM_AVAILABLE, are refused where they are read, also before any output).
 inline void check_environment() {
   read_stall_seconds();
   write_stall_seconds();

@@ -67,6 +67,23 @@ inline float round_to_f16(float f) {
   return f16_bits_to_f32(f32_to_f16_bits(f));
 }
 
+// f rounded to bf16, then moved one bf16 step up (dir > 0, towards +Inf) or down (dir < 0):
+// a neighbour of the rounded value, one bf16 ulp from it (past the largest finite value: Inf).
+// NaN and Inf stay as they are. The test perturbation's nudge (numerics_plan.h Nudge).
+inline float bf16_step(float f, int dir) {
+  uint16_t b = f32_to_bf16_bits(f);
+  if ((b & 0x7f80u) == 0x7f80u) return bf16_bits_to_f32(b);  // Inf or NaN
+  const bool negative = (b & 0x8000u) != 0;
+  if ((b & 0x7fffu) == 0) {
+    b = dir > 0 ? 0x0001u : 0x8001u;  // from ±0: the smallest subnormal of that sign
+  } else if ((dir > 0) != negative) {
+    b = static_cast<uint16_t>(b + 1);  // larger magnitude
+  } else {
+    b = static_cast<uint16_t>(b - 1);  // smaller magnitude
+  }
+  return bf16_bits_to_f32(b);
+}
+
 // Where a weight, an activation, an op's output or the KV cache is stored: native = the compute
 // type itself (float; double in the CPU's fp64 oracle), f16 / bf16 = rounded to nearest even into
 // that 16-bit format. The one storage enum of kernels/ and the runtimes.

@@ -31,8 +31,9 @@ void rank_blocks(AttributionReport& r, bool split) {
   double sum = 0;
   for (size_t i = 0; i < r.blocks.size(); ++i) {
     const BlockError& b = r.blocks[i];
-    const bool counted = b.kind == "final_norm" ||
-                         (split ? b.kind != "layer" && b.kind != "logits" : b.kind == "layer");
+    const bool counted =
+        b.kind == kFinalNormBlock ||
+        (split ? b.kind != kLayerBlock && b.kind != kLogitsBlock : b.kind == kLayerBlock);
     if (!counted) continue;
     r.ranking.push_back(static_cast<int>(i));
     if (std::isfinite(b.local)) sum += b.local;
@@ -86,10 +87,10 @@ std::string shares_line(const AttributionReport& r) {
     const char* none;  // "attention adds none"
   };
   const Group groups[] = {
-      {"attention", "attention of layer", "attention layers", "attention adds none"},
-      {"mlp", "MLP of layer", "MLP layers", "MLPs add none"},
-      {"layer", "layer", "layers", "layers add none"},
-      {"final_norm", "final_norm", "final_norm", ""},
+      {kAttentionBlock, "attention of layer", "attention layers", "attention adds none"},
+      {kMlpBlock, "MLP of layer", "MLP layers", "MLPs add none"},
+      {kLayerBlock, "layer", "layers", "layers add none"},
+      {kFinalNormBlock, kFinalNormBlock, kFinalNormBlock, ""},
   };
   std::vector<std::string> parts, nones;
   bool first = true;
@@ -113,8 +114,8 @@ std::string shares_line(const AttributionReport& r) {
     }
     std::sort(layers.begin(), layers.end());
     std::string who;
-    if (std::string(g.kind) == "final_norm") {
-      who = "final_norm";
+    if (g.kind == kFinalNormBlock) {
+      who = kFinalNormBlock;
     } else {
       who = layers.size() == 1 ? fmt::format("{} {}", g.one, layers[0])
                                : fmt::format("{} {}", g.many, layer_ranges(layers));
@@ -167,7 +168,7 @@ std::string percent(double share) {
 }
 
 AttributionBuilder::AttributionBuilder(const trace::TraceReader& a, int n_layers, bool split,
-                                       h5::Elem b_storage)
+                                       NumberFormat b_storage)
     : a_(a), n_layers_(n_layers), split_(split), b_storage_(b_storage) {}
 
 void AttributionBuilder::add(TapOrigin origin, int seq, const std::string& site, int first_pos,
@@ -210,7 +211,7 @@ void AttributionBuilder::add(TapOrigin origin, int seq, const std::string& site,
   }
   merge(acc_[{site, origin}], acc);
   merge(seq_acc_[{site, origin, seq}], acc);
-  if (origin == TapOrigin::run && site == "final_norm") rows_[seq] += rows;
+  if (origin == TapOrigin::run && site == trace::kFinalNormSite) rows_[seq] += rows;
 }
 
 void AttributionBuilder::merge(Acc& into, const Acc& part) const {
@@ -238,8 +239,8 @@ AttributionReport AttributionBuilder::finish(const std::string& a_dtype, const s
   r.a_dtype = a_dtype;
   r.b_dtype = b_dtype;
   r.b_config_json = b_config_json;
-  r.storage = coarser_storage(h5::Elem::F32, b_storage_);
-  r.noise_floor = noise_floor(h5::Elem::F32, b_storage_);
+  r.storage = coarser_storage(NumberFormat::f32, b_storage_);
+  r.noise_floor = noise_floor(NumberFormat::f32, b_storage_);
   r.split = split_;
   r.n_layers = n_layers_;
   r.sequences = static_cast<int>(rows_.size());
@@ -248,16 +249,17 @@ AttributionReport AttributionBuilder::finish(const std::string& a_dtype, const s
     r.sequence_ids.push_back(seq);
   }
   for (int l = 0; l < n_layers_; ++l) {
-    const std::string out = trace::layer_site(l, "out");
+    const std::string out = trace::layer_site(l, trace::SiteKind::out);
     if (split_) {
-      add_block(r, fmt::format("L{} attention", l), "attention", l,
-                trace::layer_site(l, "resid_mid"), TapOrigin::layer_shadow);
-      add_block(r, fmt::format("L{} mlp", l), "mlp", l, out, TapOrigin::mlp_shadow);
+      add_block(r, fmt::format("L{} {}", l, kAttentionBlock), kAttentionBlock, l,
+                trace::layer_site(l, trace::SiteKind::resid_mid), TapOrigin::layer_shadow);
+      add_block(r, fmt::format("L{} {}", l, kMlpBlock), kMlpBlock, l, out, TapOrigin::mlp_shadow);
     }
-    add_block(r, fmt::format("L{}", l), "layer", l, out, TapOrigin::layer_shadow);
+    add_block(r, fmt::format("L{}", l), kLayerBlock, l, out, TapOrigin::layer_shadow);
   }
-  add_block(r, "final_norm", "final_norm", -1, "final_norm", TapOrigin::head_shadow);
-  add_block(r, "logits", "logits", -1, "logits", TapOrigin::head_shadow, /*kl=*/true);
+  add_block(r, kFinalNormBlock, kFinalNormBlock, -1, trace::kFinalNormSite, TapOrigin::head_shadow);
+  add_block(r, kLogitsBlock, kLogitsBlock, -1, trace::kLogitsSite, TapOrigin::head_shadow,
+            /*kl=*/true);
   rank_blocks(r, split_);
   r.verdict = attribution_verdict(r);
   return r;

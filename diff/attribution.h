@@ -9,10 +9,21 @@
 #include <tuple>
 #include <vector>
 
-#include "trace/h5.h"
+#include "common/number_format.h"
 #include "trace/reader.h"
+#include "trace/schema.h"
 
 namespace ds::diff {
+
+// The kinds of block an attribution reports (BlockError::kind) and a flip is placed in
+// (Place::kind), as reports name them, in forward order: the blocks outside the layers are
+// named as their tap sites (trace/schema.h).
+inline constexpr const char* kEmbedBlock = trace::kEmbedSite;
+inline constexpr const char* kAttentionBlock = "attention";  // to L<l>/resid_mid
+inline constexpr const char* kMlpBlock = "mlp";              // L<l>/resid_mid to L<l>/out
+inline constexpr const char* kLayerBlock = "layer";          // a whole layer, to L<l>/out
+inline constexpr const char* kFinalNormBlock = trace::kFinalNormSite;
+inline constexpr const char* kLogitsBlock = trace::kLogitsSite;
 
 // Where a tapped tensor of B comes from.
 enum class TapOrigin {
@@ -62,7 +73,7 @@ struct AttributionReport {
 class AttributionBuilder {
  public:
   // `b_storage`: how B stores activations (F32 for fp32/fp64, BF16, F16).
-  AttributionBuilder(const trace::TraceReader& a, int n_layers, bool split, h5::Elem b_storage);
+  AttributionBuilder(const trace::TraceReader& a, int n_layers, bool split, NumberFormat b_storage);
 
   // B's rows at `site` of sequence `seq`, positions first_pos.., beside A's rows (`a`, null
   // for logits: A's top-K and lse are read from the trace).
@@ -81,7 +92,7 @@ class AttributionBuilder {
   const trace::TraceReader& a_;
   int n_layers_;
   bool split_;
-  h5::Elem b_storage_;
+  NumberFormat b_storage_;
   void merge(Acc& into, const Acc& part) const;
   static double value(const Acc& a, bool kl);
   // Pooled value of the rows of `site` from origin o (max: their largest row value).

@@ -17,7 +17,8 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // The kinds in forward order (a histogram's order, within a layer for the per-layer ones).
-constexpr const char* kKinds[] = {"embed", "attention", "mlp", "layer", "final_norm", "logits"};
+constexpr const char* kKinds[] = {kEmbedBlock, kAttentionBlock, kMlpBlock,
+                                  kLayerBlock, kFinalNormBlock, kLogitsBlock};
 
 int kind_rank(const std::string& kind) {
   for (int i = 0; i < static_cast<int>(std::size(kKinds)); ++i) {
@@ -106,7 +107,7 @@ void read_attribution(const AttributionReport& r, int k, FlipCase& c) {
     const BlockError& b = r.blocks[static_cast<size_t>(i)];
     if (static_cast<size_t>(k) >= b.local_by_seq.size()) continue;
     const double v = b.local_by_seq[static_cast<size_t>(k)];
-    const Place place{b.kind, b.kind == "final_norm" ? -1 : b.layer};
+    const Place place{b.kind, b.kind == kFinalNormBlock ? -1 : b.layer};
     if (!c.has_birth && (std::isnan(v) || v > r.noise_floor)) {
       c.has_birth = true;
       c.birth_block = b.name;
@@ -271,16 +272,18 @@ Spread spread_of(std::vector<double> v) {
 
 Place site_place(const std::string& site) {
   const trace::SiteOrder o = trace::site_order(site);
-  if (site == "embed" || site == "final_norm" || site == "logits") return {site, -1};
+  if (site == trace::kEmbedSite || site == trace::kFinalNormSite || site == trace::kLogitsSite) {
+    return {site, -1};
+  }
   if (site.empty() || site[0] != 'L' || o.layer < 0) return {site, -1};
   // L<l>/attn_norm, attn_out, resid_mid: the attention half; mlp_norm, mlp_out, out: the MLP's
   const int resid_mid = trace::layer_site_index(trace::SiteKind::resid_mid);
-  return {o.kind <= resid_mid ? "attention" : "mlp", o.layer};
+  return {o.kind <= resid_mid ? kAttentionBlock : kMlpBlock, o.layer};
 }
 
 std::string place_text(const std::string& kind, const std::vector<int>& layers) {
   if (layers.empty()) return kind;
-  const std::string who = kind == "layer" ? "" : kind + " of ";
+  const std::string who = kind == kLayerBlock ? "" : kind + " of ";
   return fmt::format("{}layer{} {}", who, layers.size() == 1 ? "" : "s", layer_ranges(layers));
 }
 
@@ -313,7 +316,7 @@ FlipAggregate aggregate_flips(const std::vector<ZoomedPair>& pairs, double near_
       if (c.has_top) tops.push_back(c.top);
       a.steps.steps.push_back(c.step);
       for (const auto& b : p.attribution->blocks) {
-        if (b.kind == "layer" && b.layer >= 0 && b.layer < a.n_layers &&
+        if (b.kind == kLayerBlock && b.layer >= 0 && b.layer < a.n_layers &&
             static_cast<size_t>(k) < b.local_by_seq.size()) {
           local[static_cast<size_t>(b.layer)].push_back(b.local_by_seq[static_cast<size_t>(k)]);
         }

@@ -1,4 +1,4 @@
-// The flips explained in aggregate (issue 31, item 3; docs/metrics.md §12): across the zoomed
+// The flips explained in aggregate (docs/metrics.md §12): across the zoomed
 // sequences of `driftscope zoom` (each with its diff::Report and diff::AttributionReport), the
 // distribution of the first-flip step, the top-1/top-2 margin at the flip against a near-tie
 // threshold, where the drift sets in (onset) and where the local error is born (histograms over

@@ -6,7 +6,7 @@
 namespace ds::diff {
 namespace {
 
-double floor_of(h5::Elem e) {
+double floor_of(NumberFormat e) {
   for (const auto& f : kNoiseFloors) {
     if (f.storage == e) return f.rel_l2;
   }
@@ -15,12 +15,12 @@ double floor_of(h5::Elem e) {
 
 }  // namespace
 
-double noise_floor(h5::Elem a, h5::Elem b) {
+double noise_floor(NumberFormat a, NumberFormat b) {
   return std::max(floor_of(a), floor_of(b));
 }
 
-std::string coarser_storage(h5::Elem a, h5::Elem b) {
-  return h5::elem_name(floor_of(a) >= floor_of(b) ? a : b);
+std::string coarser_storage(NumberFormat a, NumberFormat b) {
+  return traits(floor_of(a) >= floor_of(b) ? a : b).trace_name;
 }
 
 }  // namespace ds::diff

@@ -4,7 +4,7 @@
 # (*.py and the scripts whose first line names python) from ruff format's with ruff.toml (the
 # ruff python/requirements-format.txt pins). scripts/setup_format.sh installs both when missing.
 # `--fix` rewrites the files instead. Test fixtures under tests/data and the fuzz corpora are left
-# as they are.
+# as they are. Also refuses a Catch2 test name holding ";" (CTest would split it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup_format.sh
@@ -32,6 +32,22 @@ if ! "$ruff" format --check --quiet --output-format concise "${python[@]}" >/tmp
   status=1
 fi
 rm -f /tmp/check_format.$$
+# CTest's catch_discover_tests cuts a test name at ';' and then runs halves that match nothing
+if ! python3 - "${files[@]}" <<'PY'; then
+import re, sys
+bad = 0
+for path in sys.argv[1:]:
+    text = open(path, encoding="utf-8", errors="replace").read()
+    for m in re.finditer(r'\b(?:TEST_CASE|SCENARIO)\(\s*((?:"(?:[^"\\]|\\.)*"\s*)+)', text):
+        name = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(1)))
+        if ";" in name:
+            print(f"{path}: test name with ';': {name[:80]}")
+            bad = 1
+sys.exit(bad)
+PY
+  echo "check_format: test names above hold ';', which CTest splits; use ',' or 'and'" >&2
+  status=1
+fi
 [ "$status" -eq 0 ] || exit 1
 echo "check_format: ${#files[@]} C++/CUDA files as clang-format lays them out, ${#python[@]} Python files as" \
   "ruff $("$ruff" --version | cut -d' ' -f2) does"

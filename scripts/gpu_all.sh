@@ -70,17 +70,17 @@ step prefill 110 "$b/bench/bench_gpu_prefill" "$model" --tokens 2048 --reps 3 --
 step transformers 130 python3 bench/gpu_transformers.py "$model" --batches 1,8,16,32 \
   --tokens 64 --json "$r/transformers.json"
 
-# A run that cannot fit: 64 sequences of 30,016 positions of a 7B model's KV cache (about 220
+# A run that cannot fit: 128 sequences of 30,016 positions of a 7B model's bf16 KV cache (about 220
 # GiB): one driftscope line, a hint, exit 2, no trace.
-for i in $(seq 64); do echo "$i $((i * 7)) $((i * 13))"; done >"$r/ids.txt"
-awk '{print "{\"ids\": [" $1 ", " $2 ", " $3 "]}"}' "$r/ids.txt" >"$r/prompts64.jsonl"
-step oom 40 "$b/driftscope" run -m "$model" --prompts "$r/prompts64.jsonl" -n 30000 \
-  --device cuda --dtype bf16 --batch 64 -o "$r/oom.h5"
+for i in $(seq 128); do echo "$i $((i * 7)) $((i * 13))"; done >"$r/ids.txt"
+awk '{print "{\"ids\": [" $1 ", " $2 ", " $3 "]}"}' "$r/ids.txt" >"$r/prompts128.jsonl"
+step oom 40 "$b/driftscope" run -m "$model" --prompts "$r/prompts128.jsonl" -n 30000 \
+  --device cuda --dtype bf16 --batch 128 -o "$r/oom.h5"
 echo "oom trace left behind: $([ -e "$r/oom.h5" ] && echo yes || echo no)" | tee -a "$r/steps.txt"
 
 # What kernel records cost a traced run (CUPTI on every launch, and no CUDA graphs with them):
 # the same 8 x 64 tokens with --kernels off and on.
-head -n 8 "$r/prompts64.jsonl" >"$r/prompts8.jsonl"
+head -n 8 "$r/prompts128.jsonl" >"$r/prompts8.jsonl"
 for k in off on; do
   step "kernels_$k" 40 bash -c "time $b/driftscope run -m $model --prompts $r/prompts8.jsonl \
     -n 64 --device cuda --dtype bf16 --batch 8 --kernels $k --force -o /tmp/ds-k$k.h5"

@@ -2,10 +2,12 @@
 # Runs on a lent GPU machine, from the repository root, with .gpu/bundle.tar.xz carried
 # (scripts/gpu_bundle.sh): unpacks the CUDA build, makes the paths compiled into it valid
 # (/work/main = this checkout), runs the [cuda] tests, then the GPU benchmarks when asked.
-#   bash scripts/gpu_run.sh [tests|ops|bench|cpu|all] [extra Catch2 args for the tests]
+#   bash scripts/gpu_run.sh [tests|ops|bench|cpu|explain|all] [extra Catch2 args for the tests]
 # cpu: bench_cpu_decode on the machine's CPU (a quiet many-core host, unlike the development VM),
 # beside the llama2.c peer binaries in .gpu/peer/ when carried (run, run-omp, tokenizer.bin).
 # ops: bench_ops over the op table (tests/ops): each case validated (CUDA vs CPU), then timed.
+# explain: driftscope explain of two CUDA traces of the bundled model (fp32 against bf16 batch 8)
+# and of a CPU trace against a CUDA one: the knob level's trials on the GPU (issue 47).
 # bench: synthesises a Qwen2-7B-shape checkpoint, runs the decode and prefill benchmarks and the
 # comparison with transformers (scripts/hf_compare.py).
 # all: everything issue 49 measures, in one call of the device tool (docs/cuda.md, "Running on a
@@ -51,6 +53,21 @@ if [ "$what" = cpu ]; then
   [ -x .gpu/peer/run ] && peer=(--peer .gpu/peer/run --peer-omp .gpu/peer/run-omp
                                 --peer-tokenizer .gpu/peer/tokenizer.bin)
   /work/main/build-cuda/bench/bench_cpu_decode --rounds 3 "${peer[@]}" || rc=$?
+fi
+if [ "$what" = explain ]; then
+  # explain on the device (issue 47): the knob level's trials run on the GPU; with A on the CPU
+  # and B on the GPU, device is a knob and the op level says it is CPU-only
+  w=/tmp/ds-explain
+  rm -rf "$w" && mkdir -p "$w"
+  d=/work/main/build-cuda/driftscope
+  p=models/kjv-llama/prompts.txt
+  $d run -q -n 32 --probes none --prompts $p --device cuda -o $w/a.h5 &&
+    $d run -q -n 32 --probes none --prompts $p --device cuda --dtype bf16 --batch 8 \
+      --gemm-policy heuristic -o $w/b.h5 &&
+    $d run -q -n 32 --probes none --prompts $p -o $w/c.h5 || rc=$?
+  time $d explain $w/a.h5 $w/b.h5 -o $w/gpu -j 4 || rc=$?
+  time $d explain $w/c.h5 $w/a.h5 -o $w/cpu-gpu -j 4 || rc=$?
+  [ -n "${OUT:-}" ] && tar -C $w -cJf "$OUT/explain.tar.xz" gpu cpu-gpu --exclude='*.h5'
 fi
 if [ "$what" = bench ]; then
   model=/tmp/ds-qwen2-7b

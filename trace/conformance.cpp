@@ -93,10 +93,10 @@ class Checker {
     return info;
   }
 
-  void expect(const h5::DatasetInfo& info, const std::string& name, std::set<h5::Elem> elems,
+  void expect(const h5::DatasetInfo& info, const std::string& name, std::set<NumberFormat> elems,
               size_t rank) const {
     if (!elems.count(info.elem)) {
-      fail(fmt::format("{} holds {} values", name, h5::elem_name(info.elem)));
+      fail(fmt::format("{} holds {} values", name, traits(info.elem).trace_name));
     }
     if (info.shape.size() != rank) {
       fail(fmt::format("{} has rank {}, expected {}", name, info.shape.size(), rank));
@@ -156,7 +156,7 @@ class Checker {
       fail(fmt::format("{}@prompt_len {} / gen_len {} out of range", where, prompt_len, gen_len));
     }
     const auto tokens = dataset(g, where, kTokensDataset, kTokensDataset);
-    expect(tokens, where + "/tokens", {h5::Elem::I32}, 1);
+    expect(tokens, where + "/tokens", {NumberFormat::i32}, 1);
     const int64_t T = tokens.shape[0];
     if (T > kMaxSequenceTokens) {
       fail(fmt::format("{}/tokens holds {} tokens, more than the {} of the longest context", where,
@@ -212,7 +212,8 @@ class Checker {
   void hidden(hid_t hidden_group, const std::string& where, Rows& rows) const {
     const hid_t h = hidden_group;
     const std::string base = where + "/hidden";
-    const std::set<h5::Elem> floats = {h5::Elem::F32, h5::Elem::F16, h5::Elem::BF16};
+    const std::set<NumberFormat> floats = {NumberFormat::f32, NumberFormat::f16,
+                                           NumberFormat::bf16};
     int64_t width = -1;
     auto site = [&](hid_t loc, const std::string& rel, const std::string& name) {
       const auto info = dataset(loc, base, rel, hidden_path(rel));
@@ -229,7 +230,7 @@ class Checker {
     };
     for (const auto& child : h5::list_children(h)) {
       const std::string name = base + "/" + child;
-      if (child == "embed" || child == "final_norm") {
+      if (child == kEmbedSite || child == kFinalNormSite) {
         site(h, child, name);
       } else if (child.size() > 1 && child[0] == 'L' &&
                  child.find_first_not_of("0123456789", 1) == std::string::npos) {
@@ -264,11 +265,11 @@ class Checker {
       }
     }
     const auto ids = dataset(lg, base, kTopkIds, logits_path(kTopkIds));
-    expect(ids, base + "/topk_ids", {h5::Elem::I32}, 2);
+    expect(ids, base + "/topk_ids", {NumberFormat::i32}, 2);
     const auto vals = dataset(lg, base, kTopkLogits, logits_path(kTopkLogits));
-    expect(vals, base + "/topk_logits", {h5::Elem::F32}, 2);
+    expect(vals, base + "/topk_logits", {NumberFormat::f32}, 2);
     const auto lse = dataset(lg, base, kLse, logits_path(kLse));
-    expect(lse, base + "/lse", {h5::Elem::F32}, 1);
+    expect(lse, base + "/lse", {NumberFormat::f32}, 1);
     if (ids.shape[1] > kMaxLogitsWidth) {
       fail(fmt::format("{}/topk_ids has K = {}, more than the {} of the largest vocabulary", base,
                        ids.shape[1], kMaxLogitsWidth));
@@ -282,7 +283,7 @@ class Checker {
     rows(base + "/lse", lse.shape[0]);
     if (kind(lg, kFullLogits) != H5I_BADID) {
       const auto full = dataset(lg, base, kFullLogits, logits_path(kFullLogits));
-      expect(full, base + "/full", {h5::Elem::F32}, 2);
+      expect(full, base + "/full", {NumberFormat::f32}, 2);
       if (full.shape[1] > kMaxLogitsWidth) {
         fail(fmt::format("{}/full has {} columns, more than the {} of the largest vocabulary", base,
                          full.shape[1], kMaxLogitsWidth));

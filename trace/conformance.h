@@ -28,7 +28,7 @@ void check_conformance(hid_t file, const std::string& path, const std::string& p
 // `status_may_be_lost`: the file is cut short (TraceReader::cut_short), and a stop_reason that
 // cannot be read (its string lay past the cut) counts as "running": only what gen_len vouches
 // for must be there.
-using KeepDataset = std::function<void(const std::string& rel, h5::Elem elem, h5::Id dataset)>;
+using KeepDataset = std::function<void(const std::string& rel, NumberFormat elem, h5::Id dataset)>;
 void check_sequence(hid_t group, const std::string& where, const KeepDataset& keep = {},
                     bool status_may_be_lost = false);
 

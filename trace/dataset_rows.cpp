@@ -37,7 +37,7 @@ int read_threads() {
 }
 
 // The type a dataset must have on disk for its raw chunk bytes to be `e`'s in-memory layout.
-bool stored_as(hid_t type, h5::Elem e) {
+bool stored_as(hid_t type, NumberFormat e) {
   return H5Tequal(type, h5::file_type(e)) > 0;
 }
 
@@ -201,8 +201,8 @@ std::optional<PlainRows> DatasetRows::plain(int64_t begin, int64_t count) const 
   return p;
 }
 
-DatasetRows::DatasetRows(h5::Id dataset, h5::Elem elem, std::optional<PlainFile> file)
-    : dset_(std::move(dataset)), elem_(elem), elem_bytes_(h5::elem_size(elem)) {
+DatasetRows::DatasetRows(h5::Id dataset, NumberFormat elem, std::optional<PlainFile> file)
+    : dset_(std::move(dataset)), elem_(elem), elem_bytes_(traits(elem).bytes) {
   shape_ = h5::dataset_shape(dset_.get());
   if (shape_.empty() || shape_.size() > 2) {
     throw Error(fmt::format("dataset {} has rank {}: expected 1 or 2", dataset_name(dset_.get()),

@@ -54,10 +54,10 @@ class DatasetRows {
   // Takes ownership of an open dataset; `elem` is how its elements are to be read (as
   // h5::read_rows takes them). `file` is plain_file() of its file when the caller already knows
   // it (it costs two property-list copies per dataset otherwise).
-  DatasetRows(h5::Id dataset, h5::Elem elem, std::optional<PlainFile> file = std::nullopt);
+  DatasetRows(h5::Id dataset, NumberFormat elem, std::optional<PlainFile> file = std::nullopt);
 
   hid_t id() const { return dset_.get(); }
-  h5::Elem elem() const { return elem_; }
+  NumberFormat elem() const { return elem_; }
   const std::vector<int64_t>& shape() const { return shape_; }
   // Whether reads take the direct-chunk path (false: every read goes through H5Dread).
   bool fast() const { return fast_; }
@@ -98,7 +98,7 @@ class DatasetRows {
   void fallback(int64_t begin, int64_t count, void* out);
 
   h5::Id dset_;
-  h5::Elem elem_;
+  NumberFormat elem_;
   std::vector<int64_t> shape_;
   int64_t width_ = 0;  // elements per row (1 for rank 1)
   size_t elem_bytes_ = 0;

@@ -160,51 +160,23 @@ hid_t utf8_string_type() {
 
 }  // namespace
 
-hid_t file_type(Elem e) {
+hid_t file_type(NumberFormat e) {
   static hid_t f16 = make_f16_type();
   switch (e) {
-    case Elem::I32:
-      return H5T_STD_I32LE;
-    case Elem::F32:
+    case NumberFormat::f64:
+      return H5T_IEEE_F64LE;
+    case NumberFormat::f32:
       return H5T_IEEE_F32LE;
-    case Elem::F16:
+    case NumberFormat::f16:
       return f16;
-    case Elem::BF16:
+    case NumberFormat::bf16:
       return H5T_STD_U16LE;
-    case Elem::I64:
+    case NumberFormat::i32:
+      return H5T_STD_I32LE;
+    case NumberFormat::i64:
       return H5T_STD_I64LE;
   }
   return H5T_IEEE_F32LE;
-}
-
-size_t elem_size(Elem e) {
-  switch (e) {
-    case Elem::I64:
-      return 8;
-    case Elem::I32:
-    case Elem::F32:
-      return 4;
-    case Elem::F16:
-    case Elem::BF16:
-      return 2;
-  }
-  return 4;
-}
-
-const char* elem_name(Elem e) {
-  switch (e) {
-    case Elem::I32:
-      return "int32";
-    case Elem::F32:
-      return "float32";
-    case Elem::F16:
-      return "float16";
-    case Elem::BF16:
-      return "bf16";
-    case Elem::I64:
-      return "int64";
-  }
-  return "?";
 }
 
 bool exists(hid_t loc, const std::string& path) {
@@ -395,14 +367,15 @@ std::pair<Id, Id> select_rows(hid_t dset, int64_t begin, int64_t count, int64_t 
 
 }  // namespace
 
-Id create_growing(hid_t loc, const std::string& name, Elem e, int64_t width, int64_t chunk_rows,
-                  int deflate_level, bool checksum) {
+Id create_growing(hid_t loc, const std::string& name, NumberFormat e, int64_t width,
+                  int64_t chunk_rows, int deflate_level, bool checksum) {
   Id d = create_growing_of(loc, name, file_type(e), width, chunk_rows, deflate_level, checksum);
-  if (e == Elem::BF16) write_attr(d.get(), "dtype", std::string("bf16"));
+  if (e == NumberFormat::bf16) write_attr(d.get(), "dtype", std::string(traits(e).trace_name));
   return d;
 }
 
-void write_rows(hid_t dset, Elem e, int64_t at, int64_t rows, int64_t width, const void* data) {
+void write_rows(hid_t dset, NumberFormat e, int64_t at, int64_t rows, int64_t width,
+                const void* data) {
   if (rows <= 0) return;
   auto [fspace, mspace] = select_new_rows(dset, at, rows, width);
   DS_H5(H5Dwrite(dset, file_type(e), mspace.get(), fspace.get(), H5P_DEFAULT, data));
@@ -430,16 +403,16 @@ DatasetInfo dataset_info(hid_t dset) {
   const H5T_class_t cls = H5Tget_class(type.get());
   const size_t size = H5Tget_size(type.get());
   if (cls == H5T_FLOAT && size == 4) {
-    info.elem = Elem::F32;
+    info.elem = NumberFormat::f32;
   } else if (cls == H5T_FLOAT && size == 2) {
-    info.elem = Elem::F16;
+    info.elem = NumberFormat::f16;
   } else if (cls == H5T_INTEGER && size == 2 && has_attr(dset, "dtype") &&
-             read_attr_string(dset, "dtype") == "bf16") {
-    info.elem = Elem::BF16;
+             read_attr_string(dset, "dtype") == traits(NumberFormat::bf16).trace_name) {
+    info.elem = NumberFormat::bf16;
   } else if (cls == H5T_INTEGER && size == 4) {
-    info.elem = Elem::I32;
+    info.elem = NumberFormat::i32;
   } else if (cls == H5T_INTEGER && size == 8) {
-    info.elem = Elem::I64;
+    info.elem = NumberFormat::i64;
   } else {
     throw Error(fmt::format("dataset has an unsupported element type (class {}, {} bytes)",
                             static_cast<int>(cls), size));
@@ -447,7 +420,7 @@ DatasetInfo dataset_info(hid_t dset) {
   return info;
 }
 
-void read_rows(hid_t dset, Elem e, int64_t begin, int64_t count, int64_t width, void* out) {
+void read_rows(hid_t dset, NumberFormat e, int64_t begin, int64_t count, int64_t width, void* out) {
   if (count <= 0) return;
   auto [fspace, mspace] = select_rows(dset, begin, count, width);
   DS_H5(H5Dread(dset, file_type(e), mspace.get(), fspace.get(), H5P_DEFAULT, out));

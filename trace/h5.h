@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/number_format.h"
+
 namespace ds::h5 {
 
 hid_t check_id(hid_t id, const char* call);
@@ -63,12 +65,10 @@ class Id {
   hid_t id_ = H5I_INVALID_HID;
 };
 
-// Element types of trace datasets. F16 is IEEE half (h5py reads it as float16); BF16 is stored
-// as uint16 with attribute dtype="bf16". I64 holds counters such as /kernels/duration_ns.
-enum class Elem { I32, F32, F16, BF16, I64 };
-hid_t file_type(Elem e);  // not owned; valid for the process
-size_t elem_size(Elem e);
-const char* elem_name(Elem e);  // "int32", "float32", "float16", "bf16", "int64"
+// The HDF5 type of a trace dataset holding format `e` (common/number_format.h: its size and its
+// name in a trace). f16 is IEEE half (h5py reads it as float16); bf16 is stored as uint16 with
+// attribute dtype="bf16"; i64 holds counters such as /kernels/duration_ns.
+hid_t file_type(NumberFormat e);  // not owned; valid for the process
 
 bool exists(hid_t loc, const std::string& path);
 Id create_group(hid_t loc, const std::string& name);
@@ -90,23 +90,24 @@ constexpr int kDefaultDeflateLevel = 1;
 // A chunked dataset of `rank` 1 or 2 ([rows] or [rows, width]) that grows along rows, with the
 // filters of `deflate_level` (see above) and, with `checksum`, HDF5's Fletcher-32 filter last: a
 // chunk whose bytes changed on disk then fails to read instead of reading as other values.
-Id create_growing(hid_t loc, const std::string& name, Elem e, int64_t width, int64_t chunk_rows,
-                  int deflate_level, bool checksum = false);
+Id create_growing(hid_t loc, const std::string& name, NumberFormat e, int64_t width,
+                  int64_t chunk_rows, int deflate_level, bool checksum = false);
 // Appends `rows` rows (row-major, in the element's in-memory layout: int32, float, or uint16
 // bits for F16/BF16) at row `at` (the dataset is extended to at + rows).
-void write_rows(hid_t dset, Elem e, int64_t at, int64_t rows, int64_t width, const void* data);
+void write_rows(hid_t dset, NumberFormat e, int64_t at, int64_t rows, int64_t width,
+                const void* data);
 // Cuts a growing dataset back to `rows` rows, best effort (called while an error propagates):
 // nothing is checked or thrown; a closed `dset` is left alone.
 void cut_rows(const Id& dset, int64_t rows);
 
 struct DatasetInfo {
   std::vector<int64_t> shape;
-  Elem elem = Elem::F32;
+  NumberFormat elem = NumberFormat::f32;
 };
 DatasetInfo dataset_info(hid_t dset);
 // Reads rows [begin, begin + count) into `out` (element layout as in write_rows; an integer
 // dataset may be read as I32 or I64 whatever its stored width, HDF5 converts).
-void read_rows(hid_t dset, Elem e, int64_t begin, int64_t count, int64_t width, void* out);
+void read_rows(hid_t dset, NumberFormat e, int64_t begin, int64_t count, int64_t width, void* out);
 
 // The shape and type class of any dataset (string datasets included), without classifying its
 // element type as dataset_info does.

@@ -1,6 +1,6 @@
 // Kernel records: which GPU kernels ran for each tap site (docs/trace-format.md "/kernels").
-// Produced by the CUPTI recorder (trace/cupti_recorder.h) on the CUDA backend, stored in a trace's
-// /kernels table, compared by the diff. Plain data: nothing here needs CUDA.
+// Produced by the CUPTI recorder (trace/cupti/kernel_recorder_cupti.h) on the CUDA backend, stored
+// in a trace's /kernels table, compared by the diff. Plain data: nothing here needs CUDA.
 #pragma once
 
 #include <array>

@@ -54,13 +54,13 @@ void KernelTableWriter::flush(hid_t file) {
       name.push_back(std::move(r.name));
     }
     buf_.clear();
-    h5::write_rows(pass_.get(), h5::Elem::I32, rows_, n, 0, pass.data());
+    h5::write_rows(pass_.get(), NumberFormat::i32, rows_, n, 0, pass.data());
     h5::write_string_rows(site_.get(), rows_, site);
     h5::write_string_rows(op_.get(), rows_, op);
     h5::write_string_rows(name_.get(), rows_, name);
-    h5::write_rows(grid_.get(), h5::Elem::I32, rows_, n, 3, grid.data());
-    h5::write_rows(block_.get(), h5::Elem::I32, rows_, n, 3, block.data());
-    h5::write_rows(duration_.get(), h5::Elem::I64, rows_, n, 0, duration.data());
+    h5::write_rows(grid_.get(), NumberFormat::i32, rows_, n, 3, grid.data());
+    h5::write_rows(block_.get(), NumberFormat::i32, rows_, n, 3, block.data());
+    h5::write_rows(duration_.get(), NumberFormat::i64, rows_, n, 0, duration.data());
   } catch (...) {
     rollback();
     throw;
@@ -70,13 +70,14 @@ void KernelTableWriter::flush(hid_t file) {
 
 void KernelTableWriter::create(hid_t file) {
   const int z = deflate_level_;
-  pass_ = h5::create_growing(file, column_path("pass"), h5::Elem::I32, 0, kChunkRows, z);
+  pass_ = h5::create_growing(file, column_path("pass"), NumberFormat::i32, 0, kChunkRows, z);
   site_ = h5::create_growing_strings(file, column_path("site"), kChunkRows, z);
   op_ = h5::create_growing_strings(file, column_path("op"), kChunkRows, z);
   name_ = h5::create_growing_strings(file, column_path("name"), kChunkRows, z);
-  grid_ = h5::create_growing(file, column_path("grid"), h5::Elem::I32, 3, kChunkRows, z);
-  block_ = h5::create_growing(file, column_path("block"), h5::Elem::I32, 3, kChunkRows, z);
-  duration_ = h5::create_growing(file, column_path("duration_ns"), h5::Elem::I64, 0, kChunkRows, z);
+  grid_ = h5::create_growing(file, column_path("grid"), NumberFormat::i32, 3, kChunkRows, z);
+  block_ = h5::create_growing(file, column_path("block"), NumberFormat::i32, 3, kChunkRows, z);
+  duration_ =
+      h5::create_growing(file, column_path("duration_ns"), NumberFormat::i64, 0, kChunkRows, z);
 }
 
 void KernelTableWriter::open(hid_t file) {
@@ -188,13 +189,13 @@ std::vector<KernelRecord> read_kernel_records(const KernelColumns& cols, int64_t
   const size_t rows = static_cast<size_t>(n);
   std::vector<int32_t> pass(rows), grid(3 * rows), block(3 * rows);
   std::vector<int64_t> duration(rows);
-  h5::read_rows(cols[0].d.get(), h5::Elem::I32, 0, n, 0, pass.data());
+  h5::read_rows(cols[0].d.get(), NumberFormat::i32, 0, n, 0, pass.data());
   const auto site = h5::read_string_rows(cols[1].d.get(), 0, n);
   const auto op = h5::read_string_rows(cols[2].d.get(), 0, n);
   const auto name = h5::read_string_rows(cols[3].d.get(), 0, n);
-  h5::read_rows(cols[4].d.get(), h5::Elem::I32, 0, n, 3, grid.data());
-  h5::read_rows(cols[5].d.get(), h5::Elem::I32, 0, n, 3, block.data());
-  h5::read_rows(cols[6].d.get(), h5::Elem::I64, 0, n, 0, duration.data());
+  h5::read_rows(cols[4].d.get(), NumberFormat::i32, 0, n, 3, grid.data());
+  h5::read_rows(cols[5].d.get(), NumberFormat::i32, 0, n, 3, block.data());
+  h5::read_rows(cols[6].d.get(), NumberFormat::i64, 0, n, 0, duration.data());
   std::vector<KernelRecord> out(rows);
   for (size_t i = 0; i < rows; ++i) {
     KernelRecord& r = out[i];

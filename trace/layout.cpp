@@ -28,18 +28,6 @@ int64_t chunk_rows_for(int64_t width, size_t elem, int deflate_level) {
   return rows;
 }
 
-h5::Elem hidden_elem(Storage d) {
-  switch (d) {
-    case Storage::native:
-      return h5::Elem::F32;
-    case Storage::f16:
-      return h5::Elem::F16;
-    case Storage::bf16:
-      return h5::Elem::BF16;
-  }
-  return h5::Elem::F32;
-}
-
 // The datasets that decide what a diff calls a flip and its logits metrics (tokens, top-K ids
 // and logits, lse) carry HDF5's Fletcher-32 checksum (WriterOptions::checksum): a damaged chunk
 // reads as damage, never as a flip. Hidden states and full logits do not: the checksum would take
@@ -48,9 +36,9 @@ void create_sequence(hid_t file, int index, const std::vector<int32_t>& prompt, 
                      bool checksum) {
   h5::Id seq_group = h5::open_group(file, kSeqGroup);
   h5::Id g = h5::create_group(seq_group.get(), std::to_string(index));
-  h5::Id tokens = h5::create_growing(g.get(), kTokensDataset, h5::Elem::I32, 0,
+  h5::Id tokens = h5::create_growing(g.get(), kTokensDataset, NumberFormat::i32, 0,
                                      chunk_rows_for(0, 4, deflate_level), deflate_level, checksum);
-  h5::write_rows(tokens.get(), h5::Elem::I32, 0, static_cast<int64_t>(prompt.size()), 0,
+  h5::write_rows(tokens.get(), NumberFormat::i32, 0, static_cast<int64_t>(prompt.size()), 0,
                  prompt.data());
   h5::write_attr(g.get(), "prompt_len", static_cast<int64_t>(prompt.size()));
   h5::write_attr(g.get(), "gen_len", int64_t{0});
@@ -64,19 +52,19 @@ void create_datasets(hid_t file, const std::string& seq, const SequenceLayout& l
   for (const auto& [site, width] : l.sites) {
     const std::string p = seq + "/" + hidden_path(site);
     if (!h5::exists(file, p)) {
-      h5::create_growing(file, p, l.hidden, width,
-                         chunk_rows_for(width, h5::elem_size(l.hidden), z), z);
+      h5::create_growing(file, p, l.hidden, width, chunk_rows_for(width, traits(l.hidden).bytes, z),
+                         z);
     }
   }
   const auto p = [&](const char* dataset) { return seq + "/" + logits_path(dataset); };
   if (l.K == 0 || h5::exists(file, p(kTopkIds))) return;
-  h5::create_growing(file, p(kTopkIds), h5::Elem::I32, l.K, chunk_rows_for(l.K, 4, z), z,
+  h5::create_growing(file, p(kTopkIds), NumberFormat::i32, l.K, chunk_rows_for(l.K, 4, z), z,
                      l.checksum);
-  h5::create_growing(file, p(kTopkLogits), h5::Elem::F32, l.K, chunk_rows_for(l.K, 4, z), z,
+  h5::create_growing(file, p(kTopkLogits), NumberFormat::f32, l.K, chunk_rows_for(l.K, 4, z), z,
                      l.checksum);
-  h5::create_growing(file, p(kLse), h5::Elem::F32, 0, chunk_rows_for(0, 4, z), z, l.checksum);
+  h5::create_growing(file, p(kLse), NumberFormat::f32, 0, chunk_rows_for(0, 4, z), z, l.checksum);
   if (l.full_logits) {
-    h5::create_growing(file, p(kFullLogits), h5::Elem::F32, l.V, chunk_rows_for(l.V, 4, z), z);
+    h5::create_growing(file, p(kFullLogits), NumberFormat::f32, l.V, chunk_rows_for(l.V, 4, z), z);
   }
 }
 

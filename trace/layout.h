@@ -19,9 +19,6 @@ namespace ds::trace {
 // filters of `deflate_level` (h5::create_growing).
 int64_t chunk_rows_for(int64_t width, size_t elem, int deflate_level);
 
-// The element type of the hidden-state datasets for the writer's --hidden-dtype.
-h5::Elem hidden_elem(Storage d);
-
 // The group of sequence `index` under /seq, its attributes and its tokens dataset holding the
 // prompt.
 void create_sequence(hid_t file, int index, const std::vector<int32_t>& prompt, int deflate_level,
@@ -30,7 +27,7 @@ void create_sequence(hid_t file, int index, const std::vector<int32_t>& prompt, 
 // The shapes of a sequence's hidden-state and logits datasets.
 struct SequenceLayout {
   const std::vector<std::pair<std::string, int>>& sites;  // (site, width)
-  h5::Elem hidden;
+  NumberFormat hidden;
   int K = 0, V = 0;  // no logits datasets when K is 0
   bool full_logits = false;
   int deflate_level = 0;

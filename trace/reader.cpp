@@ -263,7 +263,7 @@ SequenceInfo TraceReader::sequence(int seq) const {
     // The datasets the check opens stay open in the reader's cache for the reads that follow.
     open_->sets.clear();
     open_->seq = seq;
-    const auto keep = [&](const std::string& rel, h5::Elem elem, h5::Id d) {
+    const auto keep = [&](const std::string& rel, NumberFormat elem, h5::Id d) {
       open_->sets[rel] = std::make_unique<DatasetRows>(std::move(d), elem, open_->plain);
     };
     check_sequence(group.get(), "/" + g, keep, /*status_may_be_lost=*/lenient_);
@@ -288,7 +288,7 @@ SequenceInfo TraceReader::read_sequence(int seq, hid_t group) const {
     s.stop_reason = "running";  // lost past the cut (check_sequence took it so): gen_len decides
   }
   {
-    DatasetRows& d = rows_of(seq, kTokensDataset, h5::Elem::I32);
+    DatasetRows& d = rows_of(seq, kTokensDataset, NumberFormat::i32);
     s.tokens.resize(static_cast<size_t>(d.shape()[0]));
     d.read(0, d.shape()[0], s.tokens.data());
   }
@@ -313,15 +313,15 @@ SequenceInfo TraceReader::read_sequence(int seq, hid_t group) const {
     }
   }
   if (open_->sets.count(logits_path(kTopkIds))) {  // the check kept the logits datasets it found
-    const auto& shape = rows_of(seq, logits_path(kTopkIds), h5::Elem::I32).shape();
+    const auto& shape = rows_of(seq, logits_path(kTopkIds), NumberFormat::i32).shape();
     s.topk = shape.size() == 2 ? static_cast<int>(shape[1]) : 0;
     take_rows(shape[0]);
-    take_rows(rows_of(seq, logits_path(kLse), h5::Elem::F32).shape()[0]);
-    take_rows(rows_of(seq, logits_path(kTopkLogits), h5::Elem::F32).shape()[0]);
+    take_rows(rows_of(seq, logits_path(kLse), NumberFormat::f32).shape()[0]);
+    take_rows(rows_of(seq, logits_path(kTopkLogits), NumberFormat::f32).shape()[0]);
   }
   s.has_full_logits = open_->sets.count(logits_path(kFullLogits)) > 0;
   if (s.has_full_logits)
-    take_rows(rows_of(seq, logits_path(kFullLogits), h5::Elem::F32).shape()[0]);
+    take_rows(rows_of(seq, logits_path(kFullLogits), NumberFormat::f32).shape()[0]);
   s.rows = std::max<int64_t>(0, rows);
   if (s.stop_reason == "running") {
     // Cut by a kill or a full disk: only what gen_len vouches for (docs/trace-format.md, "Crash
@@ -334,7 +334,7 @@ SequenceInfo TraceReader::read_sequence(int seq, hid_t group) const {
 }
 
 DatasetRows& TraceReader::rows_of(int seq, const std::string& rel,
-                                  std::optional<h5::Elem> as) const {
+                                  std::optional<NumberFormat> as) const {
   const WatchedRead watched(path_.native(), "datasets of sequence", seq);
   if (open_->seq != seq) {  // the diff goes sequence by sequence: keep one sequence's open
     open_->sets.clear();
@@ -343,7 +343,7 @@ DatasetRows& TraceReader::rows_of(int seq, const std::string& rel,
   auto& slot = open_->sets[rel];
   if (!slot || (as && slot->elem() != *as)) {
     h5::Id d = dataset(seq, rel);
-    const h5::Elem elem = as ? *as : h5::dataset_info(d.get()).elem;
+    const NumberFormat elem = as ? *as : h5::dataset_info(d.get()).elem;
     slot = std::make_unique<DatasetRows>(std::move(d), elem, open_->plain);
   }
   return *slot;
@@ -361,17 +361,17 @@ namespace {
 // `count` rows of `width` values of `elem` as float in `buffer` (grown, never shrunk): `read`
 // fills a pointer with them as stored; f16 and bf16 are widened exactly.
 template <typename Read>
-std::span<const float> as_floats(h5::Elem elem, int64_t count, int64_t width,
+std::span<const float> as_floats(NumberFormat elem, int64_t count, int64_t width,
                                  std::vector<float>& buffer, const Read& read) {
   const size_t n = static_cast<size_t>(count * width);
   if (buffer.size() < n) buffer.resize(n);  // grown, never shrunk: no zeroing once it is big enough
-  if (elem == h5::Elem::F32) {
+  if (elem == NumberFormat::f32) {
     read(static_cast<void*>(buffer.data()));
   } else {
     thread_local std::vector<uint16_t> bits;
     if (bits.size() < n) bits.resize(n);
     read(static_cast<void*>(bits.data()));
-    widen(bits.data(), buffer.data(), n, elem == h5::Elem::F16 ? Storage::f16 : Storage::bf16);
+    widen(bits.data(), buffer.data(), n, *storage_of(elem));
   }
   return {buffer.data(), n};
 }
@@ -387,10 +387,10 @@ std::span<const float> PlainHidden::read(int64_t begin, int64_t count,
 DatasetRows& TraceReader::hidden_rows(int seq, const std::string& site, int64_t begin,
                                       int64_t count) const {
   DatasetRows& d = rows_of(seq, hidden_path(site), std::nullopt);
-  const h5::Elem elem = d.elem();
-  if (elem == h5::Elem::I32 || elem == h5::Elem::I64) {
+  const NumberFormat elem = d.elem();
+  if (!storage_of(elem)) {  // an integer dataset
     throw Error(fmt::format("{} holds {} values: hidden states are float32, float16 or bf16",
-                            hidden_path(site), h5::elem_name(elem)),
+                            hidden_path(site), traits(elem).trace_name),
                 "the trace is damaged or was not written by driftscope");
   }
   if (d.shape().size() != 2 || begin < 0 || begin + count > d.shape()[0]) {
@@ -418,8 +418,8 @@ std::optional<PlainHidden> TraceReader::plain_hidden(int seq, const std::string&
 
 TopKRows TraceReader::topk(int seq, int64_t begin, int64_t count) const {
   const WatchedRead watched(path_.native(), "rows of sequence", seq);
-  DatasetRows& ids = rows_of(seq, logits_path(kTopkIds), h5::Elem::I32);
-  DatasetRows& vals = rows_of(seq, logits_path(kTopkLogits), h5::Elem::F32);
+  DatasetRows& ids = rows_of(seq, logits_path(kTopkIds), NumberFormat::i32);
+  DatasetRows& vals = rows_of(seq, logits_path(kTopkLogits), NumberFormat::f32);
   TopKRows t;
   t.k = static_cast<int>(ids.shape().size() == 2 ? ids.shape()[1] : 0);
   t.ids.resize(static_cast<size_t>(count * t.k));
@@ -431,7 +431,7 @@ TopKRows TraceReader::topk(int seq, int64_t begin, int64_t count) const {
 
 std::vector<float> TraceReader::lse(int seq, int64_t begin, int64_t count) const {
   const WatchedRead watched(path_.native(), "rows of sequence", seq);
-  DatasetRows& d = rows_of(seq, logits_path(kLse), h5::Elem::F32);
+  DatasetRows& d = rows_of(seq, logits_path(kLse), NumberFormat::f32);
   std::vector<float> out(static_cast<size_t>(count));
   d.read(begin, count, out.data());
   return out;
@@ -447,9 +447,10 @@ std::vector<float> TraceReader::full_logits(int seq, int64_t begin, int64_t coun
 std::span<const float> TraceReader::full_logits(int seq, int64_t begin, int64_t count,
                                                 std::vector<float>& buffer) const {
   const WatchedRead watched(path_.native(), "rows of sequence", seq);
-  DatasetRows& d = rows_of(seq, logits_path(kFullLogits), h5::Elem::F32);
+  DatasetRows& d = rows_of(seq, logits_path(kFullLogits), NumberFormat::f32);
   const int64_t V = d.shape().size() == 2 ? d.shape()[1] : 0;
-  return as_floats(h5::Elem::F32, count, V, buffer, [&](void* out) { d.read(begin, count, out); });
+  return as_floats(NumberFormat::f32, count, V, buffer,
+                   [&](void* out) { d.read(begin, count, out); });
 }
 
 bool TraceReader::has_kernels() const {

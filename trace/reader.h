@@ -20,7 +20,7 @@ namespace ds::trace {
 struct SiteInfo {
   std::string name;            // "embed", "L0/attn_out", ...
   std::vector<int64_t> shape;  // [rows, width]
-  h5::Elem elem = h5::Elem::F32;
+  NumberFormat elem = NumberFormat::f32;
 };
 
 struct SequenceInfo {
@@ -52,10 +52,10 @@ class PlainHidden {
 
  private:
   friend class TraceReader;
-  PlainHidden(PlainRows rows, h5::Elem elem, int64_t width)
+  PlainHidden(PlainRows rows, NumberFormat elem, int64_t width)
       : rows_(std::move(rows)), elem_(elem), width_(width) {}
   PlainRows rows_;
-  h5::Elem elem_;
+  NumberFormat elem_;
   int64_t width_;
 };
 
@@ -135,7 +135,7 @@ class TraceReader {
   SequenceInfo read_sequence(int seq, hid_t group) const;
   // The open dataset /seq/<seq>/<rel>, read as `as` (default: its own element type); the
   // datasets of other sequences are closed.
-  DatasetRows& rows_of(int seq, const std::string& rel, std::optional<h5::Elem> as) const;
+  DatasetRows& rows_of(int seq, const std::string& rel, std::optional<NumberFormat> as) const;
   DatasetRows& hidden_rows(int seq, const std::string& site, int64_t begin, int64_t count) const;
   struct OpenDatasets;
   std::filesystem::path path_;

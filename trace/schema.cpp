@@ -13,10 +13,13 @@ std::string layer_site(int layer, const std::string& kind) {
   return fmt::format("L{}/{}", layer, kind);
 }
 
+std::string layer_site(int layer, SiteKind kind) {
+  return layer_site(layer, site_kind_name(kind));
+}
+
 std::string site_name(const Site& s) {
-  const char* name = kSiteKindNames[static_cast<int>(s.kind)];
   const int k = layer_site_index(s.kind);
-  return k >= 0 && k < kLayerSiteCount ? layer_site(s.layer, name) : name;
+  return k >= 0 && k < kLayerSiteCount ? layer_site(s.layer, s.kind) : site_kind_name(s.kind);
 }
 
 std::string sequence_path(int64_t index) {
@@ -33,8 +36,8 @@ std::string logits_path(const char* dataset) {
 
 SiteOrder site_order(const std::string& site) {
   constexpr int kKinds = static_cast<int>(std::size(kLayerSiteKinds));
-  if (site == "embed") return {-1, 0, {}};
-  if (site == "final_norm") return {INT_MAX / 2, 0, {}};
+  if (site == kEmbedSite) return {-1, 0, {}};
+  if (site == kFinalNormSite) return {INT_MAX / 2, 0, {}};
   const size_t slash = site.find('/');
   if (site.size() > 1 && site[0] == 'L' && slash != std::string::npos && slash > 1 && slash < 10) {
     bool digits = true;
@@ -53,20 +56,22 @@ SiteOrder site_order(const std::string& site) {
 }
 
 std::vector<std::string> all_sites(int n_layers) {
-  std::vector<std::string> s{"embed"};
+  std::vector<std::string> s{kEmbedSite};
   for (int l = 0; l < n_layers; ++l) {
     for (const char* k : kLayerSiteKinds) s.push_back(layer_site(l, k));
   }
-  s.push_back("final_norm");
+  s.push_back(kFinalNormSite);
   return s;
 }
 
 std::vector<std::string> default_sites(int n_layers) {
-  std::vector<std::string> s{"embed"};
+  std::vector<std::string> s{kEmbedSite};
   for (int l = 0; l < n_layers; ++l) {
-    for (const char* k : {"attn_out", "mlp_out", "out"}) s.push_back(layer_site(l, k));
+    for (SiteKind k : {SiteKind::attn_out, SiteKind::mlp_out, SiteKind::out}) {
+      s.push_back(layer_site(l, k));
+    }
   }
-  s.push_back("final_norm");
+  s.push_back(kFinalNormSite);
   return s;
 }
 

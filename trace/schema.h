@@ -32,6 +32,14 @@ inline constexpr const char* kSiteKindNames[] = {"embed",     "attn_norm",  "att
 static_assert(std::size(kSiteKindNames) == static_cast<size_t>(SiteKind::logits) + 1,
               "one name per SiteKind");
 
+constexpr const char* site_kind_name(SiteKind kind) {
+  return kSiteKindNames[static_cast<int>(kind)];
+}
+// The sites that belong to no layer, named by their kind alone.
+inline constexpr const char* kEmbedSite = site_kind_name(SiteKind::embed);
+inline constexpr const char* kFinalNormSite = site_kind_name(SiteKind::final_norm);
+inline constexpr const char* kLogitsSite = site_kind_name(SiteKind::logits);
+
 // The per-layer kinds: their number, names in forward order, and the k-th kind and back.
 inline constexpr int kLayerSiteCount = 6;
 inline constexpr std::span<const char* const, kLayerSiteCount> kLayerSiteKinds{kSiteKindNames + 1,
@@ -85,8 +93,9 @@ std::string logits_path(const char* dataset);
 // dataset per column, all of the same length (docs/trace-format.md "/kernels").
 inline constexpr const char* kKernelsGroup = "kernels";
 
-// "L3/attn_out" for layer 3, kind "attn_out".
+// "L3/attn_out" for layer 3, kind "attn_out" (SiteKind::attn_out).
 std::string layer_site(int layer, const std::string& kind);
+std::string layer_site(int layer, SiteKind kind);
 
 // Every hidden-state tap site of a model with n_layers layers, in forward order:
 // embed, L0/attn_norm ... L<n-1>/out, final_norm.

@@ -108,7 +108,7 @@ std::string to_json(const TraceSummary& s) {
     sj["sites"] = nlohmann::ordered_json::array();
     for (const auto& site : q.sites) {
       sj["sites"].push_back(
-          {{"name", site.name}, {"shape", site.shape}, {"dtype", h5::elem_name(site.elem)}});
+          {{"name", site.name}, {"shape", site.shape}, {"dtype", traits(site.elem).trace_name}});
     }
     j["sequences"].push_back(sj);
   }

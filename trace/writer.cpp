@@ -310,7 +310,7 @@ void TraceWriter::create_ahead(hid_t f, int from) {
   constexpr int kAhead = 16;
   const int n = static_cast<int>(opt_.planned_prompts.size());
   const int V = opt_.planned_vocab;
-  const SequenceLayout layout{opt_.planned_sites,     hidden_elem(opt_.hidden_dtype),
+  const SequenceLayout layout{opt_.planned_sites,     number_format(opt_.hidden_dtype),
                               std::min(opt_.topk, V), V,
                               opt_.full_logits,       opt_.deflate_level,
                               opt_.checksum};
@@ -385,7 +385,7 @@ void TraceWriter::handle(StepRecord& m) {
   }
   if (new_layout) {
     with_structure([&](hid_t f) {
-      const h5::Elem he = hidden_elem(opt_.hidden_dtype);
+      const NumberFormat he = number_format(opt_.hidden_dtype);
       const int z = opt_.deflate_level;
       // The other sequences begun with this one (a batch) get the same layout in the same
       // window; a later step with other sites opens another.
@@ -441,7 +441,7 @@ void TraceWriter::flush(SeqState& s) {
   if (s.buffered_rows == 0 && s.tokens_buf.empty()) return;
   try {
     const int64_t at = s.rows, n = s.buffered_rows;
-    const h5::Elem he = hidden_elem(opt_.hidden_dtype);
+    const NumberFormat he = number_format(opt_.hidden_dtype);
     std::vector<uint16_t> bits;
     for (const auto& [site, width] : s.site_order) {
       const std::vector<float>& v = s.hidden_buf[site];
@@ -450,7 +450,7 @@ void TraceWriter::flush(SeqState& s) {
                                 v.size(), n, width));
       }
       const h5::Id& d = s.datasets.hidden.at(site);
-      if (he == h5::Elem::F32) {
+      if (he == NumberFormat::f32) {
         h5::write_rows(d.get(), he, at, n, width, v.data());
       } else {
         bits.resize(v.size());
@@ -459,13 +459,14 @@ void TraceWriter::flush(SeqState& s) {
       }
     }
     if (!s.lse_buf.empty()) {
-      h5::write_rows(s.datasets.topk_ids.get(), h5::Elem::I32, at, n, s.K, s.ids_buf.data());
-      h5::write_rows(s.datasets.topk_logits.get(), h5::Elem::F32, at, n, s.K, s.vals_buf.data());
-      h5::write_rows(s.datasets.lse.get(), h5::Elem::F32, at, n, 0, s.lse_buf.data());
+      h5::write_rows(s.datasets.topk_ids.get(), NumberFormat::i32, at, n, s.K, s.ids_buf.data());
+      h5::write_rows(s.datasets.topk_logits.get(), NumberFormat::f32, at, n, s.K,
+                     s.vals_buf.data());
+      h5::write_rows(s.datasets.lse.get(), NumberFormat::f32, at, n, 0, s.lse_buf.data());
       if (s.datasets.full)
-        h5::write_rows(s.datasets.full.get(), h5::Elem::F32, at, n, s.V, s.full_buf.data());
+        h5::write_rows(s.datasets.full.get(), NumberFormat::f32, at, n, s.V, s.full_buf.data());
     }
-    h5::write_rows(s.datasets.tokens.get(), h5::Elem::I32, s.n_tokens,
+    h5::write_rows(s.datasets.tokens.get(), NumberFormat::i32, s.n_tokens,
                    static_cast<int64_t>(s.tokens_buf.size()), 0, s.tokens_buf.data());
     s.rows += n;
     s.n_tokens += static_cast<int64_t>(s.tokens_buf.size());

@@ -4,27 +4,19 @@
 #include <fmt/format.h>
 
 #include "common/error.h"
+#include "common/number_format.h"
 #include "trace/h5.h"
 
 namespace ds::trace {
 
 Storage parse_hidden_dtype(const std::string& s) {
-  if (s == "f32") return Storage::native;
-  if (s == "f16") return Storage::f16;
-  if (s == "bf16") return Storage::bf16;
+  const auto f = find_number_format(s, &NumberFormatTraits::name);
+  if (const auto storage = f ? storage_of(*f) : std::nullopt) return *storage;
   throw Error(fmt::format("unknown hidden dtype '{}'", s), "--hidden-dtype takes f32, f16 or bf16");
 }
 
 const char* hidden_dtype_name(Storage d) {
-  switch (d) {
-    case Storage::native:
-      return "f32";
-    case Storage::f16:
-      return "f16";
-    case Storage::bf16:
-      return "bf16";
-  }
-  return "?";
+  return storage_name(d);
 }
 
 int parse_compression(const std::string& s) {

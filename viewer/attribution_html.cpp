@@ -98,22 +98,22 @@ std::string render_attribution_html(const AttributionReport& r) {
   const auto [lo, hi] = attribution_bar_scale(r);
   std::vector<const BlockError*> attention, mlp, layers, head, logits;
   for (const auto& b : r.blocks) {
-    if (b.kind == "attention")
+    if (b.kind == diff::kAttentionBlock)
       attention.push_back(&b);
-    else if (b.kind == "mlp")
+    else if (b.kind == diff::kMlpBlock)
       mlp.push_back(&b);
-    else if (b.kind == "logits")
+    else if (b.kind == diff::kLogitsBlock)
       logits.push_back(&b);
-    else if (b.kind == "final_norm")
+    else if (b.kind == diff::kFinalNormBlock)
       head.push_back(&b);
     else
       layers.push_back(&b);
   }
   h += "<h2>local vs total per block</h2>";
-  h += bars_table("attention blocks", "attention", attention, lo, hi, "rel. L2");
-  h += bars_table("MLP blocks", "mlp", mlp, lo, hi, "rel. L2");
-  h += bars_table("layers", "layer", layers, lo, hi, "rel. L2");
-  h += bars_table("final norm", "final_norm", head, lo, hi, "rel. L2");
+  h += bars_table("attention blocks", diff::kAttentionBlock, attention, lo, hi, "rel. L2");
+  h += bars_table("MLP blocks", diff::kMlpBlock, mlp, lo, hi, "rel. L2");
+  h += bars_table("layers", diff::kLayerBlock, layers, lo, hi, "rel. L2");
+  h += bars_table("final norm", diff::kFinalNormBlock, head, lo, hi, "rel. L2");
   // logits in KL (nats, mean over A's top-K), on a scale of their own
   double klo = 0, khi = 0;
   for (const auto* b : logits) {
@@ -123,7 +123,8 @@ std::string render_attribution_html(const AttributionReport& r) {
       klo = klo == 0 ? v / 10 : std::min(klo, v / 10);
     }
   }
-  h += bars_table("logits (KL, nats, mean over A's top-K)", "logits", logits, klo, khi, "KL");
+  h += bars_table("logits (KL, nats, mean over A's top-K)", diff::kLogitsBlock, logits, klo, khi,
+                  "KL");
   h += html::page_close("driftscope attribute");
   return h;
 }

@@ -20,7 +20,7 @@ int log_bar_cells(double v, double lo, double hi, int cells) {
 std::pair<double, double> attribution_bar_scale(const diff::AttributionReport& r) {
   double hi = 0, lo = r.noise_floor / 10;
   for (const auto& b : r.blocks) {
-    if (b.kind == "logits") continue;
+    if (b.kind == diff::kLogitsBlock) continue;
     if (std::isfinite(b.local)) hi = std::max(hi, b.local);
     if (std::isfinite(b.total)) hi = std::max(hi, b.total);
     if (b.local > 0) lo = std::min(lo, b.local / 2);
@@ -56,7 +56,7 @@ std::string render_attribution_terminal(const diff::AttributionReport& r, int wi
   const int cells = std::clamp((width - 44) / 2, 8, 30);
   out += fmt::format("\nlocal ▇ vs total ░ per block (log scale {:.1e} .. {:.1e})\n", lo, hi);
   for (const auto& b : r.blocks) {
-    if (b.kind == "logits") {
+    if (b.kind == diff::kLogitsBlock) {
       out += fmt::format("  {:<14} local KL {}  total KL {} (nats, mean over A's top-K)\n", b.name,
                          sci(b.local), sci(b.total));
       continue;

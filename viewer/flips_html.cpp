@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "viewer/explain_html.h"
 #include "viewer/html_charts.h"
 #include "viewer/html_escape.h"
 #include "viewer/html_parts.h"
@@ -144,7 +145,7 @@ std::string layers_section(const FlipAggregate& a) {
   return h + "</table>";
 }
 
-std::string cases_section(const FlipAggregate& a) {
+std::string cases_section(const FlipAggregate& a, const diff::ExplainReport* explained) {
   std::string h =
       "<h3>sequences</h3><table class=\"summary\"><tr><th>seq</th><th>step</th><th>margin</th>"
       "<th>class</th><th>onset</th><th>born in</th><th>most local error</th></tr>";
@@ -154,7 +155,7 @@ std::string cases_section(const FlipAggregate& a) {
         "<tr data-seq=\"{}\"><td class=\"num\">{}</td><td class=\"num\">{}</td>"
         "<td class=\"num\">{}</td><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td></tr>",
         c.seq, c.seq, c.step, html::sci(c.margin_logit_a), diff::margin_class_name(c.margin),
-        html_escape(c.has_onset ? c.onset_site : "–"),
+        html_escape(diff::onset_column(c, explained)),
         html_escape(c.has_birth ? c.birth_block : "–"),
         c.has_top ? html_escape(c.top_block) + " (" + diff::percent(c.top_share) + ")" : "–");
   }
@@ -163,7 +164,7 @@ std::string cases_section(const FlipAggregate& a) {
 
 }  // namespace
 
-std::string flips_html(const FlipAggregate& a) {
+std::string flips_html(const FlipAggregate& a, const diff::ExplainReport* explained) {
   std::string h = html::page_open("driftscope flips");
   h += header(a);
   if (a.flips > 0) {
@@ -178,8 +179,9 @@ std::string flips_html(const FlipAggregate& a) {
     h += places_section("top", "where the most local error is added (largest block)", a.top, a,
                         "no local error");
     h += layers_section(a);
-    h += cases_section(a);
+    h += cases_section(a, explained);
   }
+  if (explained != nullptr) h += explain_html_section(*explained);
   h += html::page_close("driftscope flips");
   return h;
 }

@@ -6,10 +6,14 @@
 
 #include <string>
 
+#include "diff/explain_report.h"
 #include "diff/flip_aggregate.h"
 
 namespace ds::viewer {
 
-std::string flips_html(const diff::FlipAggregate& a);
+// With `explained` (zoom --explain): the sequences' onset column names each flip's cause, and the
+// explanation's section follows.
+std::string flips_html(const diff::FlipAggregate& a,
+                       const diff::ExplainReport* explained = nullptr);
 
 }  // namespace ds::viewer

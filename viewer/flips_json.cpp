@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "viewer/explain_json.h"
+
 namespace ds::viewer {
 namespace {
 
@@ -36,7 +38,7 @@ json nums(const std::vector<double>& v) {
   return a;
 }
 
-json flip_case(const diff::FlipCase& c) {
+json flip_case(const diff::FlipCase& c, const diff::ExplainReport* explained) {
   json j = {{"seq", c.seq}, {"flipped", c.flipped}};
   if (!c.flipped) return j;
   j["forced"] = c.forced;
@@ -58,6 +60,7 @@ json flip_case(const diff::FlipCase& c) {
       c.has_top
           ? json{{"block", c.top_block}, {"place", place(c.top)}, {"share", jnum(c.top_share)}}
           : json();
+  if (explained != nullptr) j["cause"] = diff::onset_column(c, explained);
   j["layer_rel_l2"] = nums(c.layer_rel_l2);
   j["layer_floor"] = nums(c.layer_floor);
   return j;
@@ -65,7 +68,7 @@ json flip_case(const diff::FlipCase& c) {
 
 }  // namespace
 
-json flips_json(const diff::FlipAggregate& a) {
+json flips_json(const diff::FlipAggregate& a, const diff::ExplainReport* explained) {
   json j;
   j["format"] = kFlipsJsonFormat;
   j["version"] = kFlipsJsonVersion;
@@ -99,9 +102,10 @@ json flips_json(const diff::FlipAggregate& a) {
   }
   j["layers"] = layers;
   json cases = json::array();
-  for (const auto& c : a.cases) cases.push_back(flip_case(c));
+  for (const auto& c : a.cases) cases.push_back(flip_case(c, explained));
   j["sequences"] = cases;
   j["notes"] = a.notes;
+  if (explained != nullptr) j["explain"] = explain_json(*explained);
   return j;
 }
 

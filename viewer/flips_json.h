@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "diff/explain_report.h"
 #include "diff/flip_aggregate.h"
 
 namespace ds::viewer {
@@ -11,6 +12,9 @@ namespace ds::viewer {
 inline constexpr const char* kFlipsJsonFormat = "driftscope-flips";
 inline constexpr int kFlipsJsonVersion = 1;
 
-nlohmann::json flips_json(const diff::FlipAggregate& a);
+// With `explained` (zoom --explain): each sequence's "cause" (the onset column's place; its raw
+// "onset" kept) and the explain report under "explain".
+nlohmann::json flips_json(const diff::FlipAggregate& a,
+                          const diff::ExplainReport* explained = nullptr);
 
 }  // namespace ds::viewer

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "viewer/explain_terminal.h"
 #include "viewer/position_bins.h"
 #include "viewer/text_layout.h"
 
@@ -108,7 +109,8 @@ void layers_section(TerminalText& o, const FlipAggregate& a, int width) {
   }
 }
 
-void cases_section(TerminalText& o, const FlipAggregate& a, int width) {
+void cases_section(TerminalText& o, const FlipAggregate& a, int width,
+                   const diff::ExplainReport* explained) {
   o.line(rule("sequences", width));
   o.line(fmt::format("  {:>5}  {:>5}  {:>9}  {:<11}  {:<15}  {:<15}  {}", "seq", "step", "margin",
                      "class", "onset", "born in", "most local"));
@@ -116,7 +118,7 @@ void cases_section(TerminalText& o, const FlipAggregate& a, int width) {
     if (!c.flipped) continue;
     o.line(fmt::format(
         "  {:>5}  {:>5}  {:>9}  {:<11}  {:<15}  {:<15}  {}", c.seq, c.step, sci(c.margin_logit_a),
-        diff::margin_class_name(c.margin), c.has_onset ? c.onset_site : "–",
+        diff::margin_class_name(c.margin), diff::onset_column(c, explained),
         c.has_birth ? c.birth_block : "–",
         c.has_top ? fmt::format("{} ({})", c.top_block, diff::percent(c.top_share)) : "–"));
   }
@@ -124,7 +126,8 @@ void cases_section(TerminalText& o, const FlipAggregate& a, int width) {
 
 }  // namespace
 
-std::string render_flips_terminal(const FlipAggregate& a, int width) {
+std::string render_flips_terminal(const FlipAggregate& a, int width,
+                                  const diff::ExplainReport* explained) {
   TerminalText o(false, width);
   o.line(fmt::format("driftscope flips: {} sequence{} zoomed, {} flip{}", a.pairs,
                      a.pairs == 1 ? "" : "s", a.flips, a.flips == 1 ? "" : "s"));
@@ -146,13 +149,15 @@ std::string render_flips_terminal(const FlipAggregate& a, int width) {
     places_section(o, "where the most local error is added (largest block)", a.top, a, width,
                    "no local error");
     layers_section(o, a, width);
-    cases_section(o, a, width);
+    cases_section(o, a, width, explained);
   }
   if (!a.notes.empty()) {
     o.line(rule("notes", width));
     for (const auto& n : a.notes) o.line("  " + n);
   }
-  return std::move(o).str();
+  std::string text = std::move(o).str();
+  if (explained != nullptr) text += render_explain_sections(*explained, width);
+  return text;
 }
 
 void print_flips_terminal(std::FILE* out, const FlipAggregate& a, int width) {

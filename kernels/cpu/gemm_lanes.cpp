@@ -62,20 +62,24 @@ DS_AVX2 __m256 mul_add(__m256 acc, float x, __m256 col) {
   return _mm256_add_ps(acc, _mm256_mul_ps(_mm256_set1_ps(x), col));
 }
 
-// total[m][b] for MR rows of x and NB blocks of 8 weight rows: per split-K part, sum over the
-// part's k in order (eight at a time from a transposed tile, the rest one at a time), then the
-// part added to the running total (the first part is the total).
+// total[i][b] for rows m .. m + MR - 1 of g's x and its NB blocks of 8 weight rows from output
+// feature n: per split-K part, sum over the part's k in order (eight at a time from a transposed
+// tile, the rest one at a time), then the part added to the running total (the first part is
+// the total).
 template <int MR, int NB, typename W>
-__attribute__((target("avx2,f16c"))) void tile(const float* x, int ldx, W w, int ldw, int K,
-                                               int splits, __m256 total[MR][NB]) {
-  for (int m = 0; m < MR; ++m)
-    for (int b = 0; b < NB; ++b) total[m][b] = _mm256_setzero_ps();
-  for (int c = 0; c < splits; ++c) {
-    const Chunk ch = chunk_of(K, splits, c);
+__attribute__((target("avx2,f16c"))) void tile(const LanesGemm<W>& g, int m, int n,
+                                               __m256 total[MR][NB]) {
+  const float* x = g.x + static_cast<size_t>(m) * g.ldx;
+  const W w = g.w + static_cast<size_t>(n) * g.ldw;
+  const int ldx = g.ldx, ldw = g.ldw;
+  for (int i = 0; i < MR; ++i)
+    for (int b = 0; b < NB; ++b) total[i][b] = _mm256_setzero_ps();
+  for (int c = 0; c < g.num.split; ++c) {
+    const Chunk ch = chunk_of(g.K, g.num.split, c);
     const int k0 = ch.begin, k1 = ch.end;
     __m256 acc[MR][NB];
-    for (int m = 0; m < MR; ++m)
-      for (int b = 0; b < NB; ++b) acc[m][b] = _mm256_setzero_ps();
+    for (int i = 0; i < MR; ++i)
+      for (int b = 0; b < NB; ++b) acc[i][b] = _mm256_setzero_ps();
     int k = k0;
     for (; k + 8 <= k1; k += 8) {
       for (int b = 0; b < NB; ++b) {
@@ -83,9 +87,9 @@ __attribute__((target("avx2,f16c"))) void tile(const float* x, int ldx, W w, int
         __m256 r[8];
         for (int i = 0; i < 8; ++i) r[i] = load8(wb + static_cast<size_t>(i) * ldw);
         transpose8(r);
-        for (int m = 0; m < MR; ++m) {
-          const float* xm = x + static_cast<size_t>(m) * ldx + k;
-          for (int j = 0; j < 8; ++j) acc[m][b] = mul_add(acc[m][b], xm[j], r[j]);
+        for (int i = 0; i < MR; ++i) {
+          const float* xm = x + static_cast<size_t>(i) * ldx + k;
+          for (int j = 0; j < 8; ++j) acc[i][b] = mul_add(acc[i][b], xm[j], r[j]);
         }
       }
     }
@@ -96,40 +100,39 @@ __attribute__((target("avx2,f16c"))) void tile(const float* x, int ldx, W w, int
             wb[0], wb[ldw], wb[2 * static_cast<size_t>(ldw)], wb[3 * static_cast<size_t>(ldw)],
             wb[4 * static_cast<size_t>(ldw)], wb[5 * static_cast<size_t>(ldw)],
             wb[6 * static_cast<size_t>(ldw)], wb[7 * static_cast<size_t>(ldw)]);
-        for (int m = 0; m < MR; ++m)
-          acc[m][b] = mul_add(acc[m][b], x[static_cast<size_t>(m) * ldx + k], col);
+        for (int i = 0; i < MR; ++i)
+          acc[i][b] = mul_add(acc[i][b], x[static_cast<size_t>(i) * ldx + k], col);
       }
     }
-    for (int m = 0; m < MR; ++m)
+    for (int i = 0; i < MR; ++i)
       for (int b = 0; b < NB; ++b)
-        total[m][b] = c == 0 ? acc[m][b] : _mm256_add_ps(total[m][b], acc[m][b]);
+        total[i][b] = c == 0 ? acc[i][b] : _mm256_add_ps(total[i][b], acc[i][b]);
   }
 }
 
-// Bias added last, then the storage rounding, as in the scalar matmul.
-template <int MR, int NB>
-__attribute__((target("avx2,f16c"))) void store(float* y, int N, const float* bias, Storage out,
-                                                __m256 total[MR][NB]) {
-  for (int m = 0; m < MR; ++m) {
+// Rows m .. m + MR - 1, output features n .. n + 8 NB - 1 of g's y: the bias added last, then
+// the storage rounding, as in the scalar matmul.
+template <int MR, int NB, typename G>
+__attribute__((target("avx2,f16c"))) void store(const G& g, int m, int n, __m256 total[MR][NB]) {
+  const float* bias = g.bias != nullptr ? g.bias + n : nullptr;
+  for (int i = 0; i < MR; ++i) {
     for (int b = 0; b < NB; ++b) {
-      __m256 v = total[m][b];
+      __m256 v = total[i][b];
       if (bias != nullptr) v = _mm256_add_ps(v, _mm256_loadu_ps(bias + 8 * b));
-      float* yb = y + static_cast<size_t>(m) * N + 8 * b;
+      float* yb = g.y + static_cast<size_t>(m + i) * g.N + n + 8 * b;
       _mm256_storeu_ps(yb, v);
-      if (out != Storage::native) {
-        for (int i = 0; i < 8; ++i) yb[i] = ds::round_to(yb[i], out);
+      if (g.num.out != Storage::native) {
+        for (int j = 0; j < 8; ++j) yb[j] = ds::round_to(yb[j], g.num.out);
       }
     }
   }
 }
 
 template <int MR, int NB, typename W>
-__attribute__((target("avx2,f16c"))) void run_tile(float* y, const float* x, int ldx, W w, int ldw,
-                                                   const float* b, int N, int K, int splits,
-                                                   Storage out, int n) {
+__attribute__((target("avx2,f16c"))) void run_tile(const LanesGemm<W>& g, int m, int n) {
   __m256 total[MR][NB];
-  tile<MR, NB>(x, ldx, w + static_cast<size_t>(n) * ldw, ldw, K, splits, total);
-  store<MR, NB>(y + n, N, b != nullptr ? b + n : nullptr, out, total);
+  tile<MR, NB>(g, m, n, total);
+  store<MR, NB>(g, m, n, total);
 }
 
 // Eight weight rows transposed into `pk` (K, 8): pk[8k + i] = w[i][k], so one load gives the
@@ -149,51 +152,49 @@ __attribute__((target("avx2,f16c"))) void pack_block(float* pk, W w, int ldw, in
   }
 }
 
-// As tile(), from packed blocks: per k one load per block, shared by the MR rows of x.
-template <int MR, int NB, typename W>
-__attribute__((target("avx2,f16c"))) void tile_packed(const float* x, int ldx, const W pk[NB],
-                                                      int K, int splits, __m256 total[MR][NB]) {
-  for (int m = 0; m < MR; ++m)
-    for (int b = 0; b < NB; ++b) total[m][b] = _mm256_setzero_ps();
-  for (int c = 0; c < splits; ++c) {
-    const Chunk ch = chunk_of(K, splits, c);
+// As tile(), from packed blocks: per k one load per block, shared by the MR rows of x from m.
+template <int MR, int NB, typename W, typename G>
+__attribute__((target("avx2,f16c"))) void tile_packed(const G& g, int m, const W pk[NB],
+                                                      __m256 total[MR][NB]) {
+  const float* x = g.x + static_cast<size_t>(m) * g.ldx;
+  for (int i = 0; i < MR; ++i)
+    for (int b = 0; b < NB; ++b) total[i][b] = _mm256_setzero_ps();
+  for (int c = 0; c < g.num.split; ++c) {
+    const Chunk ch = chunk_of(g.K, g.num.split, c);
     const int k0 = ch.begin, k1 = ch.end;
     __m256 acc[MR][NB];
-    for (int m = 0; m < MR; ++m)
-      for (int b = 0; b < NB; ++b) acc[m][b] = _mm256_setzero_ps();
+    for (int i = 0; i < MR; ++i)
+      for (int b = 0; b < NB; ++b) acc[i][b] = _mm256_setzero_ps();
     for (int k = k0; k < k1; ++k) {
       __m256 col[NB];
       for (int b = 0; b < NB; ++b) col[b] = load8(pk[b] + 8 * static_cast<size_t>(k));
-      for (int m = 0; m < MR; ++m) {
-        const float xv = x[static_cast<size_t>(m) * ldx + k];
-        for (int b = 0; b < NB; ++b) acc[m][b] = mul_add(acc[m][b], xv, col[b]);
+      for (int i = 0; i < MR; ++i) {
+        const float xv = x[static_cast<size_t>(i) * g.ldx + k];
+        for (int b = 0; b < NB; ++b) acc[i][b] = mul_add(acc[i][b], xv, col[b]);
       }
     }
-    for (int m = 0; m < MR; ++m)
+    for (int i = 0; i < MR; ++i)
       for (int b = 0; b < NB; ++b)
-        total[m][b] = c == 0 ? acc[m][b] : _mm256_add_ps(total[m][b], acc[m][b]);
+        total[i][b] = c == 0 ? acc[i][b] : _mm256_add_ps(total[i][b], acc[i][b]);
   }
 }
 
-// Every row of x against NB packed blocks starting at output feature n (four rows of x at a time
-// only for NB <= 2: 4 x 4 accumulators would not fit the 16 registers).
-template <int NB, typename W>
-__attribute__((target("avx2,f16c"))) void rows_packed(float* y, const float* x, int ldx,
-                                                      const W pk[NB], const float* b, int M, int N,
-                                                      int K, int splits, Storage out, int n) {
-  const float* bias = b != nullptr ? b + n : nullptr;
+// Every row of g's x against NB packed blocks starting at output feature n (four rows of x at a
+// time only for NB <= 2: 4 x 4 accumulators would not fit the 16 registers).
+template <int NB, typename W, typename G>
+__attribute__((target("avx2,f16c"))) void rows_packed(const G& g, const W pk[NB], int n) {
   int m = 0;
   if constexpr (NB <= 2) {
-    for (; m + 4 <= M; m += 4) {
+    for (; m + 4 <= g.M; m += 4) {
       __m256 total[4][NB];
-      tile_packed<4, NB, W>(x + static_cast<size_t>(m) * ldx, ldx, pk, K, splits, total);
-      store<4, NB>(y + static_cast<size_t>(m) * N + n, N, bias, out, total);
+      tile_packed<4, NB, W>(g, m, pk, total);
+      store<4, NB>(g, m, n, total);
     }
   }
-  for (; m < M; ++m) {
+  for (; m < g.M; ++m) {
     __m256 total[1][NB];
-    tile_packed<1, NB, W>(x + static_cast<size_t>(m) * ldx, ldx, pk, K, splits, total);
-    store<1, NB>(y + static_cast<size_t>(m) * N + n, N, bias, out, total);
+    tile_packed<1, NB, W>(g, m, pk, total);
+    store<1, NB>(g, m, n, total);
   }
 }
 
@@ -203,31 +204,25 @@ __attribute__((target("avx2,f16c"))) void rows_packed(float* y, const float* x, 
 // side keep the hardware prefetchers ahead where 32 did not, and software prefetch made it slower
 // (measured in bench/RESULTS.md, "CPU reference: threads, AVX2 lanes and mapped weights").
 template <typename W>
-void rows_blocks(float* y, const float* x, int ldx, W w, int ldw, const float* b, int N, int K,
-                 int splits, Storage out, int m0, int m1, int n0, int n1) {
+void rows_blocks(const LanesGemm<W>& g, int m0, int m1, int n0, int n1) {
   int m = m0;
   for (; m + 4 <= m1; m += 4) {
-    float* ym = y + static_cast<size_t>(m) * N;
-    const float* xm = x + static_cast<size_t>(m) * ldx;
-    for (int n = n0; n < n1; n += 8) run_tile<4, 1>(ym, xm, ldx, w, ldw, b, N, K, splits, out, n);
+    for (int n = n0; n < n1; n += 8) run_tile<4, 1>(g, m, n);
   }
   for (; m < m1; ++m) {
-    float* ym = y + static_cast<size_t>(m) * N;
-    const float* xm = x + static_cast<size_t>(m) * ldx;
     int n = n0;
-    for (; n + 16 <= n1; n += 16) run_tile<1, 2>(ym, xm, ldx, w, ldw, b, N, K, splits, out, n);
-    for (; n < n1; n += 8) run_tile<1, 1>(ym, xm, ldx, w, ldw, b, N, K, splits, out, n);
+    for (; n + 16 <= n1; n += 16) run_tile<1, 2>(g, m, n);
+    for (; n < n1; n += 8) run_tile<1, 1>(g, m, n);
   }
 }
 
 // Weights packed at set-up (ops.h): every row of x against two blocks at a time, read in place
 // (each block one sequential stream; one load per k feeds eight outputs).
 template <typename W>
-void matmul_packed(float* y, const float* x, int ldx, Packed<W> w, int ldw, const float* b, int M,
-                   int N, int K, int splits, Storage out, int n_begin, int n_end) {
-  auto block = [&](int n) { return w.base + static_cast<size_t>(n / 8) * ldw * 8; };
+void matmul_packed(const LanesGemm<Packed<W>>& g, int n_begin, int n_end) {
+  auto block = [&](int n) { return g.w.base + static_cast<size_t>(n / 8) * g.ldw * 8; };
   int n = n_begin;
-  if (M < 4) {
+  if (g.M < 4) {
     // few rows of x (decode): four blocks at once, four independent add chains per row of x
     // (two leave 16-bit weights waiting on the adds' latency), six for 16-bit weights (which
     // widen each value before the chain); each block is one sequential stream, so four or six
@@ -237,73 +232,72 @@ void matmul_packed(float* y, const float* x, int ldx, Packed<W> w, int ldw, cons
       for (; n + 48 <= n_end; n += 48) {
         const W pk[6] = {block(n),      block(n + 8),  block(n + 16),
                          block(n + 24), block(n + 32), block(n + 40)};
-        rows_packed<6, W>(y, x, ldx, pk, b, M, N, K, splits, out, n);
+        rows_packed<6, W>(g, pk, n);
       }
     }
     for (; n + 32 <= n_end; n += 32) {
       const W pk[4] = {block(n), block(n + 8), block(n + 16), block(n + 24)};
-      rows_packed<4, W>(y, x, ldx, pk, b, M, N, K, splits, out, n);
+      rows_packed<4, W>(g, pk, n);
     }
   }
   for (; n + 16 <= n_end; n += 16) {
     const W pk[2] = {block(n), block(n + 8)};
-    rows_packed<2, W>(y, x, ldx, pk, b, M, N, K, splits, out, n);
+    rows_packed<2, W>(g, pk, n);
   }
   for (; n < n_end; n += 8) {
     const W pk[1] = {block(n)};
-    rows_packed<1, W>(y, x, ldx, pk, b, M, N, K, splits, out, n);
+    rows_packed<1, W>(g, pk, n);
   }
 }
 
 // Row-major weights: transposed in registers, or packed per call for many rows of x.
 template <typename W>
-void matmul_rowmajor(float* y, const float* x, int ldx, W w, int ldw, const float* b, int M, int N,
-                     int K, int splits, Storage out, int n_begin, int n_end) {
-  if (M >= kPackRows) {
+void matmul_rowmajor(const LanesGemm<W>& g, int n_begin, int n_end) {
+  if (g.M >= kPackRows) {
     // many rows of x (prefill): pack two blocks at a time once, stream every row over them
+    const int K = g.K;
     thread_local std::vector<float> packed;
     packed.resize(16 * static_cast<size_t>(std::max(1, K)));
     const float* const pk[2] = {packed.data(), packed.data() + 8 * static_cast<size_t>(K)};
     const float* const pk1[1] = {packed.data()};
     int n = n_begin;
     for (; n + 16 <= n_end; n += 16) {
-      pack_block(packed.data(), w + static_cast<size_t>(n) * ldw, ldw, K);
-      pack_block(packed.data() + 8 * static_cast<size_t>(K), w + static_cast<size_t>(n + 8) * ldw,
-                 ldw, K);
-      rows_packed<2, const float*>(y, x, ldx, pk, b, M, N, K, splits, out, n);
+      pack_block(packed.data(), g.w + static_cast<size_t>(n) * g.ldw, g.ldw, K);
+      pack_block(packed.data() + 8 * static_cast<size_t>(K),
+                 g.w + static_cast<size_t>(n + 8) * g.ldw, g.ldw, K);
+      rows_packed<2, const float*>(g, pk, n);
     }
     for (; n < n_end; n += 8) {
-      pack_block(packed.data(), w + static_cast<size_t>(n) * ldw, ldw, K);
-      rows_packed<1, const float*>(y, x, ldx, pk1, b, M, N, K, splits, out, n);
+      pack_block(packed.data(), g.w + static_cast<size_t>(n) * g.ldw, g.ldw, K);
+      rows_packed<1, const float*>(g, pk1, n);
     }
     return;
   }
   constexpr int kRowTile = 32;  // rows of x kept hot while a range of weight rows streams past
-  for (int m0 = 0; m0 < M; m0 += kRowTile) {
-    rows_blocks(y, x, ldx, w, ldw, b, N, K, splits, out, m0, std::min(M, m0 + kRowTile), n_begin,
-                n_end);
+  for (int m0 = 0; m0 < g.M; m0 += kRowTile) {
+    rows_blocks(g, m0, std::min(g.M, m0 + kRowTile), n_begin, n_end);
   }
 }
 
-// out[d0 .. d0 + 8 NA) of pv_f32_lanes: NA accumulators live across every t.
+// h.out[d0 .. d0 + 8 NA) of pv_f32_lanes: NA accumulators live across every t.
 template <int NA>
-__attribute__((target("avx2,f16c"))) void pv_rows(float* out, const float* p, const float* v,
-                                                  size_t ld, int t0, int t1, int d0) {
+__attribute__((target("avx2,f16c"))) void pv_rows(const HeadRows<float>& h, const float* prob,
+                                                  int d0) {
   __m256 acc[NA];
   for (int a = 0; a < NA; ++a) acc[a] = _mm256_setzero_ps();
-  for (int t = t0; t < t1; ++t) {
-    const float* vt = v + static_cast<size_t>(t) * ld + d0;
-    for (int a = 0; a < NA; ++a) acc[a] = mul_add(acc[a], p[t], _mm256_loadu_ps(vt + 8 * a));
+  for (int t = h.t0; t <= h.p; ++t) {
+    const float* vt = h.v + static_cast<size_t>(t) * h.kv_stride + d0;
+    for (int a = 0; a < NA; ++a) acc[a] = mul_add(acc[a], prob[t], _mm256_loadu_ps(vt + 8 * a));
   }
-  for (int a = 0; a < NA; ++a) _mm256_storeu_ps(out + d0 + 8 * a, acc[a]);
+  for (int a = 0; a < NA; ++a) _mm256_storeu_ps(h.out + d0 + 8 * a, acc[a]);
 }
 
 }  // namespace
 
-void pv_f32_lanes(float* out, const float* p, const float* v, size_t ld, int t0, int t1, int dim) {
+void pv_f32_lanes(const HeadRows<float>& h, const float* prob) {
   int d = 0;
-  for (; d + 64 <= dim; d += 64) pv_rows<8>(out, p, v, ld, t0, t1, d);
-  for (; d + 8 <= dim; d += 8) pv_rows<1>(out, p, v, ld, t0, t1, d);
+  for (; d + 64 <= h.head_dim; d += 64) pv_rows<8>(h, prob, d);
+  for (; d + 8 <= h.head_dim; d += 8) pv_rows<1>(h, prob, d);
 }
 
 bool gemm_lanes_available() {
@@ -318,12 +312,11 @@ bool gemm_lanes_available() {
 }
 
 template <typename W>
-void matmul_f32_lanes(float* y, const float* x, int ldx, W w, int ldw, const float* b, int M, int N,
-                      int K, int splits, Storage out, int n_begin, int n_end) {
+void matmul_f32_lanes(const LanesGemm<W>& g, int n_begin, int n_end) {
   if constexpr (IsPacked<W>::value) {
-    matmul_packed(y, x, ldx, w, ldw, b, M, N, K, splits, out, n_begin, n_end);
+    matmul_packed(g, n_begin, n_end);
   } else {
-    matmul_rowmajor(y, x, ldx, w, ldw, b, M, N, K, splits, out, n_begin, n_end);
+    matmul_rowmajor(g, n_begin, n_end);
   }
 }
 
@@ -333,25 +326,17 @@ bool gemm_lanes_available() {
   return false;
 }
 template <typename W>
-void matmul_f32_lanes(float*, const float*, int, W, int, const float*, int, int, int, int, Storage,
-                      int, int) {}
-void pv_f32_lanes(float*, const float*, const float*, size_t, int, int, int) {}
+void matmul_f32_lanes(const LanesGemm<W>&, int, int) {}
+void pv_f32_lanes(const HeadRows<float>&, const float*) {}
 
 #endif
 
-template void matmul_f32_lanes<const float*>(float*, const float*, int, const float*, int,
-                                             const float*, int, int, int, int, Storage, int, int);
-template void matmul_f32_lanes<Bf16Ptr>(float*, const float*, int, Bf16Ptr, int, const float*, int,
-                                        int, int, int, Storage, int, int);
-template void matmul_f32_lanes<F16Ptr>(float*, const float*, int, F16Ptr, int, const float*, int,
-                                       int, int, int, Storage, int, int);
-template void matmul_f32_lanes<Packed<const float*>>(float*, const float*, int,
-                                                     Packed<const float*>, int, const float*, int,
-                                                     int, int, int, Storage, int, int);
-template void matmul_f32_lanes<Packed<Bf16Ptr>>(float*, const float*, int, Packed<Bf16Ptr>, int,
-                                                const float*, int, int, int, int, Storage, int,
-                                                int);
-template void matmul_f32_lanes<Packed<F16Ptr>>(float*, const float*, int, Packed<F16Ptr>, int,
-                                               const float*, int, int, int, int, Storage, int, int);
+template void matmul_f32_lanes<const float*>(const LanesGemm<const float*>&, int, int);
+template void matmul_f32_lanes<Bf16Ptr>(const LanesGemm<Bf16Ptr>&, int, int);
+template void matmul_f32_lanes<F16Ptr>(const LanesGemm<F16Ptr>&, int, int);
+template void matmul_f32_lanes<Packed<const float*>>(const LanesGemm<Packed<const float*>>&, int,
+                                                     int);
+template void matmul_f32_lanes<Packed<Bf16Ptr>>(const LanesGemm<Packed<Bf16Ptr>>&, int, int);
+template void matmul_f32_lanes<Packed<F16Ptr>>(const LanesGemm<Packed<F16Ptr>>&, int, int);
 
 }  // namespace ds::ops

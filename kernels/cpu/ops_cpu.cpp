@@ -56,6 +56,12 @@ void round_to(T* x, size_t n, Storage r) {
   for (size_t i = 0; i < n; ++i) x[i] = rnd(x[i], r);
 }
 
+template <typename T>
+void step_bf16(T* x, size_t n, int dir) {
+  for (size_t i = 0; i < n; ++i)
+    x[i] = static_cast<T>(ds::bf16_step(static_cast<float>(x[i]), dir));
+}
+
 namespace {
 
 // Items per thread so that each gets at least ~32k multiply-adds (smaller jobs run inline).
@@ -63,22 +69,22 @@ size_t grain_for(size_t work_per_item) {
   return std::max<size_t>(1, (size_t{1} << 15) / std::max<size_t>(1, work_per_item));
 }
 
-// Output features [n_begin, n_end) of matmul, in the documented order (the reference loops).
+// Output features [n_begin, n_end) of matmul, in the documented order (the reference loops):
+// g's weights read through W (a T pointer, or a widening reader for float), its split clamped.
 template <typename T, typename W>
-void matmul_rows(T* y, const T* x, int ldx, W w, int ldw, const T* b, int M, int N, int K,
-                 const GemmNumerics& g, int splits, int n_begin, int n_end) {
-  for (int m = 0; m < M; ++m) {
-    const T* xm = x + static_cast<size_t>(m) * ldx;
+void matmul_rows(const Gemm<T*, W, const T*>& g, int n_begin, int n_end) {
+  for (int m = 0; m < g.M; ++m) {
+    const T* xm = g.x + static_cast<size_t>(m) * g.ldx;
     for (int n = n_begin; n < n_end; ++n) {
-      const auto wn = row(w, static_cast<size_t>(n), static_cast<size_t>(ldw));
+      const auto wn = row(g.w, static_cast<size_t>(n), static_cast<size_t>(g.ldw));
       T acc = 0;
-      for (int c = 0; c < splits; ++c) {
-        const Chunk ch = chunk_of(K, splits, c);
-        const T part = dot(xm, wn, ch.begin, ch.end, g.accum_f16);
-        acc = c == 0 ? part : acc_add(acc, part, g.accum_f16);
+      for (int c = 0; c < g.num.split; ++c) {
+        const Chunk ch = chunk_of(g.K, g.num.split, c);
+        const T part = dot(xm, wn, ch.begin, ch.end, g.num.accum_f16);
+        acc = c == 0 ? part : acc_add(acc, part, g.num.accum_f16);
       }
-      if (b != nullptr) acc = acc + b[n];
-      y[static_cast<size_t>(m) * N + n] = rnd(acc, g.out);
+      if (g.bias != nullptr) acc = acc + g.bias[n];
+      g.y[static_cast<size_t>(m) * g.N + n] = rnd(acc, g.num.out);
     }
   }
 }
@@ -91,33 +97,29 @@ struct MatmulWork {
   std::function<void(size_t, size_t)> run;
 };
 
-// matmul on weights read through W (a T pointer, or a widening reader for float), as items.
+// matmul as items: g with its weights read through W, its bias a T pointer (or null), its split
+// clamped to 1..K.
 template <typename T, typename W>
-MatmulWork matmul_work(T* y, const T* x, int ldx, W w, int ldw, const T* b, int M, int N, int K,
-                       const GemmNumerics& g) {
-  const int splits = std::clamp(g.split_k, 1, std::max(1, K));
-  const size_t row_work = static_cast<size_t>(M) * std::max(1, K);
+MatmulWork matmul_work(Gemm<T*, W, const T*> g) {
+  g.num.split = std::clamp(g.num.split, 1, std::max(1, g.K));
+  const size_t row_work = static_cast<size_t>(g.M) * std::max(1, g.K);
   if constexpr (std::is_same_v<T, float>) {
-    if (!g.accum_f16 && cpu_kernels() == CpuKernels::simd && gemm_lanes_available()) {
+    if (!g.num.accum_f16 && cpu_kernels() == CpuKernels::simd && gemm_lanes_available()) {
       // items: the kernel's passes (lanes_blocks_per_pass blocks of 8 output features; the
       // last may be short), then one item for the N mod 8 left over
-      const size_t pass = static_cast<size_t>(lanes_blocks_per_pass<W>(M));
-      const size_t blocks = static_cast<size_t>(N / 8), passes = (blocks + pass - 1) / pass;
-      return {passes + (N % 8 != 0 ? 1 : 0), grain_for(8 * pass * row_work),
+      const size_t pass = static_cast<size_t>(lanes_blocks_per_pass<W>(g.M));
+      const size_t blocks = static_cast<size_t>(g.N / 8), passes = (blocks + pass - 1) / pass;
+      return {passes + (g.N % 8 != 0 ? 1 : 0), grain_for(8 * pass * row_work),
               [=](size_t i0, size_t i1) {
                 const int n0 = static_cast<int>(std::min(i0 * pass, blocks)) * 8,
                           n1 = static_cast<int>(std::min(std::min(i1, passes) * pass, blocks)) * 8;
-                if (n0 < n1) matmul_f32_lanes(y, x, ldx, w, ldw, b, M, N, K, splits, g.out, n0, n1);
-                if (i1 > passes) {
-                  matmul_rows(y, x, ldx, w, ldw, b, M, N, K, g, splits,
-                              8 * static_cast<int>(blocks), N);
-                }
+                if (n0 < n1) matmul_f32_lanes(g, n0, n1);
+                if (i1 > passes) matmul_rows(g, 8 * static_cast<int>(blocks), g.N);
               }};
     }
   }
-  return {static_cast<size_t>(N), grain_for(row_work), [=](size_t n0, size_t n1) {
-            matmul_rows(y, x, ldx, w, ldw, b, M, N, K, g, splits, static_cast<int>(n0),
-                        static_cast<int>(n1));
+  return {static_cast<size_t>(g.N), grain_for(row_work), [=](size_t n0, size_t n1) {
+            matmul_rows(g, static_cast<int>(n0), static_cast<int>(n1));
           }};
 }
 
@@ -151,25 +153,25 @@ const float* widened(StoredWeights v, size_t n, std::vector<float>& scratch) {
 }  // namespace
 
 template <typename T>
-void matmul(T* y, const T* x, int ldx, const T* w, int ldw, const T* b, int M, int N, int K,
-            const GemmNumerics& g) {
-  run_works({matmul_work(y, x, ldx, w, ldw, b, M, N, K, g)});
+void matmul(const Gemm<T*, const T*>& g) {
+  Gemm<T*, const T*> shard = g;
+  shard.w = g.w + g.w_col;
+  run_works({matmul_work(shard)});
 }
 
-void matmul(float* y, const float* x, int ldx, StoredWeights w, int ldw, StoredWeights b, int M,
-            int N, int K, const GemmNumerics& g) {
-  const MatmulCall call{y, x, ldx, w, ldw, b, M, N, K, g};
-  matmul_group(&call, 1);
+void matmul(const StoredGemm& g) {
+  matmul_group(&g, 1);
 }
 
-void matmul_group(const MatmulCall* calls, size_t n) {
+void matmul_group(const StoredGemm* calls, size_t n) {
   std::vector<MatmulWork> works;
   std::vector<std::vector<float>> biases(n);  // 16-bit biases widened, one per call
   for (size_t i = 0; i < n; ++i) {
-    const MatmulCall& c = calls[i];
-    const float* bias = widened(c.b, static_cast<size_t>(c.N), biases[i]);
-    works.push_back(with_weights(c.w, [&](auto wr) {
-      return matmul_work(c.y, c.x, c.ldx, wr, c.ldw, bias, c.M, c.N, c.K, c.g);
+    const StoredGemm& c = calls[i];
+    const float* bias = widened(c.bias, static_cast<size_t>(c.N), biases[i]);
+    works.push_back(with_weights(c.w.column(c.w_col), [&](auto wr) {
+      return matmul_work(Gemm<float*, decltype(wr), const float*>{c.y, c.x, wr, bias, c.M, c.N, c.K,
+                                                                  c.ldx, c.ldw, 0, c.num});
     }));
   }
   run_works(works);
@@ -256,36 +258,37 @@ void pack_weights(void* out, StoredWeights w, int N, int K) {
   }
 }
 
-void rmsnorm(float* y, const float* x, StoredWeights w, int rows, int dim, double eps,
-             Storage out) {
+void rmsnorm(const Rmsnorm<float*, StoredWeights>& r) {
   thread_local std::vector<float> scratch;
-  rmsnorm(y, x, widened(w, static_cast<size_t>(dim), scratch), rows, dim, eps, out);
+  rmsnorm(Rmsnorm<float*, const float*>{r.y, r.x, widened(r.w, static_cast<size_t>(r.dim), scratch),
+                                        r.rows, r.dim, r.eps, r.num});
 }
 
 template <typename T>
-void rmsnorm(T* y, const T* x, const T* w, int rows, int dim, double eps, Storage out) {
-  parallel_for(static_cast<size_t>(rows), grain_for(4 * static_cast<size_t>(dim)),
+void rmsnorm(const Rmsnorm<T*, const T*>& n) {
+  const int dim = n.dim;
+  parallel_for(static_cast<size_t>(n.rows), grain_for(4 * static_cast<size_t>(dim)),
                [&](size_t r0, size_t r1) {
                  for (int r = static_cast<int>(r0); r < static_cast<int>(r1); ++r) {
-                   const T* xr = x + static_cast<size_t>(r) * dim;
-                   T* yr = y + static_cast<size_t>(r) * dim;
+                   const T* xr = n.x + static_cast<size_t>(r) * dim;
+                   T* yr = n.y + static_cast<size_t>(r) * dim;
                    T ss = 0;
                    for (int i = 0; i < dim; ++i) ss += xr[i] * xr[i];
-                   const T inv = T(1) / std::sqrt(ss / T(dim) + T(eps));
-                   for (int i = 0; i < dim; ++i) yr[i] = rnd((xr[i] * inv) * w[i], out);
+                   const T inv = T(1) / std::sqrt(ss / T(dim) + T(n.eps));
+                   for (int i = 0; i < dim; ++i) yr[i] = rnd((xr[i] * inv) * n.w[i], n.num.out);
                  }
                });
 }
 
 template <typename T>
-void rope(T* x, int rows, int n_heads, int head_dim, const int* positions, const T* cos,
-          const T* sin, Storage out) {
-  const int half = head_dim / 2;
-  for (int r = 0; r < rows; ++r) {
-    const T* c = cos + static_cast<size_t>(positions[r]) * half;
-    const T* s = sin + static_cast<size_t>(positions[r]) * half;
-    for (int h = 0; h < n_heads; ++h) {
-      T* v = x + (static_cast<size_t>(r) * n_heads + h) * head_dim;
+void rope(const Rope<T*, const T*>& rp) {
+  const int half = rp.head_dim / 2;
+  const Storage out = rp.num.out;
+  for (int r = 0; r < rp.rows; ++r) {
+    const T* c = rp.cos + static_cast<size_t>(rp.positions[r]) * half;
+    const T* s = rp.sin + static_cast<size_t>(rp.positions[r]) * half;
+    for (int h = 0; h < rp.n_heads; ++h) {
+      T* v = rp.x + (static_cast<size_t>(r) * rp.n_heads + h) * rp.head_dim;
       for (int i = 0; i < half; ++i) {
         const T x0 = v[i];
         const T x1 = v[i + half];
@@ -298,31 +301,20 @@ void rope(T* x, int rows, int n_heads, int head_dim, const int* positions, const
 
 namespace {
 
-// One query row and head of attention over its keys t0..p: the head's query and output, and its
-// KV head's keys and values (row t at k + t * kv_stride, v + t * kv_stride).
-template <typename T>
-struct HeadRows {
-  const T* q;
-  T* out;
-  const T* k;
-  const T* v;
-  size_t kv_stride;
-  int head_dim, t0, p;
-};
-
 // The scores q . k_t * scale into scratch[t], t0 <= t <= p; one key per SIMD lane when fast (each
 // lane's dot product over d in order, as the scalar loop).
 template <typename T>
-void attention_scores(const HeadRows<T>& h, T scale, const AttnNumerics& a, T* scratch,
-                      bool lanes) {
+void attention_scores(const HeadRows<T>& h, T scale, const OpNumerics& a, T* scratch, bool lanes) {
   const int n_keys = h.p - h.t0 + 1;
   int t_scalar = h.t0;
   if constexpr (std::is_same_v<T, float>) {
     if (lanes && !a.accum_f16 && n_keys >= 8) {
       const int vec = n_keys / 8 * 8;
-      matmul_f32_lanes(scratch + h.t0, h.q, h.head_dim, h.k + h.t0 * h.kv_stride,
-                       static_cast<int>(h.kv_stride), nullptr, 1, n_keys, h.head_dim, 1,
-                       Storage::native, 0, vec);
+      // the keys as the rows of a GEMM's weights: one query row against n_keys of them
+      const LanesGemm<const float*> g{
+          scratch + h.t0, h.q,        h.k + h.t0 * h.kv_stride,      nullptr, 1,           n_keys,
+          h.head_dim,     h.head_dim, static_cast<int>(h.kv_stride), 0,       OpNumerics{}};
+      matmul_f32_lanes(g, 0, vec);
       for (int t = h.t0; t < h.t0 + vec; ++t) scratch[t] = scratch[t] * scale;
       t_scalar = h.t0 + vec;
     }
@@ -335,7 +327,7 @@ void attention_scores(const HeadRows<T>& h, T scale, const AttnNumerics& a, T* s
 // Softmax over all keys at once, then P.V summed in key order (eight d per SIMD lane register
 // when fast: each lane's sum over t in order, as the scalar loop).
 template <typename T>
-void softmax_pv_whole(const HeadRows<T>& h, const AttnNumerics& a, T* scratch, bool lanes) {
+void softmax_pv_whole(const HeadRows<T>& h, const OpNumerics& a, T* scratch, bool lanes) {
   T max_score = -INFINITY;
   for (int t = h.t0; t <= h.p; ++t) max_score = std::max(max_score, scratch[t]);
   T sum = 0;
@@ -348,7 +340,7 @@ void softmax_pv_whole(const HeadRows<T>& h, const AttnNumerics& a, T* scratch, b
   int d_scalar = 0;  // the d from here on take the scalar loop
   if constexpr (std::is_same_v<T, float>) {
     if (lanes && !a.accum_f16) {
-      pv_f32_lanes(oh, scratch, h.v, h.kv_stride, h.t0, h.p + 1, h.head_dim);
+      pv_f32_lanes(h, scratch);
       d_scalar = h.head_dim / 8 * 8;
     }
   }
@@ -367,7 +359,7 @@ void softmax_pv_whole(const HeadRows<T>& h, const AttnNumerics& a, T* scratch, b
 // Split-KV: per chunk of keys the max, the sum of exp and the unnormalised output (part, one
 // row of head_dim + 2 per chunk), then the standard merge in chunk order.
 template <typename T>
-void softmax_pv_split(const HeadRows<T>& h, const AttnNumerics& a, int splits, const T* scratch,
+void softmax_pv_split(const HeadRows<T>& h, const OpNumerics& a, int splits, const T* scratch,
                       std::vector<T>& part) {
   const int n_keys = h.p - h.t0 + 1;
   const int stride = h.head_dim + 2;
@@ -407,10 +399,10 @@ void softmax_pv_split(const HeadRows<T>& h, const AttnNumerics& a, int splits, c
   for (int d = 0; d < h.head_dim; ++d) oh[d] = rnd(oh[d] / l, a.out);
 }
 
-// FlashAttention-2's order (ops.h AttnNumerics::tile): an online softmax over aligned key tiles,
+// FlashAttention-2's order (ops.h OpNumerics::tile): an online softmax over aligned key tiles,
 // the output rescaled by each tile's alpha before the tile's P.V is added.
 template <typename T>
-void softmax_pv_tiled(const HeadRows<T>& h, const AttnNumerics& a, T* scratch) {
+void softmax_pv_tiled(const HeadRows<T>& h, const OpNumerics& a, T* scratch) {
   T m = -INFINITY, l = 0;
   T* oh = h.out;
   for (int d = 0; d < h.head_dim; ++d) oh[d] = 0;
@@ -438,65 +430,57 @@ void softmax_pv_tiled(const HeadRows<T>& h, const AttnNumerics& a, T* scratch) {
   for (int d = 0; d < h.head_dim; ++d) oh[d] = rnd(oh[d] / l, a.out);
 }
 
-// Query row r, head h of attention (see ops.h): scratch holds the scores (indexed by key
+// Query row r, head h of attention call a (see ops.h): scratch holds the scores (indexed by key
 // position), part the split-KV partials.
 template <typename T>
-void attention_head(T* out, const T* q, const T* k_cache, const T* v_cache, const int* positions,
-                    int n_heads, int n_kv_heads, int head_dim, int window, T scale,
-                    const AttnNumerics& a, int r, int h, T* scratch, std::vector<T>& part,
+void attention_head(const Attention<T*>& a, int r, int h, T* scratch, std::vector<T>& part,
                     bool lanes) {
-  const int group = n_heads / n_kv_heads;
-  const size_t q_stride = static_cast<size_t>(n_heads) * head_dim;
-  const size_t kv_stride = static_cast<size_t>(n_kv_heads) * head_dim;
-  const size_t kv_off = static_cast<size_t>(h / group) * head_dim;
-  const int p = positions[r];
-  const int t0 = window > 0 && p - window + 1 > 0 ? p - window + 1 : 0;
-  const HeadRows<T> rows{q + r * q_stride + static_cast<size_t>(h) * head_dim,
-                         out + r * q_stride + static_cast<size_t>(h) * head_dim,
-                         k_cache + kv_off,
-                         v_cache + kv_off,
+  const int group = a.n_heads / a.n_kv_heads;
+  const size_t q_stride = static_cast<size_t>(a.n_heads) * a.head_dim;
+  const size_t kv_stride = static_cast<size_t>(a.n_kv_heads) * a.head_dim;
+  const size_t kv_off = static_cast<size_t>(h / group) * a.head_dim;
+  const int p = a.positions[r];
+  const int t0 = a.window > 0 && p - a.window + 1 > 0 ? p - a.window + 1 : 0;
+  const HeadRows<T> rows{a.q + r * q_stride + static_cast<size_t>(h) * a.head_dim,
+                         a.out + r * q_stride + static_cast<size_t>(h) * a.head_dim,
+                         a.k_cache + kv_off,
+                         a.v_cache + kv_off,
                          kv_stride,
-                         head_dim,
+                         a.head_dim,
                          t0,
                          p};
-  attention_scores(rows, scale, a, scratch, lanes);
-  const int splits = std::clamp(a.splits, 1, p - t0 + 1);
-  if (a.tile > 0 && a.splits <= 1) {  // the requested split, as the CUDA backend decides
-    softmax_pv_tiled(rows, a, scratch);
+  attention_scores(rows, static_cast<T>(a.scale), a.num, scratch, lanes);
+  const int splits = std::clamp(a.num.split, 1, p - t0 + 1);
+  if (a.num.tile > 0 && a.num.split <= 1) {  // the requested split, as the CUDA backend decides
+    softmax_pv_tiled(rows, a.num, scratch);
   } else if (splits == 1) {
-    softmax_pv_whole(rows, a, scratch, lanes);
+    softmax_pv_whole(rows, a.num, scratch, lanes);
   } else {
-    softmax_pv_split(rows, a, splits, scratch, part);
+    softmax_pv_split(rows, a.num, splits, scratch, part);
   }
 }
 
 }  // namespace
 
 template <typename T>
-void attention(T* out, const T* q, const T* k_cache, const T* v_cache, int rows,
-               const int* positions, int n_heads, int n_kv_heads, int head_dim, int window, T scale,
-               const AttnNumerics& a, T* scratch) {
+void attention(const Attention<T*>& a, T* scratch) {
   if (cpu_kernels() == CpuKernels::reference) {
     std::vector<T> part;  // split-KV partials: per chunk m, l, o[head_dim]
-    for (int r = 0; r < rows; ++r) {
-      for (int h = 0; h < n_heads; ++h) {
-        attention_head(out, q, k_cache, v_cache, positions, n_heads, n_kv_heads, head_dim, window,
-                       scale, a, r, h, scratch, part, false);
-      }
+    for (int r = 0; r < a.rows; ++r) {
+      for (int h = 0; h < a.n_heads; ++h) attention_head(a, r, h, scratch, part, false);
     }
     return;
   }
   // (row, head) pairs split across threads, each with its own scores and partials
   const bool lanes = cpu_kernels() == CpuKernels::simd && gemm_lanes_available();
-  const int max_pos = rows > 0 ? *std::max_element(positions, positions + rows) : 0;
-  const size_t work = static_cast<size_t>(max_pos + 1) * head_dim * 2;
-  parallel_for(static_cast<size_t>(rows) * n_heads, grain_for(work), [&](size_t i0, size_t i1) {
+  const int max_pos = a.rows > 0 ? *std::max_element(a.positions, a.positions + a.rows) : 0;
+  const size_t work = static_cast<size_t>(max_pos + 1) * a.head_dim * 2;
+  parallel_for(static_cast<size_t>(a.rows) * a.n_heads, grain_for(work), [&](size_t i0, size_t i1) {
     thread_local std::vector<T> scores, part;
     if (scores.size() < static_cast<size_t>(max_pos) + 1)
       scores.resize(static_cast<size_t>(max_pos) + 1);
     for (size_t i = i0; i < i1; ++i) {
-      attention_head(out, q, k_cache, v_cache, positions, n_heads, n_kv_heads, head_dim, window,
-                     scale, a, static_cast<int>(i / n_heads), static_cast<int>(i % n_heads),
+      attention_head(a, static_cast<int>(i / a.n_heads), static_cast<int>(i % a.n_heads),
                      scores.data(), part, lanes);
     }
   });
@@ -530,17 +514,16 @@ int heuristic_attn_splits(int kv_len, int sequences, int n_heads) {
   return std::min({16, by_sms, by_len});
 }
 
-#define DS_INSTANTIATE(T)                                                                      \
-  template void round_to<T>(T*, size_t, Storage);                                              \
-  template void matmul<T>(T*, const T*, int, const T*, int, const T*, int, int, int,           \
-                          const GemmNumerics&);                                                \
-  template void all_reduce<T>(T*, T*, int, size_t, AllReduce, Storage);                        \
-  template void embedding<T>(T*, const T*, const int32_t*, int, int);                          \
-  template void rmsnorm<T>(T*, const T*, const T*, int, int, double, Storage);                 \
-  template void rope<T>(T*, int, int, int, const int*, const T*, const T*, Storage);           \
-  template void attention<T>(T*, const T*, const T*, const T*, int, const int*, int, int, int, \
-                             int, T, const AttnNumerics&, T*);                                 \
-  template void swiglu<T>(T*, const T*, const T*, size_t, Storage);                            \
+#define DS_INSTANTIATE(T)                                               \
+  template void round_to<T>(T*, size_t, Storage);                       \
+  template void step_bf16<T>(T*, size_t, int);                          \
+  template void matmul<T>(const Gemm<T*, const T*>&);                   \
+  template void all_reduce<T>(T*, T*, int, size_t, AllReduce, Storage); \
+  template void embedding<T>(T*, const T*, const int32_t*, int, int);   \
+  template void rmsnorm<T>(const Rmsnorm<T*, const T*>&);               \
+  template void rope<T>(const Rope<T*, const T*>&);                     \
+  template void attention<T>(const Attention<T*>&, T*);                 \
+  template void swiglu<T>(T*, const T*, const T*, size_t, Storage);     \
   template void add<T>(T*, const T*, const T*, size_t, Storage);
 
 DS_INSTANTIATE(float)

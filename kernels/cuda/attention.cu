@@ -8,7 +8,7 @@ namespace ds::cuda {
 
 size_t attention_scratch_floats(const AttentionArgs& a) {
   const size_t rh = static_cast<size_t>(a.rows) * a.n_heads;
-  const size_t splits = static_cast<size_t>(std::max(1, a.splits));
+  const size_t splits = static_cast<size_t>(std::max(1, a.num.split));
   return rh * a.max_keys + (splits > 1 ? rh * splits * (a.head_dim + 2) : 0);
 }
 
@@ -18,20 +18,20 @@ void attention(const AttentionArgs& a, float* scratch, Stream stream) {
     throw Error("CUDA attention: bad head counts or key bound");
   }
   AttentionArgs args = a;
-  args.splits = std::max(1, a.splits);
+  args.num.split = std::max(1, a.num.split);
   auto s = static_cast<cudaStream_t>(stream);
-  if (args.splits > 65535 || args.n_heads > 65535)
+  if (args.num.split > 65535 || args.n_heads > 65535)
     throw Error("CUDA attention: too many heads or splits");
-  const dim3 grid(args.rows, args.n_heads, args.splits);
+  const dim3 grid(args.rows, args.n_heads, args.num.split);
   const int threads = 128;
-  DS_DISPATCH_STORAGE(a.t, T, {
-    if (args.accum_f16) {
+  DS_DISPATCH_STORAGE(a.out.t, T, {
+    if (args.num.accum_f16) {
       attention_chunk_kernel<T, true><<<grid, threads, 0, s>>>(args, scratch);
     } else {
       attention_chunk_kernel<T, false><<<grid, threads, 0, s>>>(args, scratch);
     }
     DS_LAUNCH_CHECK();
-    if (args.splits > 1) {
+    if (args.num.split > 1) {
       attention_merge_kernel<T><<<dim3(args.rows, args.n_heads), threads, 0, s>>>(args, scratch);
       DS_LAUNCH_CHECK();
     }

@@ -23,7 +23,7 @@ __device__ __forceinline__ AttnChunk attn_chunk(int p, int window, int want_spli
 
 // Row r's split count: its own (row_splits), else the call's.
 __device__ __forceinline__ int row_splits(const AttentionArgs& a, int r) {
-  return a.row_splits != nullptr ? a.row_splits[r] : a.splits;
+  return a.row_splits != nullptr ? a.row_splits[r] : a.num.split;
 }
 
 // scratch layout: scores (rows, n_heads, max_keys), then partials (rows, n_heads, splits,
@@ -49,9 +49,9 @@ __global__ void attention_chunk_kernel(AttentionArgs a, float* scratch) {
   const size_t kv_stride = static_cast<size_t>(a.n_kv_heads) * hd;
   const size_t kv_off = static_cast<size_t>(h / (a.n_heads / a.n_kv_heads)) * hd;
   const size_t slot_off = static_cast<size_t>(a.row_slot[r]) * a.slot_stride;
-  const T* q = static_cast<const T*>(a.q) + (static_cast<size_t>(r) * a.n_heads + h) * hd;
-  const T* k = static_cast<const T*>(a.k_cache) + slot_off + kv_off;
-  const T* v = static_cast<const T*>(a.v_cache) + slot_off + kv_off;
+  const T* q = static_cast<const T*>(a.q.p) + (static_cast<size_t>(r) * a.n_heads + h) * hd;
+  const T* k = static_cast<const T*>(a.k_cache.p) + slot_off + kv_off;
+  const T* v = static_cast<const T*>(a.v_cache.p) + slot_off + kv_off;
   float* sc = scratch + (static_cast<size_t>(r) * a.n_heads + h) * a.max_keys - ch.t0;
 
   float m = -INFINITY;
@@ -59,7 +59,7 @@ __global__ void attention_chunk_kernel(AttentionArgs a, float* scratch) {
     const T* kt = k + t * kv_stride;
     float dot = 0.f;
     for (int d = 0; d < hd; ++d) dot = attn_acc<kF16Acc>(dot, to_f(q[d]), to_f(kt[d]));
-    const float s = __fmul_rn(dot, a.scale);
+    const float s = __fmul_rn(dot, static_cast<float>(a.scale));  // the CPU's T(scale)
     sc[t] = s;
     m = fmaxf(m, s);
   }
@@ -76,7 +76,7 @@ __global__ void attention_chunk_kernel(AttentionArgs a, float* scratch) {
       sc[t] = round_as<T>(__fdiv_rn(sc[t], l));
     }
     __syncthreads();
-    T* out = static_cast<T*>(a.out) + (static_cast<size_t>(r) * a.n_heads + h) * hd;
+    T* out = static_cast<T*>(a.out.p) + (static_cast<size_t>(r) * a.n_heads + h) * hd;
     for (int d = threadIdx.x; d < hd; d += blockDim.x) {
       float acc = 0.f;
       for (int t = ch.c0; t < ch.c1; ++t)
@@ -86,7 +86,7 @@ __global__ void attention_chunk_kernel(AttentionArgs a, float* scratch) {
     return;
   }
   float* part = scratch + static_cast<size_t>(a.rows) * a.n_heads * a.max_keys +
-                ((static_cast<size_t>(r) * a.n_heads + h) * a.splits + c) * (hd + 2);
+                ((static_cast<size_t>(r) * a.n_heads + h) * a.num.split + c) * (hd + 2);
   if (threadIdx.x == 0) {
     part[0] = m;
     part[1] = l;
@@ -110,10 +110,10 @@ __global__ void attention_merge_kernel(AttentionArgs a, const float* scratch) {
   if (ch.splits == 1) return;  // the chunk kernel wrote the output
   const int hd = a.head_dim;
   const float* part = scratch + static_cast<size_t>(a.rows) * a.n_heads * a.max_keys +
-                      (static_cast<size_t>(r) * a.n_heads + h) * a.splits * (hd + 2);
+                      (static_cast<size_t>(r) * a.n_heads + h) * a.num.split * (hd + 2);
   float m = -INFINITY;
   for (int c = 0; c < ch.splits; ++c) m = fmaxf(m, part[c * (hd + 2)]);
-  T* out = static_cast<T*>(a.out) + (static_cast<size_t>(r) * a.n_heads + h) * hd;
+  T* out = static_cast<T*>(a.out.p) + (static_cast<size_t>(r) * a.n_heads + h) * hd;
   for (int d = threadIdx.x; d < hd; d += blockDim.x) {
     float l = 0.f, o = 0.f;
     for (int c = 0; c < ch.splits; ++c) {

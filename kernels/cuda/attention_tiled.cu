@@ -45,19 +45,19 @@ bool attention_tiled_supports(Storage t, int head_dim) {
 void attention_tiled(const AttentionArgs& a, const AttentionTile* tiles, int n_tiles,
                      Stream stream) {
   if (n_tiles == 0) return;
-  if (!attention_tiled_supports(a.t, a.head_dim) || a.accum_f16) {
+  if (!attention_tiled_supports(a.out.t, a.head_dim) || a.num.accum_f16) {
     throw Error(
         "CUDA tiled attention runs fp16 and bf16 with fp32 accumulation and head_dim 16, "
         "32, 64 or 128 (got " +
-            std::string(storage_name(a.t)) + ", head_dim " + std::to_string(a.head_dim) +
-            (a.accum_f16 ? ", fp16 accumulation)" : ")"),
+            std::string(storage_name(a.out.t)) + ", head_dim " + std::to_string(a.head_dim) +
+            (a.num.accum_f16 ? ", fp16 accumulation)" : ")"),
         "use --kernel attention=rowwise");
   }
   if (a.n_kv_heads <= 0 || a.n_heads % a.n_kv_heads != 0 || a.n_heads > 65535) {
     throw Error("CUDA tiled attention: bad head counts");
   }
   auto s = static_cast<cudaStream_t>(stream);
-  if (a.t == Storage::bf16) {
+  if (a.out.t == Storage::bf16) {
     launch_head_dim<__nv_bfloat16>(a, tiles, n_tiles, s);
   } else {
     launch_head_dim<__half>(a, tiles, n_tiles, s);

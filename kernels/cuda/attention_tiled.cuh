@@ -1,4 +1,4 @@
-// Tiled attention on tensor cores, FlashAttention-2's order (kernels/ops.h AttnNumerics::tile):
+// Tiled attention on tensor cores, FlashAttention-2's order (kernels/ops.h OpNumerics::tile):
 // one block of four warps per (tile of up to 64 query rows of one sequence, head); each warp owns
 // 16 rows. Per 64-key tile: S = Q K^T and O += P V with mma.sync m16n8k16 (fp16 / bf16 inputs,
 // fp32 accumulators), the online softmax on the accumulators in registers. Keys are tiled at
@@ -98,13 +98,14 @@ __global__ void __launch_bounds__(kTiledThreads)
   const AttentionTile tile = tiles[blockIdx.x];
   const int h = blockIdx.y;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
+  const float scale = static_cast<float>(a.scale);
   const int n_rows = tile.row_end - tile.row0;
   const size_t q_stride = static_cast<size_t>(a.n_heads) * HD;
   const size_t kv_stride = static_cast<size_t>(a.n_kv_heads) * HD;
   const size_t kv_off = static_cast<size_t>(h / (a.n_heads / a.n_kv_heads)) * HD;
   const size_t slot_off = static_cast<size_t>(a.row_slot[tile.row0]) * a.slot_stride;
-  const T* k_base = static_cast<const T*>(a.k_cache) + slot_off + kv_off;
-  const T* v_base = static_cast<const T*>(a.v_cache) + slot_off + kv_off;
+  const T* k_base = static_cast<const T*>(a.k_cache.p) + slot_off + kv_off;
+  const T* v_base = static_cast<const T*>(a.v_cache.p) + slot_off + kv_off;
 
   // This thread's two rows (g and g + 8 of its warp's 16): positions and first keys; -1 marks a
   // row past the tile, whose every key is masked.
@@ -119,7 +120,7 @@ __global__ void __launch_bounds__(kTiledThreads)
   const int p_first = a.positions[tile.row0], p_last = a.positions[tile.row_end - 1];
   const int key_lo = first_key(p_first) / kTileKeys * kTileKeys;
 
-  load_tile<T, HD, kStride>(q_s, static_cast<const T*>(a.q) + tile.row0 * q_stride + h * HD,
+  load_tile<T, HD, kStride>(q_s, static_cast<const T*>(a.q.p) + tile.row0 * q_stride + h * HD,
                             q_stride, kTileRows, n_rows);
   __syncthreads();
   uint32_t qa[HD / 16][4];  // this warp's Q rows as A fragments, one per 16 dims
@@ -157,7 +158,7 @@ __global__ void __launch_bounds__(kTiledThreads)
         const int key = k0 + j * 8 + 2 * c + (e & 1);
         const bool in_a = e < 2;
         const bool valid = in_a ? key >= t0_a && key <= p_a : key >= t0_b && key <= p_b;
-        s[j][e] = valid ? __fmul_rn(s[j][e], a.scale) : -INFINITY;
+        s[j][e] = valid ? __fmul_rn(s[j][e], scale) : -INFINITY;
       }
       tmax_a = fmaxf(tmax_a, fmaxf(s[j][0], s[j][1]));
       tmax_b = fmaxf(tmax_b, fmaxf(s[j][2], s[j][3]));
@@ -207,7 +208,7 @@ __global__ void __launch_bounds__(kTiledThreads)
     }
   }
 
-  T* out = static_cast<T*>(a.out);
+  T* out = static_cast<T*>(a.out.p);
   for (int half = 0; half < 2; ++half) {
     const int row = half == 0 ? row_a : row_b;
     if (row >= n_rows) continue;

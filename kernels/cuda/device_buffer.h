@@ -98,6 +98,23 @@ class PinnedBuffer {
   size_t bytes_ = 0;
 };
 
+// A non-blocking stream, synchronised and destroyed with its owner. Declare it before the
+// members that hold its handle, so that it outlives them.
+class OwnedStream {
+ public:
+  OwnedStream() { DS_CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
+  OwnedStream(const OwnedStream&) = delete;
+  OwnedStream& operator=(const OwnedStream&) = delete;
+  ~OwnedStream() {
+    cudaStreamSynchronize(s_);
+    cudaStreamDestroy(s_);
+  }
+  cudaStream_t get() const { return s_; }
+
+ private:
+  cudaStream_t s_ = nullptr;
+};
+
 // n host floats into dst as storage t (rounded to nearest even when 16-bit), synchronously.
 inline void upload(void* dst, const float* host, size_t n, Storage t) {
   if (n == 0) return;

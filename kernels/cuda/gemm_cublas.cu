@@ -64,29 +64,32 @@ struct CublasGemm::Impl {
   DeviceBuffer upcast;  // LayerCast: the weight in the activations' type, right before its GEMM
   std::map<PlanKey, Plan> plans;
 
+  // g's weights at their column already (w.p), split-K as cuBLASLt takes it (0: its choice).
   Plan& plan(const GemmArgs& g, bool tf32) {
-    const uint32_t align_w = alignment(g.w), align_x = alignment(g.x), align_y = alignment(g.y);
-    const PlanKey key{g.M,         g.N,  g.K,       g.ldx,   g.ldw,   static_cast<int>(g.x_t),
-                      g.accum_f16, tf32, g.split_k, align_w, align_x, align_y};
+    const uint32_t align_w = alignment(g.w.p), align_x = alignment(g.x.p),
+                   align_y = alignment(g.y.p);
+    const PlanKey key{
+        g.M,  g.N,         g.K,     g.ldx,   g.ldw,  static_cast<int>(g.x.t), g.num.accum_f16,
+        tf32, g.num.split, align_w, align_x, align_y};
     auto it = plans.find(key);
     if (it != plans.end()) return it->second;
     Plan p;
     try {
       cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
       cudaDataType_t scale = CUDA_R_32F;
-      if (g.accum_f16) {
-        if (g.x_t != Storage::f16) {
+      if (g.num.accum_f16) {
+        if (g.x.t != Storage::f16) {
           throw Error(
-              "cuBLAS has no fp16 accumulation for " + std::string(storage_name(g.x_t)) + " GEMMs",
+              "cuBLAS has no fp16 accumulation for " + std::string(storage_name(g.x.t)) + " GEMMs",
               "use --kernel gemm=tiled, whose fp16 accumulation works with every dtype");
         }
         compute = CUBLAS_COMPUTE_16F;
         scale = CUDA_R_16F;
         p.half_scale = true;
-      } else if (g.x_t == Storage::native) {
+      } else if (g.x.t == Storage::native) {
         compute = tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
       }
-      const cudaDataType_t t = cuda_type(g.x_t);
+      const cudaDataType_t t = cuda_type(g.x.t);
       DS_CUDA_CHECK(cublasLtMatmulDescCreate(&p.op, compute, scale));
       const cublasOperation_t trans = CUBLAS_OP_T, no_trans = CUBLAS_OP_N;
       DS_CUDA_CHECK(
@@ -116,7 +119,7 @@ struct CublasGemm::Impl {
                                                                pref, 8, results, &found);
       cublasLtMatmulPreferenceDestroy(pref);
       if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
-        throw Error("cuBLASLt found no algorithm for a " + std::string(storage_name(g.x_t)) +
+        throw Error("cuBLASLt found no algorithm for a " + std::string(storage_name(g.x.t)) +
                         " GEMM of M=" + std::to_string(g.M) + " N=" + std::to_string(g.N) +
                         " K=" + std::to_string(g.K),
                     "use --kernel gemm=tiled");
@@ -124,11 +127,11 @@ struct CublasGemm::Impl {
       bool chosen = false;
       for (int i = 0; i < found && !chosen; ++i) {
         p.algo = results[i].algo;
-        if (g.split_k <= 0) {
+        if (g.num.split <= 0) {
           chosen = true;  // cuBLASLt's own choice, split-K included
           break;
         }
-        const int32_t splits = g.split_k;
+        const int32_t splits = g.num.split;
         const uint32_t scheme =
             splits > 1 ? CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE : CUBLASLT_REDUCTION_SCHEME_NONE;
         if (cublasLtMatmulAlgoConfigSetAttribute(&p.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits,
@@ -144,7 +147,7 @@ struct CublasGemm::Impl {
                  check.workspaceSize <= kWorkspaceBytes;
       }
       if (!chosen) {
-        throw Error("cuBLASLt has no algorithm with split-K " + std::to_string(g.split_k) +
+        throw Error("cuBLASLt has no algorithm with split-K " + std::to_string(g.num.split) +
                         " for M=" + std::to_string(g.M) + " N=" + std::to_string(g.N) +
                         " K=" + std::to_string(g.K),
                     "use --split-k auto, or --kernel gemm=tiled (any split)");
@@ -170,26 +173,27 @@ CublasGemm::~CublasGemm() {
 
 void CublasGemm::run(const GemmArgs& args, bool tf32, Stream stream) {
   if (args.M == 0 || args.N == 0) return;
-  if (args.x_t != args.y_t) {
+  if (args.x.t != args.y.t) {
     throw Error("cuBLAS GEMM: x and y must have one storage type (got " +
-                std::string(storage_name(args.x_t)) + ", " + storage_name(args.y_t) + ")");
+                std::string(storage_name(args.x.t)) + ", " + storage_name(args.y.t) + ")");
   }
   GemmArgs g = args;
-  if (g.w_t != g.x_t) {  // cuBLASLt takes one type: upcast the weight's N rows of ldw
-    impl_->upcast.ensure((static_cast<size_t>(g.N - 1) * g.ldw + g.K) * storage_bytes(g.x_t));
-    upcast_rows(impl_->upcast.get(), g.x_t, g.w, g.w_t, g.N, g.K, g.ldw, stream);
-    g.w = impl_->upcast.get();
-    g.w_t = g.x_t;  // the bias keeps its type: add_bias widens it exactly
+  g.w = args.w + args.w_col;  // the shard's first column; its rows keep their stride
+  g.w_col = 0;
+  if (g.w.t != g.x.t) {  // cuBLASLt takes one type: upcast the weight's N rows of ldw
+    impl_->upcast.ensure((static_cast<size_t>(g.N - 1) * g.ldw + g.K) * storage_bytes(g.x.t));
+    upcast_rows(impl_->upcast.get(), g.x.t, g.w.p, g.w.t, g.N, g.K, g.ldw, stream);
+    g.w = {impl_->upcast.get(), g.x.t};  // the bias keeps its type: add_bias widens it exactly
   }
   Plan& p = impl_->plan(g, tf32);
   const float one = 1.f, zero = 0.f;
   const __half h_one = __float2half(1.f), h_zero = __float2half(0.f);
   const void* alpha = p.half_scale ? static_cast<const void*>(&h_one) : &one;
   const void* beta = p.half_scale ? static_cast<const void*>(&h_zero) : &zero;
-  DS_CUDA_CHECK(cublasLtMatmul(impl_->handle, p.op, alpha, g.w, p.a, g.x, p.b, beta, g.y, p.c, g.y,
-                               p.c, &p.algo, impl_->workspace, kWorkspaceBytes,
+  DS_CUDA_CHECK(cublasLtMatmul(impl_->handle, p.op, alpha, g.w.p, p.a, g.x.p, p.b, beta, g.y.p, p.c,
+                               g.y.p, p.c, &p.algo, impl_->workspace, kWorkspaceBytes,
                                static_cast<cudaStream_t>(stream)));
-  if (g.bias != nullptr) add_bias(g.y, g.y_t, g.bias, args.w_t, g.M, g.N, stream);
+  if (g.bias.p != nullptr) add_bias(g.y.p, g.y.t, g.bias.p, g.bias.t, g.M, g.N, stream);
 }
 
 std::string CublasGemm::version() {

@@ -8,18 +8,18 @@ namespace ds::cuda {
 namespace {
 
 int effective_splits(const GemmArgs& g) {
-  return std::clamp(g.split_k, 1, std::max(1, g.K));
+  return std::clamp(g.num.split, 1, std::max(1, g.K));
 }
 
 template <typename TY, typename TX, typename TW, bool kF16Acc>
 void launch(const GemmArgs& g, float* ws, cudaStream_t s) {
   const int splits = effective_splits(g);
   const dim3 grid((g.N + kTileN - 1) / kTileN, (g.M + kTileM - 1) / kTileM, splits);
-  auto* y = static_cast<TY*>(g.y);
-  auto* bias = static_cast<const TW*>(g.bias);
+  auto* y = static_cast<TY*>(g.y.p);
+  auto* bias = static_cast<const TW*>(g.bias.p);
   gemm_tiled_kernel<TY, TX, TW, kF16Acc><<<grid, kTileThreads, 0, s>>>(
-      y, static_cast<const TX*>(g.x), g.ldx, static_cast<const TW*>(g.w), g.ldw, bias, g.M, g.N,
-      g.K, splits, ws);
+      y, static_cast<const TX*>(g.x.p), g.ldx, static_cast<const TW*>(g.w.p) + g.w_col, g.ldw, bias,
+      g.M, g.N, g.K, splits, ws);
   DS_LAUNCH_CHECK();
   if (splits > 1) {
     const size_t mn = static_cast<size_t>(g.M) * g.N;
@@ -43,9 +43,9 @@ void gemm_tiled(const GemmArgs& g, float* workspace, Stream stream) {
     throw Error("CUDA tiled GEMM: split-K needs a workspace");
   }
   auto s = static_cast<cudaStream_t>(stream);
-  if (g.y_t != g.x_t) throw Error("CUDA tiled GEMM: output and input storage types must match");
-  DS_DISPATCH_STORAGE(g.x_t, TX, DS_DISPATCH_STORAGE(g.w_t, TW, {
-                        if (g.accum_f16) {
+  if (g.y.t != g.x.t) throw Error("CUDA tiled GEMM: output and input storage types must match");
+  DS_DISPATCH_STORAGE(g.x.t, TX, DS_DISPATCH_STORAGE(g.w.t, TW, {
+                        if (g.num.accum_f16) {
                           launch<TX, TX, TW, true>(g, workspace, s);
                         } else {
                           launch<TX, TX, TW, false>(g, workspace, s);

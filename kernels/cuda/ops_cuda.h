@@ -23,52 +23,48 @@ using ds::Storage;
 size_t storage_bytes(Storage t);
 const char* storage_name(Storage t);
 
+// A device pointer with the storage type of what it points at: how the CUDA ops' call
+// descriptions (kernels/ops.h ops::Gemm, ops::Attention, ops::Rmsnorm, ops::Rope) point at
+// activations and weights.
+struct DevicePtr {
+  void* p = nullptr;
+  Storage t = Storage::native;
+  // n elements further
+  DevicePtr operator+(size_t n) const {
+    return {static_cast<unsigned char*>(p) + n * storage_bytes(t), t};
+  }
+};
+
 // out[r] = table[ids[r]] converted to out_t.                   out: (n, dim), table: (vocab, dim)
 void embedding(void* out, Storage out_t, const void* table, Storage table_t, const int32_t* ids,
                int n, int dim, Stream stream);
 
-// y = round_t((x * inv_rms) * w), sum of squares in fp32 by a tree reduction (not the CPU's
-// sequential order).                                          x, y: (rows, dim) of t; w: (dim) of
-// w_t
-void rmsnorm(void* y, const void* x, Storage t, const void* w, Storage w_t, int rows, int dim,
-             float eps, Stream stream);
+// ops::Rmsnorm on the device: y = round((x * inv_rms) * w) stored as y.t, the sum of squares in
+// fp32 by a tree reduction (not the CPU's sequential order). x and y have one storage type.
+using RmsnormArgs = ops::Rmsnorm<DevicePtr, DevicePtr>;
+void rmsnorm(const RmsnormArgs& r, Stream stream);
 
-// Half-split rotary embedding in place, rounded to t.  x: (rows, n_heads*head_dim);
-// positions: (rows); cos, sin: fp32 (max_pos, head_dim/2).
-void rope(void* x, Storage t, int rows, int n_heads, int head_dim, const int* positions,
-          const float* cos, const float* sin, Stream stream);
+// ops::Rope on the device: half-split rotary embedding in place, stored as x.t; positions on the
+// device; cos, sin: fp32 (max_pos, head_dim/2).
+using RopeArgs = ops::Rope<DevicePtr, const float*>;
+void rope(const RopeArgs& r, Stream stream);
 
-// Causal GQA attention of `rows` query rows, each against its own sequence's cache:
-// row r reads k_cache + row_slot[r] * slot_stride (elements) and attends keys
-// max(0, p - window + 1) .. p, p = positions[r]. Dot products over head_dim run in order (as the
-// CPU); the softmax sums are tree reductions. splits = 1: normalised probabilities rounded to t,
-// then sum p_t v_t in key order. splits > 1 (flash-decoding): the CPU's chunks (sizes differ by
-// at most one, larger first), per-chunk max / sum / unnormalised output, merged in chunk order
-// (the merge always in fp32, as the CPU).
-// q, out: (rows, n_heads*head_dim) of t; caches: (capacity, n_kv_heads*head_dim) of t per slot.
-// row_splits (optional): each row's own split count (the split of its sequence), splits then
-// being their largest; a row whose entry is 0 is left alone (another kernel writes it).
-// Tiled (AttentionTiles): FlashAttention-2's order of kernels/ops.h (AttnNumerics::tile = 64) on
-// tensor cores (mma.sync m16n8k16, fp32 accumulation), fp16 and bf16, head_dim 16, 32, 64 or 128,
-// no fp16 accumulation: one block per (tile of up to 64 rows of one sequence, head).
-struct AttentionArgs {
-  void* out = nullptr;
-  const void* q = nullptr;
-  const void* k_cache = nullptr;
-  const void* v_cache = nullptr;
-  Storage t = Storage::native;
-  int rows = 0;
-  const int* row_slot = nullptr;
-  const int* positions = nullptr;
-  size_t slot_stride = 0;
-  int n_heads = 0, n_kv_heads = 0, head_dim = 0;
-  int window = 0;    // 0 = unlimited
-  int max_keys = 0;  // upper bound of keys per row (largest position + 1): the scratch's stride
-  float scale = 1;
-  int splits = 1;
-  const int* row_splits = nullptr;
-  bool accum_f16 = false;  // dot products and P.V sums round every partial sum to fp16
-};
+// ops::Attention on the device: causal GQA attention of `rows` query rows, each against its own
+// sequence's cache: row r reads k_cache + row_slot[r] * slot_stride (elements) and attends keys
+// max(0, p - window + 1) .. p, p = positions[r] (positions, row_slot, row_splits: device memory).
+// out, q and the caches share one storage type (out.t). Dot products over head_dim run in order
+// (as the CPU); the softmax sums are tree reductions. num.split = 1: normalised probabilities
+// rounded to t, then sum p_t v_t in key order. num.split > 1 (flash-decoding): the CPU's chunks
+// (sizes differ by at most one, larger first), per-chunk max / sum / unnormalised output, merged
+// in chunk order (the merge always in fp32, as the CPU). row_splits (optional): each row's own
+// split count (the split of its sequence), num.split then being their largest; a row whose entry
+// is 0 is left alone (another kernel writes it). max_keys: the scores scratch's stride (at least
+// the largest position + 1). num.accum_f16: dot products and P.V sums round every partial sum to
+// fp16.
+// Tiled (AttentionTiles): FlashAttention-2's order of kernels/ops.h (num.tile = 64) on tensor
+// cores (mma.sync m16n8k16, fp32 accumulation), fp16 and bf16, head_dim 16, 32, 64 or 128, no
+// fp16 accumulation: one block per (tile of up to 64 rows of one sequence, head).
+using AttentionArgs = ops::Attention<DevicePtr>;
 // fp32 scratch the call needs.
 size_t attention_scratch_floats(const AttentionArgs& a);
 void attention(const AttentionArgs& a, float* scratch, Stream stream);
@@ -127,22 +123,12 @@ inline constexpr int kLogitsTopkMax = 1024;
 void logits_topk(int32_t* ids, float* values, float* lse, const void* logits, Storage t, int rows,
                  int vocab, int k, Stream stream);
 
-// y = x w^T (+ bias): the GEMM of kernels/ops.h matmul. x: (M, K) rows ldx apart; w: (N, K) rows
-// ldw apart (the weight layout of Hugging Face); y: (M, N) dense; bias: (N) of w_t or null.
-struct GemmArgs {
-  void* y = nullptr;
-  Storage y_t = Storage::native;
-  const void* x = nullptr;
-  Storage x_t = Storage::native;
-  int ldx = 0;
-  const void* w = nullptr;
-  Storage w_t = Storage::native;
-  int ldw = 0;
-  const void* bias = nullptr;
-  int M = 0, N = 0, K = 0;
-  int split_k = 1;         // K chunks (the CPU's chunking); the partials add in chunk order
-  bool accum_f16 = false;  // every partial sum rounded to fp16
-};
+// ops::Gemm on the device: y = x w^T (+ bias), the GEMM of kernels/ops.h matmul. x: (M, K) rows
+// ldx apart; w: (N, K) rows ldw apart from column w_col (the weight layout of Hugging Face); y:
+// (M, N) dense; bias: (N) or null. y and x share one storage type; w and bias share another.
+// num.split: K chunks (the CPU's chunking), the partials added in chunk order; num.accum_f16:
+// every partial sum rounded to fp16; the result stored as y.t.
+using GemmArgs = ops::Gemm<DevicePtr, DevicePtr>;
 
 // The own tiled GEMM: each output's dot product runs over k in order within its chunk, with
 // separate multiply and add roundings, exactly the CPU reference's order, so for the same split
@@ -152,10 +138,10 @@ size_t gemm_tiled_workspace_floats(const GemmArgs& g);
 void gemm_tiled(const GemmArgs& g, float* workspace, Stream stream);
 
 // GEMMs through cuBLASLt: fp32 (TF32 tensor cores only when tf32 is on), fp16 and bf16 with fp32
-// accumulation, fp16 with fp16 accumulation (accum_f16). split_k = 0 lets cuBLASLt's heuristic
-// choose; N >= 1 sets the chosen algorithm's split-K count. x_t and y_t must be equal; a weight
-// (and bias) of another type (LayerCast: bf16 weights, f32 activations) is upcast with upcast_rows
-// into the plan's own buffer right before the GEMM. The bias is added by add_bias after the GEMM.
+// accumulation, fp16 with fp16 accumulation (num.accum_f16). num.split = 0 lets cuBLASLt's
+// heuristic choose; N >= 1 sets the chosen algorithm's split-K count. A weight (and bias) of
+// another type than x (LayerCast: bf16 weights, f32 activations) is upcast with upcast_rows into
+// the plan's own buffer right before the GEMM. The bias is added by add_bias after the GEMM.
 class CublasGemm {
  public:
   CublasGemm();

@@ -4,16 +4,15 @@
 
 namespace ds::cuda {
 
-void rope(void* x, Storage t, int rows, int n_heads, int head_dim, const int* positions,
-          const float* cos, const float* sin, Stream stream) {
-  const size_t total = static_cast<size_t>(rows) * n_heads * (head_dim / 2);
+void rope(const RopeArgs& r, Stream stream) {
+  const size_t total = static_cast<size_t>(r.rows) * r.n_heads * (r.head_dim / 2);
   if (total == 0) return;
   const int threads = 256;
   const unsigned blocks = static_cast<unsigned>((total + threads - 1) / threads);
   auto s = static_cast<cudaStream_t>(stream);
-  DS_DISPATCH_STORAGE(t, T, {
-    rope_kernel<T><<<blocks, threads, 0, s>>>(static_cast<T*>(x), rows, n_heads, head_dim,
-                                              positions, cos, sin);
+  DS_DISPATCH_STORAGE(r.x.t, T, {
+    rope_kernel<T><<<blocks, threads, 0, s>>>(static_cast<T*>(r.x.p), r.rows, r.n_heads, r.head_dim,
+                                              r.positions, r.cos, r.sin);
   });
   DS_LAUNCH_CHECK();
 }

@@ -73,15 +73,21 @@ std::string parse_error_message(const CLI::ParseError& e) {
   return what;
 }
 
-// CLI11's errors in the form of every other input error; --help and --version print as CLI11
-// does and exit 0.
-int report_parse_error(CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
-  if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-  std::string command;                             // the deepest subcommand parsed before the error
+// " run": the deepest subcommand parsed (before an error), "" for none.
+std::string parsed_command(const CLI::App& app) {
+  std::string command;
   for (const CLI::App* sub = &app; !sub->get_subcommands().empty();) {
     sub = sub->get_subcommands().front();
     command += " " + sub->get_name();
   }
+  return command;
+}
+
+// CLI11's errors in the form of every other input error; --help and --version print as CLI11
+// does and exit 0.
+int report_parse_error(CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
+  if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+  const std::string command = parsed_command(app);
   if (command.empty() && argc > 1 && argv[1][0] != '-') {
     std::string names;
     for (const CLI::App* sub : app.get_subcommands({})) {
@@ -163,6 +169,9 @@ int cli_main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return report_parse_error(app, e, argc, argv);
+  } catch (const Error& e) {  // a value its option refuses (a run-config field's), as CLI11's
+    const std::string see = fmt::format("see driftscope{} --help", parsed_command(app));
+    return report_error(e.what(), e.hint().empty() ? see : e.hint() + "; " + see);
   }
   const Command* active = nullptr;  // the chosen one (parsing requires one)
   CommandRun run;

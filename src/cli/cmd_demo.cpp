@@ -54,7 +54,7 @@ bool is_request_flag(const std::string& name) {
   return request.count(name) > 0;
 }
 
-RunConfig demo_default(const char* dtype, int batch, const char* policy) {
+RunConfig demo_default(DType dtype, int batch, GemmPolicy policy) {
   RunConfig c;
   c.max_new = kDemoMaxNew;
   c.dtype = dtype;
@@ -66,10 +66,10 @@ RunConfig demo_default(const char* dtype, int batch, const char* policy) {
 // A: --config-a or fp32, batch 1, invariant GEMMs. B: --config-b or bf16, batch 8, heuristic
 // GEMMs. Request flags apply to both, every other run-configuration flag to B only.
 std::pair<RunConfig, RunConfig> run_configs(const CLI::App& cmd, const DemoArgs& a) {
-  const RunConfig plain = demo_default("fp32", 1, "invariant");
-  RunConfig ca = with_config_file(plain, a.config_a);
-  RunConfig cb = a.config_b.empty() ? demo_default("bf16", 8, "heuristic")
-                                    : with_config_file(plain, a.config_b);
+  const RunConfig plain = demo_default(DType::fp32, 1, GemmPolicy::invariant);
+  RunConfig ca = with_config_file(plain, a.config_a, &cmd);
+  RunConfig cb = a.config_b.empty() ? demo_default(DType::bf16, 8, GemmPolicy::heuristic)
+                                    : with_config_file(plain, a.config_b, &cmd);
   ca = with_given_flags(cmd, ca, is_request_flag);
   cb = with_given_flags(cmd, cb, [](const std::string&) { return true; });
   validate(ca);
@@ -179,7 +179,8 @@ CommandRun register_demo(CLI::App* cmd) {
   cmd->add_option("-m,--model", args->model.model,
                   "Hugging Face model directory or llama2.c .bin (default: bundled kjv-llama)");
   cmd->add_option("--tokenizer", args->model.tokenizer, "tokenizer (default: beside the model)");
-  args->run.config = demo_default("bf16", 8, "heuristic");  // B's: the defaults --help shows
+  args->run.config =
+      demo_default(DType::bf16, 8, GemmPolicy::heuristic);  // B's: the defaults --help shows
   add_run_config_options(*cmd, args->run);
   cmd->remove_option(cmd->get_option("--config"));  // two configurations: --config-a, --config-b
   for (CLI::Option* op : cmd->get_options()) {

@@ -79,7 +79,7 @@ int run_generate(const GenerateArgs& a) {
   opt.max_new = rc.max_new;
   opt.sampling = rc.sampling();
   opt.prefill_chunk = rc.prefill_chunk;
-  opt.prefix_cache = rc.prefix_cache == "on";
+  opt.prefix_cache = rc.prefix_cache;
   opt.eos_id = stop_token_id(rc, lm.format_stop_id());
   auto rt = make_configured_runtime(
       lm.model, rc,
@@ -102,8 +102,8 @@ int run_generate(const GenerateArgs& a) {
   if (!a.quiet) {
     const int n_new = static_cast<int>(res.tokens.size()) - res.prompt_len;
     print_note("[{} {} | prompt {} tokens, generated {} | stop: {} | {:.1f} tok/s]\n",
-               lm.model.path.filename().string(), rc.dtype, res.prompt_len, n_new, res.stop_reason,
-               secs > 0 ? n_new / secs : 0.0);
+               lm.model.path.filename().string(), dtype_name(rc.dtype), res.prompt_len, n_new,
+               res.stop_reason, secs > 0 ? n_new / secs : 0.0);
   }
   return 0;
 }

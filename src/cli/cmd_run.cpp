@@ -12,7 +12,9 @@
 #include "src/cli/run_config_args.h"
 #include "src/console/output.h"
 #include "src/experiment/attribution_run.h"
+#include "src/experiment/plan_file.h"
 #include "src/experiment/trace_recorder.h"
+#include "src/model/text_file.h"
 #include "src/workflow/command_files.h"
 #include "src/workflow/recorded_model.h"
 #include "src/workflow/traced_command.h"
@@ -34,6 +36,7 @@ struct RunArgs {
   std::optional<std::string> old_topk;  // --topk, the name before --trace-topk: refused with a hint
   bool full_logits = false;
   std::string kernels = "auto";
+  std::string plan_file;
   std::string output;
   bool force = false;
   bool quiet = false;
@@ -88,9 +91,17 @@ int run_run(const RunArgs& a) {
   files.input(a.prompts_file, "the prompts file");
   files.input(a.run.config_file, "the config file");
   files.input(a.force_tokens, "the trace of --force-tokens");
+  files.input(a.plan_file, "the plan file");
   files.output(a.output, "trace", "-o", a.force,
                "pass --force to overwrite it, or choose another -o path");
   files.check();
+  std::optional<PlanSpec> plan;
+  if (!a.plan_file.empty()) {
+    plan = parse_plan_spec(
+        read_text_file(a.plan_file, 1u << 20, "plan file",
+                       "--plan takes a plan file as explain and calibrate write it"),
+        a.plan_file);
+  }
   LoadedModel lm =
       load_model_and_prompt(model, /*need_tokenizer=*/false,
                             /*want_prompt=*/a.prompts_file.empty() && a.force_tokens.empty());
@@ -99,6 +110,7 @@ int run_run(const RunArgs& a) {
                              "--force-tokens consumes tokens of the model its trace records: pass "
                              "that model with --model, or leave --model out");
   }
+  if (plan) make_plan(*plan, rc, lm.model.config.n_layers);  // its op names, before any output
   std::vector<Prompt> prompts;
   if (a.prompts_file.empty()) {
     prompts.push_back({a.model.prompt, lm.prompt});
@@ -135,7 +147,7 @@ int run_run(const RunArgs& a) {
   TracedRunResult res;
   try {
     res = run_traced_command("run", rc, a.probes, writer, lm, prompts, a.force_tokens, a.kernels,
-                             &write_error_detail);
+                             &write_error_detail, plan);
   } catch (const Error&) {
     if (a.verbose && !write_error_detail.empty()) {
       print_note("driftscope: trace write failure in detail:\n{}\n", write_error_detail);
@@ -188,6 +200,9 @@ CommandRun register_run(CLI::App* cmd) {
                   "record every GPU kernel with its tap site into /kernels (CUPTI): auto (on for "
                   "--device cuda when built with CUPTI), on, off")
       ->capture_default_str();
+  cmd->add_option("--plan", args->plan_file,
+                  "numerics plan file (explain's and calibrate's trials, docs/cli.md): some ops "
+                  "decided by a second configuration, or another valid reduction order at each");
   cmd->add_option("-o,--output", args->output, "trace file to write (.h5); required");
   cmd->add_flag("--force", args->force, "overwrite an existing trace file");
   cmd->add_flag("-q,--quiet", args->quiet, "no summary line on stderr");

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "common/number_format.h"
 #include "common/printable.h"
 #include "src/cli/commands.h"
 #include "src/console/output.h"
@@ -130,7 +131,7 @@ int run_show(const ShowArgs& a) {
     if (!q.sites.empty()) {
       const auto& f = q.sites.front();
       fmt::print("  hidden        {} sites, each [{}, {}] {} ({} ... {})\n", q.sites.size(),
-                 f.shape[0], f.shape.size() > 1 ? f.shape[1] : 0, h5::elem_name(f.elem), f.name,
+                 f.shape[0], f.shape.size() > 1 ? f.shape[1] : 0, traits(f.elem).trace_name, f.name,
                  q.sites.back().name);
     }
   }

@@ -98,6 +98,7 @@ CommandRun register_sweep(CLI::App* cmd) {
     args->sweep.base = args->run.config;
     args->sweep.config_file = args->run.config_file;
     args->sweep.dry_run = args->run.dry_run;
+    args->sweep.option_of = [cmd](const std::string& knob) { return option_named(cmd, knob); };
     return run_sweep(args->sweep);
   };
 }

@@ -20,6 +20,7 @@ namespace {
 struct SynthArgs {
   std::string shape;
   std::string out;
+  std::string dtype = traits(SynthOptions{}.dtype).name;  // --dtype, parse_synth_dtype
   SynthOptions opt;
   bool list = false;
 };
@@ -45,8 +46,9 @@ int run_synth(const SynthArgs& a) {
                 "choose another path");  // --force overwrites a folder's files, never a file
   }
   const SynthShape& shape = synth_shape(a.shape);
-  Progress progress("synth");
   SynthOptions opt = a.opt;
+  opt.dtype = parse_synth_dtype(a.dtype);
+  Progress progress("synth");
   opt.progress = [&](uint64_t done, uint64_t total) { progress.update_bytes(done, total); };
   // Ctrl-C, SIGTERM, SIGHUP: stop after the block being written and remove what was begun (its
   // hidden .creating file among them), so that nothing blocks the next synth into the folder
@@ -63,11 +65,11 @@ int run_synth(const SynthArgs& a) {
   ModelConfig c = shape.config;
   if (a.opt.layers > 0) c.n_layers = a.opt.layers;
   print_note("driftscope: wrote {} ({}, {} parameters, {}, seed {})\n", a.out, shape.name,
-             parameter_count(c), a.opt.dtype, a.opt.seed);
+             parameter_count(c), a.dtype, a.opt.seed);
   print_note(
       "memory: a CPU run needs {} (the {} weights, used where they lie in the file) plus {} of "
       "KV cache per token\n",
-      format_bytes(weight_bytes(c, a.opt.dtype == "f32" ? 4 : 2)), a.opt.dtype,
+      format_bytes(weight_bytes(c, traits(opt.dtype).bytes)), a.dtype,
       format_bytes(kv_bytes_per_token(c, 4)));
   print_note("no tokenizer: generate --model {} --prompt-ids 1 prints token ids\n", a.out);
   return 0;
@@ -84,8 +86,7 @@ CommandRun register_synth(CLI::App* cmd) {
       "CPU run of it needs.");
   cmd->add_option("--shape", args->shape, "model shape (see --list)");
   cmd->add_option("-o,--output", args->out, "folder to write");
-  cmd->add_option("--dtype", args->opt.dtype, "tensor dtype: bf16, f16, f32")
-      ->capture_default_str();
+  cmd->add_option("--dtype", args->dtype, "tensor dtype: bf16, f16, f32")->capture_default_str();
   cmd->add_option("--seed", args->opt.seed, "seed of the random weights")
       ->check(seed_in_range())
       ->capture_default_str();

@@ -56,6 +56,9 @@ CommandRun register_zoom(CLI::App* cmd) {
                     "write DIR/zoom.sbatch (one array task per replay still missing) and submit "
                     "it; run zoom again once it is done for the reports",
                     "wait for the zoom's Slurm jobs, then write the reports");
+  cmd->add_flag("--explain", args->explain,
+                "also say why each flip flips, as driftscope explain does (its trials, "
+                "DIR/explain.*): the flips report's onset column then names each cause");
   cmd->add_flag("-q,--quiet", args->quiet, "no progress lines on stderr");
   return [args] {
     check_flags(*args);

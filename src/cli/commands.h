@@ -41,6 +41,7 @@ CommandRun register_synth(CLI::App* cmd);
 CommandRun register_sweep(CLI::App* cmd);
 CommandRun register_stats(CLI::App* cmd);
 CommandRun register_zoom(CLI::App* cmd);
+CommandRun register_explain(CLI::App* cmd);
 
 inline constexpr std::string_view kLessModel =
     "a smaller model, a shorter --max-new or a smaller --batch needs less";
@@ -60,6 +61,7 @@ inline constexpr Command kCommands[] = {
     {"sweep", register_sweep, true, "a sweep of fewer configurations needs less", {}},
     {"stats", register_stats, true, kLessTraces, {}},
     {"zoom", register_zoom, true, kLessModel, {}},
+    {"explain", register_explain, true, kLessModel, {}},
 };
 
 }  // namespace ds

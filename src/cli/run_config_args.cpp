@@ -4,10 +4,10 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <sstream>
 
 #include "common/error.h"
 #include "kernels/cpu/cpu_exec.h"
+#include "src/experiment/run_config_file.h"
 #include "src/model/text_file.h"
 
 namespace ds {
@@ -25,88 +25,30 @@ CLI::Validator seed_in_range() {
       "", "SEED");
 }
 
-// One piece: a flat list of options, one per run-config field, in the order --help shows them.
 void add_run_config_options(CLI::App& cmd, RunConfigArgs& a) {
-  RunConfig& c = a.config;
   cmd.add_option("--config", a.config_file,
                  "read the run configuration from a TOML file (keys: the field names, e.g. "
                  "dtype = \"bf16\"); flags given on the command line win");
-  const char* g = "Run configuration (docs/configurations.md)";
-  cmd.add_option("--device", c.device, "backend: cpu (reference; emulates GPU numerics) or cuda")
-      ->capture_default_str()
-      ->group(g);
-  cmd.add_option("--dtype", c.dtype, "precision: fp64 (oracle), fp32, fp16, bf16, layercast")
-      ->capture_default_str()
-      ->group(g);
-  cmd.add_option("--accum", c.accum, "GEMM/attention accumulation: fp32, fp16")
-      ->capture_default_str()
-      ->group(g);
-  cmd.add_option("--batch", c.batch, "prompts co-batched in each forward pass")
-      ->capture_default_str()
-      ->group(g);
-  cmd.add_option("--gemm-policy", c.gemm_policy,
-                 "invariant (same reduction order for any batch) or heuristic (split-K from the "
-                 "GEMM shape, like BLAS libraries)")
-      ->capture_default_str()
-      ->group(g);
-  cmd.add_option("--split-k", c.split_k, "K-split of every GEMM: auto or N")
-      ->capture_default_str()
-      ->group(g);
-  cmd.add_option("--tp", c.tp, "tensor-parallel degree (row-parallel layers reduce in tp shards)")
-      ->capture_default_str()
-      ->group(g);
-  cmd.add_option("--allreduce", c.allreduce, "order of the tp all-reduce: ring, tree")
-      ->capture_default_str()
-      ->group(g);
-  cmd.add_option("--attn-splits", c.attn_splits, "split-KV attention chunks: auto or N")
-      ->capture_default_str()
-      ->group(g);
-  cmd.add_option("--prefill-chunk", c.prefill_chunk, "prompt tokens per prefill pass; 0 = all")
-      ->capture_default_str()
-      ->group(g);
-  cmd.add_option("--prefix-cache", c.prefix_cache,
-                 "on: the prompt prefix's KV comes from an earlier pass of its own")
-      ->capture_default_str()
-      ->group(g);
-  cmd.add_option("--tie-break", c.tie_break, "greedy ties: lowest_id, highest_id")
-      ->capture_default_str()
-      ->group(g);
-  cmd.add_option("--add-bos", c.add_bos, "auto (tokenizer config), on, off")
-      ->capture_default_str()
-      ->group(g);
-  cmd.add_option("--repetition-penalty", c.repetition_penalty, "1 = off")
-      ->capture_default_str()
-      ->group(g);
-  cmd.add_option("-n,--max-new", c.max_new, "maximum number of new tokens per prompt")
-      ->capture_default_str()
-      ->group(g);
-  cmd.add_option("--stop-token", c.stop_token,
-                 "token that ends a sequence: auto (llama2.c .bin: BOS, id 1, as llama2.c's run.c; "
-                 "Hugging Face: the EOS of tokenizer.json or config.json), none, or a token id")
-      ->capture_default_str()
-      ->group(g);
-  cmd.add_option("--temperature", c.temperature, "0 = greedy")->capture_default_str()->group(g);
-  cmd.add_option("--top-p", c.top_p, "nucleus sampling mass, 0 < p <= 1")
-      ->capture_default_str()
-      ->group(g);
-  cmd.add_option("--top-k", c.top_k, "sample among the k most likely tokens; 0 = all")
-      ->capture_default_str()
-      ->group(g);
-  cmd.add_option("--seed", c.seed,
-                 "seed of the sampling noise, drawn per (prompt, step) so runs share it")
-      ->check(seed_in_range())
-      ->capture_default_str()
-      ->group(g);
-  cmd.add_option("--kernel", c.kernel,
-                 "op implementations, comma-separated: gemm=cublas (cuBLASLt) or gemm=tiled (own "
-                 "kernel in the CPU reference's reduction order), GPU only; attention=rowwise "
-                 "(whole-row softmax) or attention=tiled (FlashAttention-2's 64-key tiles, tensor "
-                 "cores on the GPU, emulated on the CPU)")
-      ->capture_default_str()
-      ->group(g);
-  cmd.add_option("--tf32", c.tf32, "GPU only: TF32 tensor cores for fp32 cuBLAS GEMMs: off, on")
-      ->capture_default_str()
-      ->group(g);
+  // One option per field of the table, parsed by the field as a --config file's value is; the
+  // default shown is the field's value in a.config as the command set it up.
+  for (const RunConfigField& f : run_config_fields()) {
+    RunConfig& c = a.config;
+    cmd.add_option(
+           f.flag,
+           [&c, &f](const CLI::results_t& given) {
+             try {
+               f.set(c, f, {FieldValue::Kind::word, given.back()});
+             } catch (const Error& e) {  // named as CLI11 names a malformed value: "--batch: ..."
+               const std::string flag = f.flag;
+               throw Error(fmt::format("{}: {}", flag.substr(flag.find("--")), e.what()), e.hint());
+             }
+             return true;
+           },
+           f.help)
+        ->type_name(f.type_name)
+        ->default_str(f.get(c).text)
+        ->group(f.test_only ? "" : "Run configuration (docs/configurations.md)");  // "": hidden
+  }
   cmd.add_flag("--dry-run", a.dry_run, "print the resolved configuration and exit");
   // Not a field of RunConfig: threads change the speed of the CPU backend, never its numbers.
   cmd.add_option("--threads", a.threads,
@@ -143,62 +85,57 @@ void apply_threads(const RunConfigArgs& a) {
   ops::start_cpu_threads();
 }
 
-void apply_config_file(CLI::App& cmd, const RunConfigArgs& a) {
+namespace {
+
+// The option of field f on `cmd` (its long name), or null.
+const CLI::Option* field_option(const CLI::App& cmd, const RunConfigField& f) {
+  std::string flag = f.flag;
+  return cmd.get_option_no_throw(flag.substr(flag.find("--")));
+}
+
+std::vector<ConfigFileEntry> config_file_entries(const std::string& file) {
+  return read_config_entries(
+      read_text_file(file, kMaxRunConfigBytes, "config file",
+                     "--config takes a TOML file of run-config fields, such as "
+                     "configs/bf16-bs8.toml"),
+      file);
+}
+
+}  // namespace
+
+std::string option_named(const CLI::App* cmd, const std::string& key) {
+  std::string name = key;
+  for (char& ch : name) ch = ch == '_' ? '-' : ch;
+  const std::string flag = (name.size() == 1 ? "-" : "--") + name;
+  return cmd != nullptr && cmd->get_option_no_throw(flag) != nullptr ? flag : std::string();
+}
+
+void apply_config_file(CLI::App& cmd, RunConfigArgs& a) {
   if (a.config_file.empty()) return;
-  std::istringstream in(read_text_file(
-      a.config_file, kMaxRunConfigBytes, "config file",
-      "--config takes a TOML file of run-config fields, such as configs/bf16-bs8.toml"));
-  std::vector<CLI::ConfigItem> items;
-  try {
-    items = CLI::ConfigTOML().from_config(in);
-  } catch (const CLI::Error& e) {
-    throw Error(fmt::format("{}: {}", a.config_file, e.what()),
-                "a run configuration is TOML, one 'field = value' a line (docs/configurations.md)");
-  }
-  for (const auto& item : items) {
-    if (item.name == "++" || item.name == "--") continue;  // section markers
-    std::string name = item.name;
-    for (char& ch : name) ch = ch == '_' ? '-' : ch;
-    CLI::Option* op = cmd.get_option_no_throw("--" + name);
-    if (op == nullptr || name == "config" || name == "dry-run" || name == "threads" ||
-        name == "compression") {
-      throw Error(fmt::format("{}: unknown key '{}'", a.config_file, item.fullname()),
-                  "keys are run-config fields: dtype, accum, batch, gemm_policy, split_k, tp, ...");
-    }
-    if (op->count() > 0) continue;  // given on the command line
-    try {
-      op->add_result(item.inputs);
-      op->run_callback();
-    } catch (const CLI::Error& e) {
-      throw Error(fmt::format("{}: bad value for '{}': {}", a.config_file, item.name, e.what()),
-                  "docs/configurations.md lists each field's values");
-    }
-  }
+  apply_config_entries(
+      a.config, config_file_entries(a.config_file), a.config_file,
+      [&](const RunConfigField& f) {
+        const CLI::Option* op = field_option(cmd, f);
+        return op != nullptr && op->count() > 0;  // given on the command line
+      },
+      [&](const std::string& key) { return option_named(&cmd, key); });
 }
 
 RunConfig with_given_flags(const CLI::App& cmd, RunConfig base,
                            const std::function<bool(const std::string&)>& pick) {
-  CLI::App scratch;
-  RunConfigArgs r{base, {}, false, {}};
-  add_run_config_options(scratch, r);
-  for (CLI::Option* op : scratch.get_options()) {
-    if (op->get_lnames().empty() || op->get_expected_min() == 0) continue;  // --help, --dry-run
-    const std::string name = op->get_lnames().front();
-    const CLI::Option* given = cmd.get_option_no_throw("--" + name);
-    if (name == "config" || given == nullptr || given->count() == 0 || !pick(name)) continue;
-    op->add_result(given->results());
-    op->run_callback();
+  for (const RunConfigField& f : run_config_fields()) {
+    const CLI::Option* given = field_option(cmd, f);
+    if (given == nullptr || given->count() == 0 || !pick(given->get_lnames().front())) continue;
+    f.set(base, f, {FieldValue::Kind::word, given->results().back()});
   }
-  return r.config;
+  return base;
 }
 
-RunConfig with_config_file(RunConfig base, const std::string& file) {
+RunConfig with_config_file(RunConfig base, const std::string& file, const CLI::App* cmd) {
   if (file.empty()) return base;
-  CLI::App scratch;
-  RunConfigArgs r{base, file, false, {}};
-  add_run_config_options(scratch, r);
-  apply_config_file(scratch, r);
-  return r.config;
+  apply_config_entries(base, config_file_entries(file), file, {},
+                       [&](const std::string& key) { return option_named(cmd, key); });
+  return base;
 }
 
 bool print_dry_run(const RunConfigArgs& a) {

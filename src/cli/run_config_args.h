@@ -1,5 +1,5 @@
 // CLI flags of the run configuration (the field names with dashes), shared by generate, run and
-// demo, plus --config FILE (CLI11 TOML) and --dry-run.
+// demo, plus --config FILE (TOML, src/experiment/run_config_file.h) and --dry-run.
 #pragma once
 
 #include <functional>
@@ -22,6 +22,9 @@ struct RunConfigArgs {
   std::optional<int> threads;  // --threads: CPU backend threads (not part of the configuration)
 };
 
+// The options of the run-configuration fields (one per row of the field table, run_config.h,
+// each parsed by its field; the defaults shown are args.config's), --config FILE, --dry-run and
+// --threads.
 void add_run_config_options(CLI::App& cmd, RunConfigArgs& args);
 
 // Sets the CPU backend's threads from --threads when given (else every core) and starts them, so
@@ -40,19 +43,25 @@ void add_compression_option(CLI::App& cmd, std::string& compression);
 // 2^64 - 1: a negative one wrapped, a larger one clamped.
 CLI::Validator seed_in_range();
 
-// Applies --config FILE (TOML; keys are the field names, with '_' or '-') to the options of
-// `cmd` that were not given on the command line: flags win over the file. Throws ds::Error
-// naming an unknown key or a bad value. Call after parsing, before using args.config.
-void apply_config_file(CLI::App& cmd, const RunConfigArgs& args);
+// The option of `cmd` that a config file's key or a grid knob names when it is no field
+// ("force" -> "--force", "dry_run" -> "--dry-run"), or "" when `cmd` has none.
+std::string option_named(const CLI::App* cmd, const std::string& key);
+
+// Applies --config FILE (TOML, run_config_file.h; keys are the field names, with '_' or '-') to
+// the fields that were not given on the command line: flags win over the file. Throws ds::Error
+// naming an unknown key (a key naming an option of `cmd`, such as `force`, as that option) or a
+// bad value. Call after parsing, before using args.config.
+void apply_config_file(CLI::App& cmd, RunConfigArgs& args);
 
 // The run-configuration flags given on `cmd`'s command line whose long name (without "--") passes
-// `pick`, applied to `base` with the flags' own parsing and checks. For commands that build more
-// than one configuration from one command line (demo).
+// `pick`, applied to `base` with the fields' parsing. For commands that build more than one
+// configuration from one command line (demo).
 RunConfig with_given_flags(const CLI::App& cmd, RunConfig base,
                            const std::function<bool(const std::string&)>& pick);
 
-// `base` with the fields of a TOML file applied (keys and checks as --config); "" = none.
-RunConfig with_config_file(RunConfig base, const std::string& file);
+// `base` with the fields of a TOML file applied (keys and checks as --config; a key naming an
+// option of `cmd` is refused as that option); "" = none.
+RunConfig with_config_file(RunConfig base, const std::string& file, const CLI::App* cmd = nullptr);
 
 // With --dry-run: prints the resolved config (TOML, as --config reads it) and returns true.
 bool print_dry_run(const RunConfigArgs& args);

@@ -35,14 +35,14 @@ std::vector<Prompt> forced_prompts(const trace::TraceReader& r) {
 }
 
 std::vector<std::string> attribution_needed_sites(int n_layers) {
-  std::vector<std::string> s{"embed"};
-  for (int l = 0; l < n_layers; ++l) s.push_back(trace::layer_site(l, "out"));
-  s.push_back("final_norm");
+  std::vector<std::string> s{trace::kEmbedSite};
+  for (int l = 0; l < n_layers; ++l) s.push_back(trace::layer_site(l, trace::SiteKind::out));
+  s.push_back(trace::kFinalNormSite);
   return s;
 }
 
 void check_attribution_device(const RunConfig& c) {
-  if (c.device != "cpu") {
+  if (c.device != Device::cpu) {
     throw Error(
         "attribute runs on --device cpu only: the CUDA backend hands its taps over at the "
         "end of a pass, too late to replay a layer inside it",
@@ -194,7 +194,8 @@ void run_attribution(const Model& model, const trace::TraceReader& a,
   // A must hold the needed sites, in float32, in every sequence
   std::vector<std::string> needed = attribution_needed_sites(c.n_layers);
   if (opt.split_mlp) {
-    for (int l = 0; l < c.n_layers; ++l) needed.push_back(trace::layer_site(l, "resid_mid"));
+    for (int l = 0; l < c.n_layers; ++l)
+      needed.push_back(trace::layer_site(l, trace::SiteKind::resid_mid));
   }
   for (int seq : a.sequence_indices()) {
     const trace::SequenceInfo s = a.sequence(seq);
@@ -208,7 +209,7 @@ void run_attribution(const Model& model, const trace::TraceReader& a,
                     "record the reference with run --probes 'embed,L*/out,final_norm' (add "
                     "L*/resid_mid, or use --probes all, to split attention from MLP)");
       }
-      if (it->elem != h5::Elem::F32) {
+      if (it->elem != NumberFormat::f32) {
         throw Error(fmt::format("trace '{}' stores '{}' in reduced precision: replaying a layer "
                                 "on rounded inputs would add error that is not the layer's",
                                 a.path().string(), want),
@@ -235,7 +236,7 @@ void run_attribution(const Model& model, const trace::TraceReader& a,
   g.max_new = 0;  // every sequence is forced
   g.sampling = rc.sampling();
   g.prefill_chunk = rc.prefill_chunk;
-  g.prefix_cache = rc.prefix_cache == "on";
+  g.prefix_cache = rc.prefix_cache;
   for (size_t first = 0; first < prompts.size(); first += batch) {
     const size_t last = std::min(prompts.size(), first + batch);
     std::vector<SequenceRequest> group;

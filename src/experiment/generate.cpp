@@ -38,12 +38,6 @@ struct Active {
   bool done = false;
 };
 
-// Rows [begin, begin + count) of sequence `seq`'s prompt, in one prefill pass.
-struct PrefillPart {
-  int seq, begin, count;
-};
-using PrefillPass = std::vector<PrefillPart>;
-
 void check_options(const GenerateOptions& opt, size_t n_requests, int slots) {
   if (opt.max_new < 0) {
     throw Error(fmt::format("max_new {} is negative", opt.max_new), "--max-new takes N >= 0");
@@ -73,40 +67,11 @@ std::vector<Active> start_sequences(const std::vector<SequenceRequest>& requests
   return seqs;
 }
 
-// Appends passes covering rows [b, e) of each listed sequence, at most `prefill_chunk` rows
-// per sequence and pass (0 = the longest range in one pass).
-void plan_ranges(std::vector<PrefillPass>& passes, int prefill_chunk, const std::vector<int>& which,
-                 const std::vector<std::pair<int, int>>& ranges) {
-  int longest = 0;
-  for (const auto& [b, e] : ranges) longest = std::max(longest, e - b);
-  const int chunk = prefill_chunk > 0 ? prefill_chunk : std::max(1, longest);
-  for (int off = 0; off < longest; off += chunk) {
-    PrefillPass pass;
-    for (size_t k = 0; k < which.size(); ++k) {
-      const auto [b, e] = ranges[k];
-      const int cb = b + off, ce = std::min(e, b + off + chunk);
-      if (cb < ce) pass.push_back({which[k], cb, ce - cb});
-    }
-    if (!pass.empty()) passes.push_back(std::move(pass));
-  }
-}
-
-// The prefill as a list of passes: every prompt whole (or chunked) together; with the prefix
-// cache, each prompt's prefix alone first, as an earlier request computed it, then the last
-// tokens together.
+// The sequences' prefill passes (prefill_passes of their prompt lengths), by sequence index.
 std::vector<PrefillPass> plan_prefill(const std::vector<Active>& seqs, const GenerateOptions& opt) {
-  std::vector<PrefillPass> passes;
-  std::vector<int> all;
-  std::vector<std::pair<int, int>> rows;
-  for (const auto& s : seqs) {
-    if (opt.prefix_cache && s.res.prompt_len > 1) {
-      plan_ranges(passes, opt.prefill_chunk, {s.index}, {{0, s.res.prompt_len - 1}});
-    }
-    all.push_back(s.index);
-    rows.push_back({opt.prefix_cache ? s.res.prompt_len - 1 : 0, s.res.prompt_len});
-  }
-  plan_ranges(passes, opt.prefill_chunk, all, rows);
-  return passes;
+  std::vector<int> lens;
+  for (const auto& s : seqs) lens.push_back(s.res.prompt_len);
+  return prefill_passes(lens, opt.prefill_chunk, opt.prefix_cache);
 }
 
 // The state of one co-batched generation: forward passes over the runtime, then the choice of
@@ -228,6 +193,43 @@ class BatchGeneration {
 };
 
 }  // namespace
+
+namespace {
+
+// Appends passes covering rows [b, e) of each listed sequence, at most `prefill_chunk` rows
+// per sequence and pass (0 = the longest range in one pass).
+void plan_ranges(std::vector<PrefillPass>& passes, int prefill_chunk, const std::vector<int>& which,
+                 const std::vector<std::pair<int, int>>& ranges) {
+  int longest = 0;
+  for (const auto& [b, e] : ranges) longest = std::max(longest, e - b);
+  const int chunk = prefill_chunk > 0 ? prefill_chunk : std::max(1, longest);
+  for (int off = 0; off < longest; off += chunk) {
+    PrefillPass pass;
+    for (size_t k = 0; k < which.size(); ++k) {
+      const auto [b, e] = ranges[k];
+      const int cb = b + off, ce = std::min(e, b + off + chunk);
+      if (cb < ce) pass.push_back({which[k], cb, ce - cb});
+    }
+    if (!pass.empty()) passes.push_back(std::move(pass));
+  }
+}
+
+}  // namespace
+
+std::vector<PrefillPass> prefill_passes(const std::vector<int>& prompt_lens, int prefill_chunk,
+                                        bool prefix_cache) {
+  std::vector<PrefillPass> passes;
+  std::vector<int> all;
+  std::vector<std::pair<int, int>> rows;
+  for (size_t i = 0; i < prompt_lens.size(); ++i) {
+    const int len = prompt_lens[i], seq = static_cast<int>(i);
+    if (prefix_cache && len > 1) plan_ranges(passes, prefill_chunk, {seq}, {{0, len - 1}});
+    all.push_back(seq);
+    rows.push_back({prefix_cache ? len - 1 : 0, len});
+  }
+  plan_ranges(passes, prefill_chunk, all, rows);
+  return passes;
+}
 
 std::vector<GenerateResult> generate_batch(Runtime& rt,
                                            const std::vector<SequenceRequest>& requests,

@@ -46,6 +46,18 @@ struct SequenceRequest {
 using StepCallback = std::function<void(int index, std::optional<int32_t> new_token,
                                         const std::vector<int32_t>& tokens)>;
 
+// One part of a prefill pass: rows [begin, begin + count) of sequence `seq`'s prompt.
+struct PrefillPart {
+  int seq, begin, count;
+};
+using PrefillPass = std::vector<PrefillPart>;
+
+// The prefill of prompts of these lengths generated together, as generate_batch runs it: every
+// prompt whole (or in chunks of prefill_chunk rows) in common passes; with the prefix cache, each
+// prompt's prefix alone first (as an earlier request computed it), then the last tokens together.
+std::vector<PrefillPass> prefill_passes(const std::vector<int>& prompt_lens, int prefill_chunk,
+                                        bool prefix_cache);
+
 // Generates for every request together: request i uses KV-cache slot i (rt.slots() must be >=
 // requests.size()), rows of all active sequences share each forward pass.
 // Throws ds::Error for an empty prompt or one longer than the runtime's capacity.

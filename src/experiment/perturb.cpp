@@ -1,82 +1,65 @@
-// DRIFTSCOPE_TEST_PERTURB: parsing of the test-only perturbation.
+// The test-only perturbation knob test_perturb: its parsing.
 #include "src/experiment/perturb.h"
 
 #include <fmt/format.h>
 
-#include <cstdlib>
+#include <array>
+#include <utility>
 
 #include "common/error.h"
+#include "common/number_format.h"
 #include "trace/schema.h"
 
 namespace ds {
+namespace {
 
-Perturbation parse_perturbation(const std::string& spec) {
-  auto bad = [&] {
-    return Error(fmt::format("invalid {} '{}'", kPerturbEnv, spec),
-                 "it takes L<layer>/<site>:<bf16|f16>, e.g. L3/mlp_out:bf16 (test-only)");
+// The op that writes each per-layer tap site (forward.h: the tap follows its op).
+constexpr std::array<std::pair<trace::SiteKind, PlanOp>, 4> kSiteOps = {
+    {{trace::SiteKind::attn_out, PlanOp::o_proj},
+     {trace::SiteKind::resid_mid, PlanOp::attn_add},
+     {trace::SiteKind::mlp_out, PlanOp::down_proj},
+     {trace::SiteKind::out, PlanOp::mlp_add}}};
+
+}  // namespace
+
+OpPerturb parse_perturbation(const std::string& spec, int n_layers) {
+  if (spec.empty()) return {};
+  auto bad = [&](const std::string& why) {
+    return Error(fmt::format("invalid test_perturb '{}': {}", spec, why),
+                 "it takes <op>:<bf16|f16|+ulp|-ulp>, the op as a numerics plan names it "
+                 "(L3/down_proj, lm_head) or a per-layer tap site (L3/mlp_out); test-only");
   };
-  const size_t slash = spec.find('/'), colon = spec.rfind(':');
-  if (spec.size() < 2 || spec[0] != 'L' || slash == std::string::npos ||
-      colon == std::string::npos || colon < slash) {
-    throw bad();
-  }
-  Perturbation p;
-  size_t used = 0;
-  try {
-    p.layer = std::stoi(spec.substr(1, slash - 1), &used);
-  } catch (const std::exception&) {
-    throw bad();
-  }
-  if (used != slash - 1 || p.layer < 0) throw bad();
-  const std::string kind = spec.substr(slash + 1, colon - slash - 1), to = spec.substr(colon + 1);
-  bool known = false;
-  for (int k = 0; k < kLayerSiteCount; ++k) {
-    if (kind == trace::kLayerSiteKinds[k]) {
-      p.kind = layer_site_kind(k);
-      known = true;
-    }
-  }
-  if (!known) throw bad();
-  if (to == "bf16") {
-    p.to = Storage::bf16;
-  } else if (to == "f16") {
-    p.to = Storage::f16;
+  const size_t colon = spec.rfind(':');
+  if (colon == std::string::npos) throw bad("no ':<how>'");
+  std::string op = spec.substr(0, colon);
+  const std::string how = spec.substr(colon + 1);
+  OpPerturb p;
+  if (how == traits(NumberFormat::bf16).name) {
+    p.how = Nudge::bf16;
+  } else if (how == traits(NumberFormat::f16).name) {
+    p.how = Nudge::f16;
+  } else if (how == "+ulp") {
+    p.how = Nudge::ulp_up;
+  } else if (how == "-ulp") {
+    p.how = Nudge::ulp_down;
   } else {
-    throw bad();
+    throw bad(fmt::format("'{}' is not bf16, f16, +ulp or -ulp", how));
   }
-  return p;
-}
-
-std::string perturbation_env_text() {
-  const char* v = std::getenv(kPerturbEnv);
-  return v != nullptr ? std::string(v) : std::string();
-}
-
-Perturbation perturbation_from_env() {
-  const std::string v = perturbation_env_text();
-  return v.empty() ? Perturbation{} : parse_perturbation(v);
-}
-
-void apply_perturbation(Runtime& rt, const Perturbation& p) {
-  if (!p.active()) return;
-  if (p.layer >= rt.config().n_layers) {
-    throw Error(fmt::format("{} names layer {} of a model with {} layers", kPerturbEnv, p.layer,
-                            rt.config().n_layers),
-                fmt::format("unset {}, or name a layer the model has", kPerturbEnv));
-  }
-  struct RoundOneSite final : SiteEdit {
-    Perturbation p;
-    Storage round_to(const Site& site) override {
-      return site.kind == p.kind && site.layer == p.layer ? p.to : Storage::native;
+  if (const size_t slash = op.find('/'); slash != std::string::npos) {
+    for (const auto& [site, site_op] : kSiteOps) {
+      if (std::string_view(op).substr(slash + 1) == trace::site_kind_name(site)) {
+        op = op.substr(0, slash + 1) + plan_op_name(site_op);
+      }
     }
-  } edit;
-  edit.p = p;
-  try {
-    rt.set_site_edit(&edit);
-  } catch (const Error&) {
-    throw Error(fmt::format("this backend cannot apply the test perturbation ({})", kPerturbEnv),
-                fmt::format("unset {}, or use --device cpu", kPerturbEnv));
   }
+  const auto id = parse_op_id(op, n_layers);
+  if (!id) {
+    throw bad(n_layers == std::numeric_limits<int>::max()
+                  ? fmt::format("no op '{}'", op)
+                  : fmt::format("no op '{}' in a {}-layer model", op, n_layers));
+  }
+  p.op = *id;
+  return p;
 }
 
 }  // namespace ds

@@ -1,34 +1,22 @@
-// The test-only perturbation knob: DRIFTSCOPE_TEST_PERTURB="L3/mlp_out:bf16" rounds the output of
-// one per-layer site to bf16 or f16 right after its op (a site edit, src/runtime/taps.h), so that
-// a test can plant drift at one known place. Unset (the default): no perturbation, nothing changes.
+// The test-only perturbation knob, the run-config field test_perturb: "<op>:<how>" perturbs one
+// op's output right after the op (numerics_plan.h OpPerturb), so that a test can plant a cause at
+// one known place: attribute must find its block, explain its knob and its (layer, op). <op> is an
+// op id of the numerics plan (L3/down_proj, lm_head) or a per-layer tap site, meaning the op that
+// writes it (L3/attn_norm, attn_out = o_proj, resid_mid = attn_add, mlp_norm, mlp_out =
+// down_proj, out = mlp_add); <how> is bf16 or f16 (each value rounded to that format), +ulp or
+// -ulp (rounded to bf16, then one bf16 ulp up or down). Empty (the default): nothing changes.
 #pragma once
 
+#include <limits>
 #include <string>
 
-#include "common/float_formats.h"
-#include "src/runtime/runtime.h"
+#include "src/runtime/numerics_plan.h"
 
 namespace ds {
 
-inline constexpr const char* kPerturbEnv = "DRIFTSCOPE_TEST_PERTURB";
-
-// The output of one per-layer site rounded to `to`. Inert when layer < 0.
-struct Perturbation {
-  int layer = -1;
-  SiteKind kind = SiteKind::out;
-  Storage to = Storage::native;
-  bool active() const { return layer >= 0; }
-};
-
-// Parses "L<l>/<kind>:<bf16|f16>"; throws ds::Error naming the bad value.
-Perturbation parse_perturbation(const std::string& spec);
-
-// The perturbation DRIFTSCOPE_TEST_PERTURB asks for (inactive when unset or empty), and its text.
-Perturbation perturbation_from_env();
-std::string perturbation_env_text();
-
-// Plants `p` in every later forward pass of `rt` (nothing when inactive). Throws ds::Error when
-// its layer is past the model's or the runtime cannot round a tensor in place.
-void apply_perturbation(Runtime& rt, const Perturbation& p);
+// The perturbation `spec` asks for (inactive when empty). Throws ds::Error naming the bad value
+// for anything else, and for a layer at or past n_layers.
+OpPerturb parse_perturbation(const std::string& spec,
+                             int n_layers = std::numeric_limits<int>::max());
 
 }  // namespace ds

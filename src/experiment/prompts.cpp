@@ -112,7 +112,7 @@ std::vector<Prompt> read_prompts_file(const std::filesystem::path& path, const T
   const char* hint = "--prompts takes a text file with one prompt per line, or JSONL";
   std::string text = read_text_file(path, kMaxPromptsFileBytes, "prompts file", hint);
   // A UTF-8 byte order mark (Windows Notepad saves one) marks the encoding; it is no prompt text.
-  if (text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);
+  if (text.starts_with(kUtf8Bom)) text.erase(0, kUtf8Bom.size());
   const size_t budget = context == INT_MAX ? SIZE_MAX : static_cast<size_t>(context) + 1;
   std::istringstream in(std::move(text));
   std::vector<Prompt> out;
@@ -153,18 +153,17 @@ std::vector<Prompt> read_prompts_file(const std::filesystem::path& path, const T
   return out;
 }
 
-void apply_add_bos(std::vector<Prompt>& prompts, const std::string& policy,
-                   std::optional<int32_t> bos) {
-  if (policy == "auto") return;
+void apply_add_bos(std::vector<Prompt>& prompts, AddBos policy, std::optional<int32_t> bos) {
+  if (policy == AddBos::automatic) return;
   if (!bos) {
-    if (policy == "off") return;
+    if (policy == AddBos::off) return;
     throw Error("add_bos on: the model and tokenizer declare no BOS token",
                 "use --add-bos auto or off");
   }
   for (auto& p : prompts) {
     const bool has = !p.ids.empty() && p.ids.front() == *bos;
-    if (policy == "on" && !has) p.ids.insert(p.ids.begin(), *bos);
-    if (policy == "off" && has) p.ids.erase(p.ids.begin());
+    if (policy == AddBos::on && !has) p.ids.insert(p.ids.begin(), *bos);
+    if (policy == AddBos::off && has) p.ids.erase(p.ids.begin());
     if (p.ids.empty()) {
       throw Error("add_bos off leaves an empty prompt (it held only BOS)",
                   "give a prompt with text, or use --add-bos auto");

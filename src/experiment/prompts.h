@@ -42,10 +42,10 @@ std::vector<Prompt> read_prompts_file(const std::filesystem::path& path, const T
                                       bool special_in_text = true, int context = INT_MAX,
                                       const std::optional<Error>& why_no_tokenizer = std::nullopt);
 
-// The add_bos knob: "auto" leaves prompts as encoded (text: the tokenizer's config; ids: as
-// given); "on" puts `bos` first where it is missing; "off" removes a leading `bos`.
-// Throws ds::Error when "on" is asked and the model has no BOS token.
-void apply_add_bos(std::vector<Prompt>& prompts, const std::string& policy,
-                   std::optional<int32_t> bos);
+// The add_bos knob: automatic ("auto") leaves prompts as encoded (text: the tokenizer's config;
+// ids: as given); on puts `bos` first where it is missing; off removes a leading `bos`.
+enum class AddBos { automatic, on, off };
+// Throws ds::Error when on is asked and the model has no BOS token.
+void apply_add_bos(std::vector<Prompt>& prompts, AddBos policy, std::optional<int32_t> bos);
 
 }  // namespace ds

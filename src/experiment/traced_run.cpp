@@ -6,7 +6,6 @@
 #include <optional>
 
 #include "common/error.h"
-#include "src/experiment/perturb.h"
 #include "src/experiment/trace_recorder.h"
 #include "src/runtime/cuda_loader.h"
 #include "src/runtime/runtime.h"
@@ -17,7 +16,7 @@ namespace ds {
 
 std::string traced_config_json(const RunConfig& config, const std::string& probes,
                                const trace::WriterOptions& writer, const std::string& force_tokens,
-                               const std::string& kernels) {
+                               const std::string& kernels, const std::optional<PlanSpec>& plan) {
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(to_json(config));
   j["trace"] = {{"probes", probes},
                 {"hidden_dtype", trace::hidden_dtype_name(writer.hidden_dtype)},
@@ -27,17 +26,17 @@ std::string traced_config_json(const RunConfig& config, const std::string& probe
                 {"force_tokens", force_tokens.empty() ? nlohmann::ordered_json()
                                                       : nlohmann::ordered_json(force_tokens)},
                 {"compression", trace::compression_name(writer.deflate_level)}};
-  if (!perturbation_env_text().empty()) j["test_perturb"] = perturbation_env_text();  // test-only
+  if (plan) j["plan"] = nlohmann::ordered_json::parse(plan_spec_json(*plan));
   return j.dump();
 }
 
-bool records_kernels(const std::string& kernels, const std::string& device) {
+bool records_kernels(const std::string& kernels, Device device) {
   if (kernels == "off") return false;
-  if (kernels == "auto") return device == "cuda" && cuda_module().kernel_records_built();
+  if (kernels == "auto") return device == Device::cuda && cuda_module().kernel_records_built();
   if (kernels != "on") {
     throw Error("invalid kernels '" + kernels + "'", "--kernels takes auto, on or off");
   }
-  if (device != "cuda") {
+  if (device != Device::cuda) {
     throw Error("kernel records need --device cuda (the CPU reference launches no kernels)",
                 "use --kernels auto or off on the CPU");
   }
@@ -82,6 +81,7 @@ TracedRunResult run_traced(const Model& model, const std::vector<Prompt>& prompt
   const int batch = std::min<int>(opt.config.batch, std::max<size_t>(1, prompts.size()));
   auto rt =
       make_configured_runtime(model, opt.config, needed_capacity(longest, 0, c.max_seq_len), batch);
+  if (opt.plan) rt->set_plan(make_plan(*opt.plan, opt.config, c.n_layers));
   trace::WriterOptions wo = opt.writer;
   for (const auto& p : prompts) wo.planned_prompts.push_back(p.ids);
   for (const auto& site : opt.sites) wo.planned_sites.emplace_back(site, c.dim);
@@ -106,7 +106,7 @@ TracedRunResult run_traced(const Model& model, const std::vector<Prompt>& prompt
   g.sampling = opt.config.sampling();
   g.eos_id = opt.eos_id;
   g.prefill_chunk = opt.config.prefill_chunk;
-  g.prefix_cache = opt.config.prefix_cache == "on";
+  g.prefix_cache = opt.config.prefix_cache;
   g.should_stop = opt.should_stop;
 
   TracedRunResult result;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "src/experiment/generate.h"
+#include "src/experiment/plan_file.h"
 #include "src/experiment/prompts.h"
 #include "src/experiment/run_config.h"
 #include "src/model/model.h"
@@ -23,6 +24,8 @@ struct TracedRunOptions {
   // CUPTI kernel records into /kernels: auto (on for --device cuda when CUPTI is built), on
   // (required: an error when they cannot be recorded), off.
   std::string kernels = "auto";
+  // A numerics plan (--plan, plan_file.h) the runtime decides by instead of the config alone.
+  std::optional<PlanSpec> plan;
   std::function<bool()> should_stop;                                 // e.g. SIGINT seen
   std::function<void(int seq, int n_seqs, int generated)> progress;  // after every token
   // Set, on a write failure, to the failed HDF5 call and HDF5's error stack (for --verbose;
@@ -38,15 +41,17 @@ struct TracedRunResult {
 // The fully resolved configuration recorded as /meta config_json: the run config's fields plus
 // a "trace" object of recording options (probes, hidden_dtype, topk, full_logits, kernels,
 // force_tokens: the trace whose tokens were consumed, or null; compression: the datasets'
-// filters, "none" or "deflate1" ... "deflate9").
+// filters, "none" or "deflate1" ... "deflate9"), and a "plan" object when a numerics plan
+// decided the run (plan_file.h).
 std::string traced_config_json(const RunConfig& config, const std::string& probes,
                                const trace::WriterOptions& writer,
                                const std::string& force_tokens = {},
-                               const std::string& kernels = "auto");
+                               const std::string& kernels = "auto",
+                               const std::optional<PlanSpec>& plan = std::nullopt);
 
 // Whether a run records kernels: `kernels` (auto, on, off) on `device`. Throws ds::Error for an
 // unknown value, or for "on" where kernels cannot be recorded (CPU device, no CUPTI in the build).
-bool records_kernels(const std::string& kernels, const std::string& device);
+bool records_kernels(const std::string& kernels, Device device);
 
 TracedRunResult run_traced(const Model& model, const std::vector<Prompt>& prompts,
                            const TracedRunOptions& opt);

@@ -23,9 +23,7 @@ namespace {
 // A tensor's values where they lie in the mapped file, or an owned copy in the same format when
 // the file does not align them for their type (or is big-endian, where nothing is mapped).
 WeightTensor stored_where_it_lies(const SafetensorsCheckpoint& ck, const TensorInfo& t) {
-  const Storage format = t.dtype == TensorDtype::BF16  ? Storage::bf16
-                         : t.dtype == TensorDtype::F16 ? Storage::f16
-                                                       : Storage::native;
+  const Storage format = storage_of(t.dtype).value_or(Storage::native);  // f64 is refused
   const size_t n = static_cast<size_t>(t.numel());
   const size_t align = format == Storage::native ? alignof(float) : alignof(uint16_t);
   if constexpr (std::endian::native == std::endian::little) {
@@ -52,10 +50,11 @@ class TensorLoader {
                               fmt::join(t.shape, ", "), fmt::join(shape, ", ")),
                   "config.json does not describe these weights");
     }
-    if (t.dtype == TensorDtype::F64) {
-      throw Error(fmt::format("tensor '{}' is F64", name), "supported: F32, BF16, F16");
+    if (!storage_of(t.dtype)) {
+      throw Error(fmt::format("tensor '{}' is {}", name, traits(t.dtype).safetensors),
+                  "supported: F32, BF16, F16");
     }
-    dtypes_.insert(dtype_name(t.dtype));
+    dtypes_.insert(traits(t.dtype).safetensors);
     used_.insert(name);
     return stored_where_it_lies(ck_, t);
   }

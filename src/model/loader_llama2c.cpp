@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "common/error.h"
+#include "common/number_format.h"
 #include "src/model/mapped_file.h"
 #include "src/model/memory.h"
 #include "src/model/model.h"
@@ -141,7 +142,7 @@ Model load_llama2c_model(const fs::path& bin) {
   m.format = ModelFormat::Llama2c;
   m.path = bin;
   m.weight_files = {bin};
-  m.weight_dtype = "F32";
+  m.weight_dtype = traits(NumberFormat::f32).safetensors;
   m.config = config_from_header(h, src);
   const ModelConfig& c = m.config;
   check_file_size(c, bytes.size(), src);

@@ -20,32 +20,8 @@ namespace fs = std::filesystem;
 
 namespace ds {
 
-const char* dtype_name(TensorDtype d) {
-  switch (d) {
-    case TensorDtype::F32:
-      return "F32";
-    case TensorDtype::BF16:
-      return "BF16";
-    case TensorDtype::F16:
-      return "F16";
-    case TensorDtype::F64:
-      return "F64";
-  }
-  return "?";
-}
-
-size_t dtype_size(TensorDtype d) {
-  switch (d) {
-    case TensorDtype::F32:
-      return 4;
-    case TensorDtype::BF16:
-      return 2;
-    case TensorDtype::F16:
-      return 2;
-    case TensorDtype::F64:
-      return 8;
-  }
-  return 0;
+bool is_tensor_format(NumberFormat f) {
+  return is_float(f);
 }
 
 int64_t TensorInfo::numel() const {
@@ -61,11 +37,9 @@ namespace {
 
 constexpr uint64_t kMaxHeader = 100ull << 20;  // the reference implementation's limit
 
-TensorDtype parse_dtype(const std::string& s, const std::string& where) {
-  if (s == "F32") return TensorDtype::F32;
-  if (s == "BF16") return TensorDtype::BF16;
-  if (s == "F16") return TensorDtype::F16;
-  if (s == "F64") return TensorDtype::F64;
+NumberFormat parse_dtype(const std::string& s, const std::string& where) {
+  const auto f = find_number_format(s, &NumberFormatTraits::safetensors);
+  if (f && is_tensor_format(*f)) return *f;
   throw Error(fmt::format("{}: unsupported tensor dtype '{}'", where, s),
               "supported dtypes: F32, BF16, F16 (and F64)");
 }
@@ -150,7 +124,7 @@ TensorInfo tensor_entry(const fs::path& file, const std::string& name, const nlo
                               "data section holds {} bytes)",
                               name, begin, end, data.size()));
   }
-  const uint64_t expected = numel * dtype_size(t.dtype);
+  const uint64_t expected = numel * traits(t.dtype).bytes;
   if (end - begin != expected) {
     corrupt(file, fmt::format("tensor '{}' holds {} bytes, its shape needs {}", name, end - begin,
                               expected));
@@ -281,23 +255,24 @@ std::vector<float> SafetensorsCheckpoint::to_f32(const TensorInfo& t) {
   if (n == 0) return out;  // a tensor with a 0 dimension: no data, and memcpy must not see null
   const std::byte* p = t.data.data();
   switch (t.dtype) {
-    case TensorDtype::F32:
+    case NumberFormat::f32:
       std::memcpy(out.data(), p, n * 4);
       break;
-    case TensorDtype::F64:
+    case NumberFormat::f64:
       for (size_t i = 0; i < n; ++i) {
         double d;
         std::memcpy(&d, p + 8 * i, 8);
         out[i] = static_cast<float>(d);
       }
       break;
-    case TensorDtype::BF16:
-    case TensorDtype::F16: {
+    case NumberFormat::bf16:
+    case NumberFormat::f16: {
       std::vector<uint16_t> bits(n);
       std::memcpy(bits.data(), p, 2 * n);
-      widen(bits.data(), out.data(), n,
-            t.dtype == TensorDtype::BF16 ? Storage::bf16 : Storage::f16);
+      widen(bits.data(), out.data(), n, *storage_of(t.dtype));
     } break;
+    default:  // parse_dtype admits no other format (is_tensor_format)
+      break;
   }
   return out;
 }
@@ -318,24 +293,27 @@ void write_safetensors(const fs::path& path, const std::vector<TensorToWrite>& t
     size_t begin = data.size();
     for (float v : t->values) {
       switch (t->dtype) {
-        case TensorDtype::F32:
+        case NumberFormat::f32:
           data.append(reinterpret_cast<const char*>(&v), 4);
           break;
-        case TensorDtype::F64: {
+        case NumberFormat::f64: {
           double d = v;
           data.append(reinterpret_cast<const char*>(&d), 8);
           break;
         }
-        case TensorDtype::BF16:
-        case TensorDtype::F16: {
+        case NumberFormat::bf16:
+        case NumberFormat::f16: {
           uint16_t b = 0;
-          narrow(&v, &b, 1, t->dtype == TensorDtype::BF16 ? Storage::bf16 : Storage::f16);
+          narrow(&v, &b, 1, *storage_of(t->dtype));
           data.append(reinterpret_cast<const char*>(&b), 2);
           break;
         }
+        default:
+          throw Error(fmt::format("write_safetensors: tensor '{}' of {} values", t->name,
+                                  traits(t->dtype).name));
       }
     }
-    header[t->name] = {{"dtype", dtype_name(t->dtype)},
+    header[t->name] = {{"dtype", traits(t->dtype).safetensors},
                        {"shape", t->shape},
                        {"data_offsets", {begin, data.size()}}};
   }

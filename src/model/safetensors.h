@@ -9,18 +9,18 @@
 #include <string>
 #include <vector>
 
+#include "common/number_format.h"
 #include "src/model/mapped_file.h"
 
 namespace ds {
 
-enum class TensorDtype { F32, BF16, F16, F64 };
-
-const char* dtype_name(TensorDtype d);
-size_t dtype_size(TensorDtype d);
+// The formats a safetensors tensor may hold (its header's dtype is the format's safetensors
+// name, common/number_format.h): f32, bf16, f16 and f64.
+bool is_tensor_format(NumberFormat f);
 
 struct TensorInfo {
   std::string name;
-  TensorDtype dtype = TensorDtype::F32;
+  NumberFormat dtype = NumberFormat::f32;
   std::vector<int64_t> shape;
   std::span<const std::byte> data;  // inside the mapped file
   std::string file;                 // which file holds it (for messages)
@@ -58,7 +58,7 @@ class SafetensorsCheckpoint {
 // A tensor to write: float values stored in `dtype` (BF16/F16 round to nearest even).
 struct TensorToWrite {
   std::string name;
-  TensorDtype dtype = TensorDtype::F32;
+  NumberFormat dtype = NumberFormat::f32;
   std::vector<int64_t> shape;
   std::vector<float> values;
 };

@@ -122,9 +122,8 @@ ModelConfig checked_config(const SynthShape& shape, const SynthOptions& opt, con
         fmt::format("--layers takes 0 (all) .. {}", c.n_layers));
   }
   if (opt.layers > 0) c.n_layers = opt.layers;
-  if (opt.dtype != "bf16" && opt.dtype != "f16" && opt.dtype != "f32") {
-    throw Error(fmt::format("invalid dtype '{}'", opt.dtype), "--dtype takes bf16, f16 or f32");
-  }
+  if (!storage_of(opt.dtype))
+    parse_synth_dtype(traits(opt.dtype).name);  // throws: not bf16/f16/f32
   if (fs::exists(dir) && !fs::is_empty(dir) && !opt.force) {
     // named, hidden ones too: a folder `ls` shows empty is never "not empty" without saying why
     throw Error(fmt::format("'{}' exists and is not empty: it holds {}", dir.string(),
@@ -154,8 +153,9 @@ std::vector<std::vector<size_t>> plan_shards(const std::vector<TensorSpec>& spec
 // A shard's safetensors header: its length (u64 little-endian), then the JSON naming each tensor's
 // dtype, shape and data offsets, padded with spaces so the data starts 8-byte aligned.
 void write_shard_header(TempFile& out, const std::vector<TensorSpec>& specs,
-                        const std::vector<size_t>& shard, const std::string& dtype, size_t esize) {
-  const char* st_dtype = dtype == "f32" ? "F32" : dtype == "f16" ? "F16" : "BF16";
+                        const std::vector<size_t>& shard, NumberFormat dtype) {
+  const char* st_dtype = traits(dtype).safetensors;
+  const size_t esize = traits(dtype).bytes;
   nlohmann::ordered_json header;
   header["__metadata__"] = {{"format", "pt"}};
   uint64_t off = 0;
@@ -194,7 +194,7 @@ void write_tensor_values(TempFile& out, const TensorSpec& t, const SynthOptions&
         std::memcpy(&block[k * 4], &v, 4);
       } else {
         uint16_t bits = 0;
-        narrow(&v, &bits, 1, opt.dtype == "f16" ? Storage::f16 : Storage::bf16);
+        narrow(&v, &bits, 1, *storage_of(opt.dtype));
         std::memcpy(&block[k * 2], &bits, 2);
       }
     }
@@ -206,6 +206,14 @@ void write_tensor_values(TempFile& out, const TensorSpec& t, const SynthOptions&
 }
 
 }  // namespace
+
+NumberFormat parse_synth_dtype(const std::string& name) {
+  const auto f = find_number_format(name, &NumberFormatTraits::name);
+  if (!f || !storage_of(*f)) {
+    throw Error(fmt::format("invalid dtype '{}'", name), "--dtype takes bf16, f16 or f32");
+  }
+  return *f;
+}
 
 const std::vector<SynthShape>& synth_shapes() {
   static const std::vector<SynthShape> shapes = {
@@ -239,7 +247,7 @@ void write_synthetic_checkpoint(const SynthShape& shape, const SynthOptions& opt
                                 const fs::path& dir) {
   const ModelConfig c = checked_config(shape, opt, dir);
   fs::create_directories(dir);
-  const size_t esize = opt.dtype == "f32" ? 4 : 2;
+  const size_t esize = traits(opt.dtype).bytes;
   const auto specs = tensors_of(c);
   const auto shards = plan_shards(specs, esize, opt.shard_bytes);
   const uint64_t total = static_cast<uint64_t>(parameter_count(c)) * esize;
@@ -259,7 +267,7 @@ void write_synthetic_checkpoint(const SynthShape& shape, const SynthOptions& opt
     const fs::path target = dir / file;
     try {
       TempFile out(target);
-      write_shard_header(out, specs, shards[s], opt.dtype, esize);
+      write_shard_header(out, specs, shards[s], opt.dtype);
       for (size_t i : shards[s]) weight_map[specs[i].name] = file;
       std::vector<char> block;
       for (size_t i : shards[s])

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/number_format.h"
 #include "src/model/config.h"
 
 namespace ds {
@@ -26,8 +27,12 @@ const SynthShape& synth_shape(const std::string& name);
 // Number of parameters of a config (embedding, layers, final norm, untied lm_head).
 int64_t parameter_count(const ModelConfig& c);
 
+// The tensor format of --dtype NAME (bf16, f16 or f32: the number-format table's names). Throws
+// ds::Error for any other.
+NumberFormat parse_synth_dtype(const std::string& name);
+
 struct SynthOptions {
-  std::string dtype = "bf16";  // bf16 | f16 | f32
+  NumberFormat dtype = NumberFormat::bf16;  // bf16 | f16 | f32 (parse_synth_dtype)
   uint64_t seed = 0;
   int layers = 0;                   // 0 = the shape's; fewer for quick benchmarks
   int64_t shard_bytes = 4ll << 30;  // larger checkpoints are sharded with an index

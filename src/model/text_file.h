@@ -6,8 +6,13 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 namespace ds {
+
+// The UTF-8 byte order mark some editors (Windows Notepad) put first in a text file: the text
+// files driftscope reads skip it.
+inline constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
 
 // The documented limits (docs/cli.md "Input limits").
 inline constexpr uint64_t kMaxRunConfigBytes = 1ull << 20;     // --config TOML: 1 MiB

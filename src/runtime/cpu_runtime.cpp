@@ -107,7 +107,6 @@ class CpuBackend {
       : nx_(nx),
         weights_(weight_storage(nx.dtype)),
         act_(activation_storage(nx.dtype)),
-        eps_(c.rms_norm_eps),
         vocab_(c.vocab_size),
         pack_(pack),
         arena_(pack ? std::make_shared<PackedArena>(packed_bytes) : nullptr) {}
@@ -180,50 +179,58 @@ class CpuBackend {
   NoScope op(const std::string& /*site*/, const char* /*label*/) const { return {}; }
   static Ptr offset(Ptr p, size_t n) { return p + n; }
 
+  // the weight as the ops read it (its matrix from column 0: a call's w_col selects a shard)
+  auto view(const Weight& w) const { return w.arg(); }
+  static const T* table(const Weight& w) { return static_cast<const T*>(w.values); }
+  const int* positions() const { return cols_->pos.data(); }
+
   void embedding(Ptr x, const Weight& table, int n, int dim) const {
     ops::embedding(x, table.arg(), cols_->tokens.data(), n, dim);
   }
-  void rmsnorm(Ptr y, Ptr x, const Weight& w, int n, int dim) const {
-    ops::rmsnorm(y, x, w.arg(), n, dim, eps_, act_);
+  template <typename W>
+  void rmsnorm(const ops::Rmsnorm<T*, W>& r) const {
+    ops::rmsnorm(r);
   }
-  void gemm(Ptr y, Ptr x, const Weight& w, const Weight* b, const GemmCall& g) const {
-    ops::matmul(y, x, g.ldx, w.arg(g.w_col), g.ldw, b != nullptr ? b->arg() : decltype(w.arg()){},
-                g.M, g.N, g.K, ops::GemmNumerics{act_, nx_.accum_f16, g.split_k});
+  template <typename W>
+  void gemm(const ops::Gemm<T*, W>& g) const {
+    ops::matmul(g);
   }
   // float only: the fp64 oracle runs its GEMMs one by one (same results)
-  void gemm_group(
-      std::span<const GemmOp<Ptr, Weight>> group) const requires std::is_same_v<T, float> {
-    std::vector<ops::MatmulCall> calls;
-    for (const GemmOp<Ptr, Weight>& g : group) {
-      const GemmCall& c = g.call;
-      calls.push_back({g.y, g.x, c.ldx, g.w->arg(c.w_col), c.ldw,
-                       g.bias != nullptr ? g.bias->arg() : ops::StoredWeights{}, c.M, c.N, c.K,
-                       ops::GemmNumerics{act_, nx_.accum_f16, c.split_k}});
-    }
-    ops::matmul_group(calls.data(), calls.size());
+  void gemm_group(std::span<const ops::StoredGemm> group) const requires std::is_same_v<T, float> {
+    ops::matmul_group(group.data(), group.size());
   }
-  void rope(Ptr x, int n, int heads, int head_dim, const Weight& cos, const Weight& sin) const {
-    ops::rope(x, n, heads, head_dim, cols_->pos.data(), table(cos), table(sin), act_);
-  }
+  void rope(const ops::Rope<T*, const T*>& r) const { ops::rope(r); }
   void copy(Ptr dst, Ptr src, size_t n) const { std::memcpy(dst, src, sizeof(T) * n); }
-  void attention(Ptr out, Ptr q, Ptr k_cache, Ptr v_cache, const AttentionCall& a) {
+  void attention(const ops::Attention<T*>& a) {
     if (scores_.size() < static_cast<size_t>(a.max_keys)) scores_.resize(a.max_keys);
-    ops::attention(out, q, k_cache, v_cache, a.rows, &cols_->pos[a.r0], a.n_heads, a.n_kv_heads,
-                   a.head_dim, a.window, T(a.scale),
-                   ops::AttnNumerics{act_, act_, nx_.accum_f16, a.splits,
-                                     nx_.attn_kernel == AttnKernel::tiled ? kAttentionTile : 0},
-                   scores_.data());
+    ops::attention(a, scores_.data());
   }
-  void swiglu(Ptr out, Ptr gate, Ptr up, size_t n) const { ops::swiglu(out, gate, up, n, act_); }
-  void add(Ptr y, Ptr a, Ptr b, size_t n) const { ops::add(y, a, b, n, act_); }
+  void swiglu(Ptr out, Ptr gate, Ptr up, size_t n, Storage r) const {
+    ops::swiglu(out, gate, up, n, r);
+  }
+  void add(Ptr y, Ptr a, Ptr b, size_t n, Storage r) const { ops::add(y, a, b, n, r); }
   // Reference rows into a buffer, stored as this run stores activations.
   void load_rows(Ptr y, const float* host, size_t n) const {
     std::copy(host, host + n, y);
     ops::round_to(y, n, act_);
   }
-  void round(Ptr y, size_t n, Storage to) const { ops::round_to(y, n, to); }
-  void all_reduce(Ptr y, Ptr parts, int tp, size_t n, ops::AllReduce order) const {
-    ops::all_reduce(y, parts, tp, n, order, act_);
+  // The test perturbation of an op's output (numerics_plan.h Nudge).
+  void nudge(Ptr y, size_t n, Nudge how) const {
+    switch (how) {
+      case Nudge::bf16:
+        return ops::round_to(y, n, Storage::bf16);
+      case Nudge::f16:
+        return ops::round_to(y, n, Storage::f16);
+      case Nudge::ulp_up:
+        return ops::step_bf16(y, n, 1);
+      case Nudge::ulp_down:
+        return ops::step_bf16(y, n, -1);
+      case Nudge::none:
+        return;
+    }
+  }
+  void all_reduce(Ptr y, Ptr parts, int tp, size_t n, ops::AllReduce order, Storage r) const {
+    ops::all_reduce(y, parts, tp, n, order, r);
   }
 
   void tap(const Site& site, Ptr p, int n, int width) const {
@@ -235,11 +242,8 @@ class CpuBackend {
   }
 
  private:
-  static const T* table(const Weight& w) { return static_cast<const T*>(w.values); }
-
   Numerics nx_;
   Storage weights_, act_;  // storage of weights; of activations and the KV cache
-  double eps_;
   int vocab_;
   bool pack_;
   std::shared_ptr<PackedArena> arena_;  // the packed matrices (when pack_)

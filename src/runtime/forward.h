@@ -19,6 +19,7 @@
 
 #include "common/error.h"
 #include "src/model/model.h"
+#include "src/runtime/numerics_plan.h"
 #include "src/runtime/policy.h"
 #include "src/runtime/rope_table.h"
 #include "src/runtime/runtime.h"
@@ -27,41 +28,18 @@
 
 namespace ds {
 
-// One sequence's attention call: its rows [r0, r0 + rows) of the pass, all in one KV-cache slot.
-// A backend's attention_all reads the shape fields only: its rows, keys and splits per sequence
-// are the pass's (BatchColumns::seqs).
-struct AttentionCall {
-  int r0 = 0, rows = 0;
-  int max_keys = 0;  // keys of the last row (its position + 1)
-  int n_heads = 0, n_kv_heads = 0, head_dim = 0;
-  int window = 0;    // sliding window; 0 = unlimited
-  double scale = 1;  // 1 / sqrt(head_dim), converted by each backend to its compute type
-  int splits = 1;    // split-KV chunks
-};
-
-// One GEMM: y (M, N) = x (M, K; rows ldx apart) times w[:, w_col ...]^T (rows ldw apart), plus
-// the bias if there is one; K summed in split_k chunks (kernels/ops.h). Built by the forward pass,
-// read by both backends.
-struct GemmCall {
-  int M = 0, N = 0, K = 0;
-  int ldx = 0, ldw = 0;  // row strides of x and w, in elements
-  size_t w_col = 0;      // first column of w used (a tensor-parallel rank's shard)
-  int split_k = 1;
-};
-
-// One GEMM of a group that a backend may run as one job (gemm_group below): y = x w^T (+ bias).
-template <typename Ptr, typename Weight>
-struct GemmOp {
-  Ptr y, x;
-  const Weight* w;
-  const Weight* bias;  // null: none
-  GemmCall call;
-};
+// The op calls are kernels/ops.h's descriptions (ops::Gemm, ops::Attention, ops::Rmsnorm,
+// ops::Rope), built here over the backend's pointer types and taken by its kernels as they are:
+// one struct per op call, from the forward pass to the kernel. Their OpNumerics is the plan entry
+// of the op (numerics_plan.h).
 
 // What a backend B supplies to the forward pass: storage and ops, nothing of the model's structure.
-//   Ptr                 a pointer to activations (a T* on the CPU, a device byte pointer on CUDA)
+//   Ptr                 a pointer to activations (a T* on the CPU, a typed device pointer on CUDA)
 //   Buf                 activation storage that grows on demand; buf.ptr(element offset) -> Ptr
 //   Weight              a weight tensor as the backend stores it; empty() when absent (a bias)
+//   view(Weight)        the weight as its kernels read it (the W of ops::Gemm and ops::Rmsnorm)
+//   table(Weight)       a rope table as its kernels read it (the Table of ops::Rope)
+//   positions()         the pass's positions, where its kernels read them (ops::Rope, Attention)
 //   upload, upload_table   host weights and rope cos/sin tables into the backend's storage
 //   upload_matrix       a GEMM's (N, K) weight matrix, which a backend may lay out for its GEMM
 //   resize, resize_zeroed  a Buf to n values; ready() after set-up
@@ -75,28 +53,40 @@ struct GemmOp {
 //   end_pass(logits, rows)  the pass's logits as the caller reads them (pass_logits.h), pending
 //                       taps delivered
 // Optional (detected with requires; a backend without them refuses the feature): load_rows
-// (shadow layers' reference inputs) and round (site edits, taps.h). Optional, with the same
+// (shadow layers' reference inputs) and nudge (the plan's test perturbation of an op's output,
+// numerics_plan.h). Optional, with the same
 // results without them:
-//   gemm_group(span of GemmOp)  GEMMs that read none of each other's outputs run as one job (the
-//                       CPU's threads then wait once for q, k and v, not three times);
-//   attention_all(...)  every sequence's attention of a layer in one call, the new keys and
-//                       values appended at each row's slot and position first (CUDA: one launch
-//                       for a batch instead of three per sequence);
+//   gemm_group(span of ops::Gemm)  GEMMs that read none of each other's outputs run as one job
+//                       (the CPU's threads then wait once for q, k and v, not three times);
+//   attention_all(call, k, v)  every sequence's attention of a layer in one call, the new keys
+//                       and values appended at each row's slot and position first (CUDA: one
+//                       launch for a batch instead of three per sequence);
 //   replayed()          after begin_pass: true when the backend has replayed a recording of this
 //                       pass's launches (CUDA graphs), so the ops are not issued again.
+template <class B>
+using WeightView =
+    decltype(std::declval<const B&>().view(std::declval<const typename B::Weight&>()));
+template <class B>
+using TableView =
+    decltype(std::declval<const B&>().table(std::declval<const typename B::Weight&>()));
+
 template <class B>
 concept ForwardBackend = requires(B& b, typename B::Buf& buf, typename B::Ptr p,
                                   const typename B::Weight& w, const WeightTensor& host,
                                   const std::vector<double>& table, const BatchColumns& cols,
-                                  const AttentionCall& call, const Site& site, TapHook* hook,
-                                  const WantedSites& wanted, trace::KernelRecorder* recorder,
-                                  const std::string& label_site, const GemmCall& gemm, size_t n,
-                                  int i, ops::AllReduce order) {
+                                  const ops::Attention<typename B::Ptr>& attention,
+                                  const ops::Gemm<typename B::Ptr, WeightView<B>>& gemm,
+                                  const ops::Rmsnorm<typename B::Ptr, WeightView<B>>& rmsnorm,
+                                  const ops::Rope<typename B::Ptr, TableView<B>>& rope,
+                                  const Site& site, TapHook* hook, const WantedSites& wanted,
+                                  trace::KernelRecorder* recorder, const std::string& label_site,
+                                  size_t n, int i, ops::AllReduce order) {
   { buf.ptr(n) } -> std::same_as<typename B::Ptr>;
   { w.empty() } -> std::convertible_to<bool>;
   { b.upload(host) } -> std::same_as<typename B::Weight>;
   { b.upload_matrix(host, i, i) } -> std::same_as<typename B::Weight>;
   { b.upload_table(table) } -> std::same_as<typename B::Weight>;
+  { b.positions() } -> std::same_as<const int*>;
   b.resize(buf, n);
   b.resize_zeroed(buf, n);
   b.ready();
@@ -106,14 +96,14 @@ concept ForwardBackend = requires(B& b, typename B::Buf& buf, typename B::Ptr p,
   b.op(label_site, "label");
   { b.offset(p, n) } -> std::same_as<typename B::Ptr>;
   b.embedding(p, w, i, i);
-  b.rmsnorm(p, p, w, i, i);
-  b.gemm(p, p, w, &w, gemm);  // y, x, w, bias (or null), shape
-  b.rope(p, i, i, i, w, w);
+  b.rmsnorm(rmsnorm);
+  b.gemm(gemm);
+  b.rope(rope);
   b.copy(p, p, n);
-  b.attention(p, p, p, p, call);
-  b.swiglu(p, p, p, n);
-  b.add(p, p, p, n);
-  b.all_reduce(p, p, i, n, order);
+  b.attention(attention);
+  b.swiglu(p, p, p, n, Storage::native);
+  b.add(p, p, p, n, Storage::native);
+  b.all_reduce(p, p, i, n, order, Storage::native);
   b.tap(site, p, i, i);
   { b.end_pass(p, i) } -> std::same_as<PassLogits&>;
 };
@@ -163,13 +153,14 @@ class ForwardRuntime final : public Runtime {
   using Buf = typename B::Buf;
   using Weight = typename B::Weight;
   using Ptr = typename B::Ptr;
+  using GemmCall = ops::Gemm<Ptr, WeightView<B>>;
 
   // B is built from (numerics, config) and owns the device state; the skeleton owns the rest.
   // `backend_args` go to B's constructor after (numerics, config): how it executes, never what.
   template <typename... A>
   ForwardRuntime(const Model& m, const Numerics& nx, int capacity, int slots, A&&... backend_args)
       : c_(m.config),
-        nx_(nx),
+        plan_(nx),
         capacity_(capacity),
         slots_(slots),
         b_(nx, m.config, std::forward<A>(backend_args)...) {
@@ -206,7 +197,6 @@ class ForwardRuntime final : public Runtime {
       for (int k = 0; k < kLayerSiteCount; ++k) names[k] = site_name({layer_site_kind(k), l});
       layer_sites_.push_back(names);
     }
-    rounds_.assign(c_.n_layers, {});  // no site edit: every site left alone (native)
     set_tap_hook(nullptr);
     b_.ready();
   }
@@ -217,16 +207,22 @@ class ForwardRuntime final : public Runtime {
   void set_kernel_recorder(trace::KernelRecorder* recorder) override { b_.set_recorder(recorder); }
   using Runtime::forward;
 
-  void set_site_edit(SiteEdit* edit) override {
-    if constexpr (!kCanRound) {
-      Runtime::set_site_edit(edit);  // refuses any edit
-    } else {
-      rounds_.assign(c_.n_layers, {});
-      for (int l = 0; edit && l < c_.n_layers; ++l) {
-        for (int k = 0; k < kLayerSiteCount; ++k)
-          rounds_[l][k] = edit->round_to({layer_site_kind(k), l});
+  void set_plan(NumericsPlan plan) override {
+    if (plan.numerics().dtype != plan_.numerics().dtype ||
+        plan.numerics().device != plan_.numerics().device) {
+      throw Error("a numerics plan's own side must be the runtime's configuration (dtype, device)");
+    }
+    if constexpr (!kCanNudge) {
+      if (plan.mixed()) {
+        throw Error("a plan that mixes two configurations op by op needs the CPU emulation",
+                    "op-level explain runs with --device cpu");
+      }
+      if (plan.perturbs()) {
+        throw Error("this backend cannot apply the test perturbation (test_perturb)",
+                    "drop test_perturb, or use --device cpu");
       }
     }
+    plan_ = std::move(plan);
   }
 
   void set_tap_hook(TapHook* hook) override {
@@ -267,8 +263,9 @@ class ForwardRuntime final : public Runtime {
       return no_rows_;
     }
     cols_.assign(rows, c_.vocab_size, slots_, capacity_);
-    for (SeqRows& s : cols_.seqs) {
-      s.splits = attention_splits(nx_, s.rows, s.max_keys, cols_.n_seqs, c_.n_heads);
+    plan_.begin_pass({n, cols_.n_seqs});
+    for (SeqRows& s : cols_.seqs) {  // a backend's view (attention_all): layer 0's, as all are
+      s.splits = plan_.attention(0, s, c_.n_heads).split;
     }
     resize(n);
     b_.begin_pass(cols_);
@@ -276,6 +273,7 @@ class ForwardRuntime final : public Runtime {
       {
         [[maybe_unused]] auto scope = b_.op(embed_site_, "embedding");
         b_.embedding(x_.ptr(0), embed_, n, c_.dim);
+        perturbed({-1, PlanOp::embedding}, x_.ptr(0), static_cast<size_t>(n) * c_.dim);
       }
       if (wanted_.embed) b_.tap({SiteKind::embed}, x_.ptr(0), n, c_.dim);
       for (int l = 0; l < c_.n_layers; ++l) {
@@ -295,17 +293,18 @@ class ForwardRuntime final : public Runtime {
     const StoredLayer<Weight>& w = layers_[l];
     const int D = c_.dim, Q = c_.q_dim(), KV = c_.kv_dim();
     const std::string& site = lsite(l, SiteKind::attn_out);
-    rmsnorm(lsite(l, SiteKind::attn_norm), xb_, x_, w.attn_norm, n);
+    rmsnorm(lsite(l, SiteKind::attn_norm), {l, PlanOp::attn_norm}, xb_, x_, w.attn_norm, n);
     tap_layer(l, SiteKind::attn_norm, xb_.ptr(0), n, D);
-    gemms(site, "q_proj,k_proj,v_proj", xb_, n, D,
-          {{"q_proj", q_, w.wq, &w.bq, Q},     // (n, q_dim)
-           {"k_proj", k_, w.wk, &w.bk, KV},    // (n, kv_dim)
-           {"v_proj", v_, w.wv, &w.bv, KV}});  // (n, kv_dim)
-    rope(site, n);
+    gemms(site, "q_proj,k_proj,v_proj", l, xb_, n, D,
+          {{PlanOp::q_proj, q_, w.wq, &w.bq, Q},     // (n, q_dim)
+           {PlanOp::k_proj, k_, w.wk, &w.bk, KV},    // (n, kv_dim)
+           {PlanOp::v_proj, v_, w.wv, &w.bv, KV}});  // (n, kv_dim)
+    rope(site, l, n);
     attention(site, l);
-    row_parallel_gemm(site, "o_proj", xb_, att_, w.wo, n, D, Q);  // (n, dim)
+    perturbed({l, PlanOp::attention}, att_.ptr(0), static_cast<size_t>(n) * Q);
+    row_parallel_gemm(site, {l, PlanOp::o_proj}, xb_, att_, w.wo, n, D, Q);  // (n, dim)
     tap_layer(l, SiteKind::attn_out, xb_.ptr(0), n, D);
-    residual_add(lsite(l, SiteKind::resid_mid), n);
+    residual_add(lsite(l, SiteKind::resid_mid), {l, PlanOp::attn_add}, n);
     tap_layer(l, SiteKind::resid_mid, x_.ptr(0), n, D);
   }
 
@@ -314,15 +313,15 @@ class ForwardRuntime final : public Runtime {
     const StoredLayer<Weight>& w = layers_[l];
     const int D = c_.dim, F = c_.hidden_dim;
     const std::string& site = lsite(l, SiteKind::mlp_out);
-    rmsnorm(lsite(l, SiteKind::mlp_norm), xb_, x_, w.mlp_norm, n);
+    rmsnorm(lsite(l, SiteKind::mlp_norm), {l, PlanOp::mlp_norm}, xb_, x_, w.mlp_norm, n);
     tap_layer(l, SiteKind::mlp_norm, xb_.ptr(0), n, D);
-    gemms(site, "gate_proj,up_proj", xb_, n, D,
-          {{"gate_proj", gate_, w.w_gate, nullptr, F},                    // (n, hidden)
-           {"up_proj", up_, w.w_up, nullptr, F}});                        // (n, hidden)
-    swiglu(site, n);                                                      // gate <- silu(gate) * up
-    row_parallel_gemm(site, "down_proj", xb_, gate_, w.w_down, n, D, F);  // (n, dim)
+    gemms(site, "gate_proj,up_proj", l, xb_, n, D,
+          {{PlanOp::gate_proj, gate_, w.w_gate, nullptr, F},  // (n, hidden)
+           {PlanOp::up_proj, up_, w.w_up, nullptr, F}});      // (n, hidden)
+    swiglu(site, l, n);                                       // silu(gate) * up
+    row_parallel_gemm(site, {l, PlanOp::down_proj}, xb_, gate_, w.w_down, n, D, F);  // (n, dim)
     tap_layer(l, SiteKind::mlp_out, xb_.ptr(0), n, D);
-    residual_add(lsite(l, SiteKind::out), n);
+    residual_add(lsite(l, SiteKind::out), {l, PlanOp::mlp_add}, n);
     tap_layer(l, SiteKind::out, x_.ptr(0), n, D);
   }
 
@@ -330,17 +329,20 @@ class ForwardRuntime final : public Runtime {
   // are appended to it (rows of one slot are contiguous, in position order)
   void attention(const std::string& site, int l) {
     const int Q = c_.q_dim(), KV = c_.kv_dim();
-    AttentionCall a;
+    ops::Attention<Ptr> a{att_.ptr(0), q_.ptr(0), k_cache_.ptr(cache_index(0, l, 0)),
+                          v_cache_.ptr(cache_index(0, l, 0))};
+    a.rows = static_cast<int>(cols_.tokens.size());
+    a.positions = b_.positions();
+    a.slot_stride = cache_index(1, 0, 0);
     a.n_heads = c_.n_heads;
     a.n_kv_heads = c_.n_kv_heads;
     a.head_dim = c_.head_dim;
     a.window = c_.sliding_window;
     a.scale = 1.0 / std::sqrt(static_cast<double>(c_.head_dim));
+    a.num = plan_.attention(l, cols_.seqs.front(), c_.n_heads);
     [[maybe_unused]] auto scope = b_.op(site, "attention");
-    if constexpr (kCanAttendAll) {
-      b_.attention_all(att_.ptr(0), q_.ptr(0), k_.ptr(0), v_.ptr(0),
-                       k_cache_.ptr(cache_index(0, l, 0)), v_cache_.ptr(cache_index(0, l, 0)),
-                       cache_index(1, 0, 0), a);
+    if constexpr (kCanAttendAll) {  // the per-sequence splits are the pass's (cols_.seqs)
+      b_.attention_all(a, k_.ptr(0), v_.ptr(0));
       return;
     }
     for (const SeqRows& s : cols_.seqs) {
@@ -351,22 +353,27 @@ class ForwardRuntime final : public Runtime {
                    kv_n = static_cast<size_t>(s.rows) * KV;
       b_.copy(k_cache_.ptr(at), k_.ptr(kv_rows), kv_n);
       b_.copy(v_cache_.ptr(at), v_.ptr(kv_rows), kv_n);
-      a.r0 = s.r0;
-      a.rows = s.rows;
-      a.max_keys = s.max_keys;
-      a.splits = s.splits;
       const size_t q_off = static_cast<size_t>(s.r0) * Q;
-      b_.attention(att_.ptr(q_off), q_.ptr(q_off), k_cache_.ptr(cache_index(slot, l, 0)),
-                   v_cache_.ptr(cache_index(slot, l, 0)), a);
+      ops::Attention<Ptr> one = a;
+      one.out = att_.ptr(q_off);
+      one.q = q_.ptr(q_off);
+      one.k_cache = k_cache_.ptr(cache_index(slot, l, 0));
+      one.v_cache = v_cache_.ptr(cache_index(slot, l, 0));
+      one.rows = s.rows;
+      one.positions = a.positions + s.r0;
+      one.slot_stride = 0;
+      one.max_keys = s.max_keys;
+      one.num = plan_.attention(l, s, c_.n_heads);
+      b_.attention(one);
     }
   }
 
   // logits <- lm_head(rmsnorm(x))
   void head_block(int n) {
-    rmsnorm(final_norm_site_, xb_, x_, final_norm_, n);
+    rmsnorm(final_norm_site_, {-1, PlanOp::final_norm}, xb_, x_, final_norm_, n);
     if (wanted_.final_norm) b_.tap({SiteKind::final_norm}, xb_.ptr(0), n, c_.dim);
-    gemm(logits_site_, "lm_head", logits_, xb_, lm_head_.empty() ? embed_ : lm_head_, nullptr, n,
-         c_.vocab_size, c_.dim);
+    gemm(logits_site_, {-1, PlanOp::lm_head}, logits_, xb_, lm_head_.empty() ? embed_ : lm_head_,
+         nullptr, n, c_.vocab_size, c_.dim);
     if (wanted_.logits) b_.tap({SiteKind::logits}, logits_.ptr(0), n, c_.vocab_size);
   }
 
@@ -374,90 +381,114 @@ class ForwardRuntime final : public Runtime {
   // launches inside after them (kernel records); the CPU backend records nothing ----
 
   // y (n, dim) = rmsnorm(x) * w
-  void rmsnorm(const std::string& site, Buf& y, Buf& x, const Weight& w, int n) {
+  void rmsnorm(const std::string& site, OpId id, Buf& y, Buf& x, const Weight& w, int n) {
     [[maybe_unused]] auto scope = b_.op(site, "rmsnorm");
-    b_.rmsnorm(y.ptr(0), x.ptr(0), w, n, c_.dim);
+    b_.rmsnorm(ops::Rmsnorm<Ptr, WeightView<B>>{y.ptr(0), x.ptr(0), b_.view(w), n, c_.dim,
+                                                c_.rms_norm_eps, plan_.stored(id)});
+    perturbed(id, y.ptr(0), static_cast<size_t>(n) * c_.dim);
   }
 
   // q and k rotated in place at the rows' positions
-  void rope(const std::string& site, int n) {
+  void rope(const std::string& site, int l, int n) {
     [[maybe_unused]] auto scope = b_.op(site, "rope");
-    b_.rope(q_.ptr(0), n, c_.n_heads, c_.head_dim, cos_, sin_);
-    b_.rope(k_.ptr(0), n, c_.n_kv_heads, c_.head_dim, cos_, sin_);
+    for (auto [x, heads] :
+         {std::pair{q_.ptr(0), c_.n_heads}, std::pair{k_.ptr(0), c_.n_kv_heads}}) {
+      b_.rope(ops::Rope<Ptr, TableView<B>>{x, n, heads, c_.head_dim, b_.positions(), b_.table(cos_),
+                                           b_.table(sin_), plan_.stored({l, PlanOp::rope})});
+    }
+    perturbed({l, PlanOp::rope}, q_.ptr(0), static_cast<size_t>(n) * c_.q_dim());
+    perturbed({l, PlanOp::rope}, k_.ptr(0), static_cast<size_t>(n) * c_.kv_dim());
   }
 
   // gate <- silu(gate) * up
-  void swiglu(const std::string& site, int n) {
+  void swiglu(const std::string& site, int l, int n) {
     [[maybe_unused]] auto scope = b_.op(site, "swiglu");
-    b_.swiglu(gate_.ptr(0), gate_.ptr(0), up_.ptr(0), static_cast<size_t>(n) * c_.hidden_dim);
+    b_.swiglu(gate_.ptr(0), gate_.ptr(0), up_.ptr(0), static_cast<size_t>(n) * c_.hidden_dim,
+              plan_.stored({l, PlanOp::swiglu}).out);
+    perturbed({l, PlanOp::swiglu}, gate_.ptr(0), static_cast<size_t>(n) * c_.hidden_dim);
   }
 
   // x <- x + xb
-  void residual_add(const std::string& site, int n) {
+  void residual_add(const std::string& site, OpId id, int n) {
     [[maybe_unused]] auto scope = b_.op(site, "residual_add");
-    b_.add(x_.ptr(0), x_.ptr(0), xb_.ptr(0), static_cast<size_t>(n) * c_.dim);
+    b_.add(x_.ptr(0), x_.ptr(0), xb_.ptr(0), static_cast<size_t>(n) * c_.dim, plan_.stored(id).out);
+    perturbed(id, x_.ptr(0), static_cast<size_t>(n) * c_.dim);
   }
 
-  // y (M, N) = x (M, K) w^T (+ b), split-K by the configured policy.
-  void gemm(const std::string& site, const char* label, Buf& y, Buf& x, const Weight& w,
-            const Weight* bias, int M, int N, int K) {
-    [[maybe_unused]] auto scope = b_.op(site, label);
-    gemm(y.ptr(0), x.ptr(0), w, bias, M, N, K);
+  // y (M, N) = x (M, K) w^T (+ b), decided by the plan at op `id`.
+  void gemm(const std::string& site, OpId id, Buf& y, Buf& x, const Weight& w, const Weight* bias,
+            int M, int N, int K) {
+    [[maybe_unused]] auto scope = b_.op(site, plan_op_name(id.op));
+    b_.gemm(gemm_call(id, y.ptr(0), x.ptr(0), w, bias, M, N, K));
+    perturbed(id, y.ptr(0), static_cast<size_t>(M) * N);
   }
-  void gemm(Ptr y, Ptr x, const Weight& w, const Weight* bias, int M, int N, int K) {
-    const GemmOp<Ptr, Weight> g = gemm_op(y, x, w, bias, M, N, K);
-    b_.gemm(g.y, g.x, *g.w, g.bias, g.call);
+  GemmCall gemm_call(OpId id, Ptr y, Ptr x, const Weight& w, const Weight* bias, int M, int N,
+                     int K) const {
+    const bool has_bias = bias != nullptr && !bias->empty();
+    return {y, x, b_.view(w),          has_bias ? b_.view(*bias) : WeightView<B>{}, M, N, K, K,
+            K, 0, plan_.gemm(id, N, K)};
   }
-  GemmOp<Ptr, Weight> gemm_op(Ptr y, Ptr x, const Weight& w, const Weight* bias, int M, int N,
-                              int K) const {
-    const Weight* b = bias != nullptr && !bias->empty() ? bias : nullptr;
-    return {y, x, &w, b, GemmCall{M, N, K, K, K, 0, gemm_split_k(nx_, M, N, K)}};
-  }
-
   // One projection of gemms: y (M, N) = x w^T (+ bias).
   struct Projection {
-    const char* label;
+    PlanOp op;
     Buf& y;
     const Weight& w;
     const Weight* bias;
     int N;
   };
-  // Projections of one input x (M, K) that read none of each other's outputs (q, k, v; gate, up):
-  // one job under the group's label where the backend has gemm_group, else each under its own.
-  void gemms(const std::string& site, const char* group_label, Buf& x, int M, int K,
+  // Projections of one input x (M, K) at layer l that read none of each other's outputs (q, k,
+  // v; gate, up): one job under the group's label where the backend has gemm_group, else each
+  // under its own.
+  void gemms(const std::string& site, const char* group_label, int l, Buf& x, int M, int K,
              std::initializer_list<Projection> projections) {
     if constexpr (kCanGroup) {
       [[maybe_unused]] auto scope = b_.op(site, group_label);
       group_.clear();
       for (const Projection& p : projections)
-        group_.push_back(gemm_op(p.y.ptr(0), x.ptr(0), p.w, p.bias, M, p.N, K));
-      b_.gemm_group(std::span<const GemmOp<Ptr, Weight>>(group_));
+        group_.push_back(gemm_call({l, p.op}, p.y.ptr(0), x.ptr(0), p.w, p.bias, M, p.N, K));
+      b_.gemm_group(std::span<const GemmCall>(group_));
+      for (const Projection& p : projections) {
+        perturbed({l, p.op}, p.y.ptr(0), static_cast<size_t>(M) * p.N);
+      }
     } else {
-      for (const Projection& p : projections) gemm(site, p.label, p.y, x, p.w, p.bias, M, p.N, K);
+      for (const Projection& p : projections) {
+        gemm(site, {l, p.op}, p.y, x, p.w, p.bias, M, p.N, K);
+      }
     }
   }
 
   // o_proj / down_proj: K cut into tp equal shards (rank s multiplies x[:, s*K/tp ...] by the
   // weight's columns of the same range), each rank's result stored like activations, then
-  // all-reduced in the configured order (kernels/ops.h all_reduce).
-  void row_parallel_gemm(const std::string& site, const char* label, Buf& y_buf, Buf& x_buf,
-                         const Weight& w, int M, int N, int K) {
-    [[maybe_unused]] auto scope = b_.op(site, label);
+  // all-reduced in the plan's order (kernels/ops.h all_reduce).
+  void row_parallel_gemm(const std::string& site, OpId id, Buf& y_buf, Buf& x_buf, const Weight& w,
+                         int M, int N, int K) {
+    [[maybe_unused]] auto scope = b_.op(site, plan_op_name(id.op));
     const Ptr y = y_buf.ptr(0), x = x_buf.ptr(0);
-    const int tp = nx_.tp;
-    if (tp <= 1) {
-      gemm(y, x, w, nullptr, M, N, K);
+    const RowParallel rp = plan_.row_parallel(id);
+    if (rp.tp <= 1) {
+      b_.gemm(gemm_call(id, y, x, w, nullptr, M, N, K));
+      perturbed(id, y, static_cast<size_t>(M) * N);
       return;
     }
-    const int ks = K / tp;
+    const int ks = K / rp.tp;
     const size_t mn = static_cast<size_t>(M) * N;
-    b_.resize(tp_parts_, static_cast<size_t>(tp) * mn);
-    const int split = gemm_split_k(nx_, M, N, ks);
-    for (int s = 0; s < tp; ++s) {
-      b_.gemm(tp_parts_.ptr(s * mn), b_.offset(x, static_cast<size_t>(s) * ks), w, nullptr,
-              GemmCall{M, N, ks, K, K, static_cast<size_t>(s) * ks, split});
+    b_.resize(tp_parts_, static_cast<size_t>(rp.tp) * mn);
+    for (int s = 0; s < rp.tp; ++s) {
+      GemmCall g = gemm_call(id, tp_parts_.ptr(s * mn), b_.offset(x, static_cast<size_t>(s) * ks),
+                             w, nullptr, M, N, ks);
+      g.ldx = g.ldw = K;
+      g.w_col = static_cast<size_t>(s) * ks;
+      b_.gemm(g);
     }
-    b_.all_reduce(y, tp_parts_.ptr(0), tp, mn, nx_.allreduce);
+    b_.all_reduce(y, tp_parts_.ptr(0), rp.tp, mn, rp.order, plan_.stored(id).out);
+    perturbed(id, y, mn);
+  }
+
+  // The plan's test perturbation of op `id`'s output (`count` values at p), right after the op.
+  void perturbed(OpId id, Ptr p, size_t count) {
+    if constexpr (kCanNudge) {
+      if (const Nudge how = plan_.perturbation(id); how != Nudge::none) b_.nudge(p, count, how);
+    }
   }
 
   // Index of (slot, layer, position) in the KV cache (slots, n_layers, capacity, kv_dim);
@@ -468,13 +499,8 @@ class ForwardRuntime final : public Runtime {
 
   const std::string& lsite(int l, SiteKind k) const { return layer_sites_[l][layer_site_index(k)]; }
 
-  // A per-layer site's tensor, right after its op: rounded in place if a site edit asks, then
-  // handed to the hook if wanted.
+  // A per-layer site's tensor, right after its op: handed to the hook if wanted.
   void tap_layer(int l, SiteKind k, Ptr p, int n, int width) {
-    if constexpr (kCanRound) {
-      const Storage to = rounds_[l][layer_site_index(k)];
-      if (to != Storage::native) b_.round(p, static_cast<size_t>(n) * width, to);
-    }
     if (wanted_.at(l, k)) b_.tap({k, l}, p, n, width);
   }
 
@@ -482,12 +508,12 @@ class ForwardRuntime final : public Runtime {
   static constexpr bool kCanShadow = requires(B & b, Ptr p, const float* h) {
     b.load_rows(p, h, 1);
   };
-  static constexpr bool kCanRound = requires(B & b, Ptr p) { b.round(p, 1, Storage::bf16); };
-  static constexpr bool kCanGroup = requires(B & b, std::span<const GemmOp<Ptr, Weight>> g) {
+  static constexpr bool kCanNudge = requires(B & b, Ptr p) { b.nudge(p, 1, Nudge::bf16); };
+  static constexpr bool kCanGroup = requires(B & b, std::span<const GemmCall> g) {
     b.gemm_group(g);
   };
-  static constexpr bool kCanAttendAll = requires(B & b, Ptr p, const AttentionCall& a) {
-    b.attention_all(p, p, p, p, p, p, size_t{1}, a);
+  static constexpr bool kCanAttendAll = requires(B & b, Ptr p, const ops::Attention<Ptr>& a) {
+    b.attention_all(a, p, p);
   };
   bool replayed() {
     if constexpr (requires(B & b) { b.replayed(); }) {
@@ -570,7 +596,7 @@ class ForwardRuntime final : public Runtime {
   }
 
   ModelConfig c_;
-  Numerics nx_;
+  NumericsPlan plan_;  // every op's numerics (numerics_plan.h); made from the runtime's knobs
   int capacity_;
   int slots_;
   B b_;
@@ -582,13 +608,11 @@ class ForwardRuntime final : public Runtime {
   std::vector<std::array<std::string, kLayerSiteCount>> layer_sites_;  // op labels per layer
   Buf k_cache_, v_cache_;
   Buf x_, xb_, q_, k_, v_, att_, gate_, up_, logits_, tp_parts_;
-  std::vector<GemmOp<Ptr, Weight>> group_;  // gemms' calls, kept to reuse their storage
-  HostPassLogits no_rows_;                  // what a pass of no rows returns
-  BatchColumns cols_;                       // tokens, slots and positions of the current pass
+  std::vector<GemmCall> group_;  // gemms' calls, kept to reuse their storage
+  HostPassLogits no_rows_;       // what a pass of no rows returns
+  BatchColumns cols_;            // tokens, slots and positions of the current pass
   WantedSites wanted_;
   TapHook* hook_ = nullptr;
-  // [layer][layer_site_index(kind)]: the storage a site edit rounds the site to (native: none)
-  std::vector<std::array<Storage, kLayerSiteCount>> rounds_;
   // shadow layers: nothing below is allocated or used unless a source is set
   ShadowSource* shadow_ = nullptr;
   std::vector<bool> shadow_layer_, shadow_mlp_;

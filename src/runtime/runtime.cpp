@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "src/runtime/numerics_plan.h"
 
 namespace ds {
 
@@ -91,11 +92,8 @@ void Runtime::set_shadow_source(ShadowSource* source) {
   }
 }
 
-void Runtime::set_site_edit(SiteEdit* edit) {
-  if (edit != nullptr) {
-    throw Error("this runtime cannot round a tapped tensor in place (a site edit)",
-                "site edits (the test perturbation) need --device cpu");
-  }
+void Runtime::set_plan(NumericsPlan /*plan*/) {
+  throw Error("this runtime takes no numerics plan");
 }
 
 std::unique_ptr<Runtime> make_runtime(const Model& model, const Numerics& numerics, int capacity,

@@ -18,6 +18,10 @@ class KernelRecorder;
 }
 
 namespace ds {
+class NumericsPlan;
+}
+
+namespace ds {
 
 // Precision of a run (docs/configurations.md): fp64 (the oracle), fp32, fp16 and bf16
 // (weights, activations and KV cache stored in that format, compute in fp32 unless
@@ -36,7 +40,7 @@ enum class Device { cpu, cuda };
 enum class GemmKernel { cublas, tiled };
 // Attention's reduction order on both backends (--kernel attention=...): the whole row's softmax
 // at once (the reference), or FlashAttention-2's online softmax over 64-key tiles
-// (kernels/ops.h AttnNumerics::tile; on CUDA a tensor-core kernel, fp16 and bf16 only).
+// (kernels/ops.h OpNumerics::tile; on CUDA a tensor-core kernel, fp16 and bf16 only).
 enum class AttnKernel { rowwise, tiled };
 inline constexpr int kAttentionTile = 64;  // keys per tile of AttnKernel::tiled
 
@@ -84,10 +88,11 @@ class Runtime {
   // default, and nothing extra is allocated or computed). Throws ds::Error on a backend that
   // cannot run them (the CUDA backend, which defers its taps to the end of the pass).
   virtual void set_shadow_source(ShadowSource* source);
-  // Applies a site edit (taps.h) in every later forward pass; null: none. Its round_to() is
-  // asked here, once per site, and the edit is not kept. Throws ds::Error on a backend that
-  // cannot round a tensor in place (the CUDA backend).
-  virtual void set_site_edit(SiteEdit* edit);
+  // Every later pass decides each op's numerics by `plan` (numerics_plan.h), whose own side must
+  // be this runtime's configuration; passes are counted from the next one. Throws ds::Error for
+  // a plan of another dtype or device, or one that mixes configurations or perturbs an op's
+  // output (test_perturb) on a backend that cannot (CUDA).
+  virtual void set_plan(NumericsPlan plan);
   virtual int capacity() const = 0;  // positions per slot
   virtual int slots() const = 0;     // sequences that can be in flight at once
   virtual const ModelConfig& config() const = 0;

@@ -78,16 +78,6 @@ class TapHook {
   virtual void on_logits(const LogitsSummary& /*summary*/) {}
 };
 
-// An edit of tapped tensors in place: asked once per per-layer site, when it is set, whether that
-// site's tensor is to be rounded to a coarser storage format right after the op that produces it,
-// before anything reads or taps it. Tests use it to plant drift at one known place
-// (DRIFTSCOPE_TEST_PERTURB, src/experiment/perturb.h); a run without one is unchanged.
-class SiteEdit {
- public:
-  virtual ~SiteEdit() = default;
-  virtual Storage round_to(const Site& site) = 0;  // Storage::native: the site is left alone
-};
-
 // The first phase of the hook: which sites it wants, asked once per site.
 struct WantedSites {
   bool embed = false, final_norm = false, logits = false;

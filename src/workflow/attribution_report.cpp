@@ -35,23 +35,12 @@ std::string config_difference(const std::string& a_json, const RunConfig& b) {
   return out.empty() ? "the same configuration as A" : out;
 }
 
-h5::Elem storage_elem(const std::string& dtype) {
-  switch (activation_storage(parse_dtype(dtype))) {
-    case Storage::bf16:
-      return h5::Elem::BF16;
-    case Storage::f16:
-      return h5::Elem::F16;
-    default:
-      return h5::Elem::F32;  // fp32, layercast, and fp64 (compared in float32)
-  }
-}
-
 // Whether A holds every L<l>/resid_mid (then attention and MLP are separated).
 bool holds_resid_mid(const trace::TraceReader& a, int n_layers) {
   if (a.sequence_indices().empty()) return false;
   const trace::SequenceInfo s0 = a.sequence(a.sequence_indices().front());
   for (int l = 0; l < n_layers; ++l) {
-    const std::string want = trace::layer_site(l, "resid_mid");
+    const std::string want = trace::layer_site(l, trace::SiteKind::resid_mid);
     bool found = false;
     for (const auto& site : s0.sites) found |= site.name == want;
     if (!found) return false;
@@ -88,8 +77,8 @@ std::vector<diff::AttributionReport> attribute_groups(
   const bool split = holds_resid_mid(a, n_layers);
   std::vector<std::unique_ptr<diff::AttributionBuilder>> builders;
   for (size_t g = 0; g < groups.size(); ++g) {
-    builders.push_back(
-        std::make_unique<diff::AttributionBuilder>(a, n_layers, split, storage_elem(rc.dtype)));
+    builders.push_back(std::make_unique<diff::AttributionBuilder>(
+        a, n_layers, split, number_format(activation_storage(rc.dtype))));
   }
   AttributionRunOptions opt;
   opt.config = rc;

@@ -72,7 +72,7 @@ std::string absolute_or_empty(const std::string& p) {
 // The state of a new sweep from the command line; checked against DIR/sweep.json when it exists.
 SweepState state_from_args(const SweepOptions& a) {
   SweepState s;
-  s.grid = parse_grid(a.grid);
+  s.grid = parse_grid(a.grid, a.option_of);
   if (a.samples > 0) add_samples(s.grid, a.samples, a.base.seed);
   s.base = a.base;
   validate(s.base);

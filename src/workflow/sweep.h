@@ -5,6 +5,7 @@
 // configuration are kept, everything else is run again.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,8 @@ struct SweepOptions {
   bool quiet = false;
   bool dry_run = false;                   // print every configuration as TOML, run nothing
   std::vector<std::string> writer_flags;  // given to every run (--compression NAME when given)
+  // The command's option a grid knob names when it is no field ("force" -> "--force"), or "".
+  std::function<std::string(const std::string& knob)> option_of;
 };
 
 // Runs the sweep in `o.output`: a new one from --grid (which must match DIR/sweep.json when it

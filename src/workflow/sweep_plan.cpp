@@ -34,16 +34,17 @@ std::string name_part(const std::string& v) {
 }
 
 // A grid knob as a sweep accepts it, from --grid or from a sweep.json: a run-config field (its
-// name in canonical form), at least one value, every value one the field takes, given once.
-void check_knob(const GridKnob& k, const std::vector<GridKnob>& before) {
+// name in canonical form), at least one value, every value one the field takes, given once. Its
+// values are made canonical ("04" -> "4"), as the field writes them.
+void check_knob(GridKnob& k, const std::vector<GridKnob>& before) {
   // each value set on the same config: an unknown field or a bad value throws, and two values
   // that make the same configuration ("1,1", or "1,01" for a seed) would give one run the
   // grid's size counts twice
-  std::vector<std::pair<std::string, std::string>> made;  // value, the configuration it makes
+  std::vector<std::pair<std::string, std::string>> made;  // value, its canonical text
   for (const auto& v : k.values) {
     RunConfig probe;
     set_field(probe, k.name, v);
-    std::string config = to_json(probe);
+    std::string config = field_text(probe, k.name);
     for (const auto& [other, same] : made) {
       if (same == config) {
         throw Error(fmt::format("grid knob '{}' lists {} twice{}", k.name,
@@ -54,6 +55,7 @@ void check_knob(const GridKnob& k, const std::vector<GridKnob>& before) {
     }
     made.emplace_back(v, std::move(config));
   }
+  for (size_t i = 0; i < made.size(); ++i) k.values[i] = made[i].second;
   if (k.values.empty()) {
     throw Error(fmt::format("grid knob '{}' has no values", k.name),
                 "--grid takes e.g. 'dtype=bf16,fp16,fp32'");
@@ -68,12 +70,15 @@ void check_knob(const GridKnob& k, const std::vector<GridKnob>& before) {
 
 }  // namespace
 
-std::vector<GridKnob> parse_grid(const std::string& arg) {
+std::vector<GridKnob> parse_grid(const std::string& arg,
+                                 const std::function<std::string(const std::string&)>& option_of) {
   std::string spec = arg;
   if (!arg.empty() && arg[0] == '@') {  // a grid file; '#' starts a comment
-    std::istringstream file(read_text_file(
+    std::string text = read_text_file(
         arg.substr(1), kMaxRunConfigBytes, "grid file",
-        "--grid @FILE takes a file of knob=v1,v2 items, e.g. configs/grid-seeds-12.txt"));
+        "--grid @FILE takes a file of knob=v1,v2 items, e.g. configs/grid-seeds-12.txt");
+    if (text.starts_with(kUtf8Bom)) text.erase(0, kUtf8Bom.size());  // as in prompts files
+    std::istringstream file(text);
     spec.clear();
     std::string line;
     while (std::getline(file, line)) spec += line.substr(0, line.find('#')) + "\n";
@@ -89,6 +94,16 @@ std::vector<GridKnob> parse_grid(const std::string& arg) {
     }
     GridKnob k;
     k.name = field_name(item.substr(0, eq));
+    if (const std::string flag = option_of && find_run_config_field(k.name) == nullptr
+                                     ? option_of(item.substr(0, eq))
+                                     : std::string();
+        !flag.empty()) {
+      throw Error(
+          fmt::format("grid knob '{}' is an option of the command line, not a "
+                      "run-configuration field",
+                      item.substr(0, eq)),
+          fmt::format("give {} on the command line: it applies to every configuration", flag));
+    }
     std::istringstream values(item.substr(eq + 1));
     std::string v;
     while (std::getline(values, v, ',')) {
@@ -231,15 +246,13 @@ SweepState read_sweep_state(const std::filesystem::path& dir) {
                               path.string()),
                   hint);
     }
-    for (const auto& [k, v] : j.at("base").items()) {
-      set_field(s.base, k, v.is_string() ? v.get<std::string>() : v.dump());
-    }
     s.prompts = j.at("prompts").get<std::string>();
     s.model = j.at("model").get<std::string>();
     s.tokenizer = j.at("tokenizer").get<std::string>();
     s.probes = j.value("probes", std::string("default"));  // sweeps before --probes: the default
     s.slurm_jobs = j.value("slurm_jobs", std::vector<std::string>{});
     try {  // the checks of --grid: a hand-edited or damaged file must not reach the runs
+      s.base = config_from_json(j.at("base").dump());
       for (const auto& [k, v] : j.at("grid").items()) {
         GridKnob knob{field_name(k), v.get<std::vector<std::string>>()};
         check_knob(knob, s.grid);
@@ -274,7 +287,12 @@ bool trace_done(const std::filesystem::path& trace, const RunConfig& config,
       return false;  // recorded with other probes: a sweep asking for these runs it again
     }
     recorded.erase("trace");
-    if (recorded != nlohmann::json::parse(to_json(config))) return false;
+    // every field recorded (a trace of another version may lack one; a test-only field is
+    // written only when set), each the same value
+    for (const RunConfigField& f : run_config_fields()) {
+      if (!f.test_only && !recorded.contains(f.name)) return false;
+    }
+    if (config_from_json(recorded.dump()) != config) return false;
     if (read_rows) trace::read_whole(r);  // every row read: a damaged trace runs again
     return true;
   } catch (const std::exception&) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,9 +20,14 @@ struct GridKnob {
 };
 
 // Parses "dtype=bf16,fp16,fp32 batch=1,8,32" (knobs separated by spaces or newlines), or "@FILE":
-// the same items read from a file, '#' starting a comment. Throws
-// ds::Error for a knob that is not a run-config field, a knob given twice, or an empty value list.
-std::vector<GridKnob> parse_grid(const std::string& spec);
+// the same items read from a file (a UTF-8 byte order mark skipped), '#' starting a comment. Each
+// value is parsed by its field and kept in canonical form ("04" -> "4"). Throws ds::Error for a
+// knob that is not a run-config field (`option_of(knob)`: the command's option of that name, as
+// "--force", which the message then names; "" for none), a knob given twice, a value its field
+// does not take, two values that make one configuration, or an empty value list.
+std::vector<GridKnob> parse_grid(
+    const std::string& spec,
+    const std::function<std::string(const std::string& knob)>& option_of = {});
 
 // The most configurations one sweep may hold (the product of its knobs' value counts, samples
 // included): checked before anything is expanded, so a grid's size cannot exhaust memory or disk.

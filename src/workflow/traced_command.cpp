@@ -15,7 +15,8 @@ TracedRunResult run_traced_command(const std::string& label, const RunConfig& co
                                    const std::string& probes, const trace::WriterOptions& writer,
                                    const LoadedModel& lm, const std::vector<Prompt>& prompts,
                                    const std::string& force_tokens, const std::string& kernels,
-                                   std::string* write_error_detail) {
+                                   std::string* write_error_detail,
+                                   const std::optional<PlanSpec>& plan) {
   TracedRunOptions opt;
   opt.config = config;
   opt.sites = resolve_probes(probes, lm.model.config.n_layers);
@@ -25,9 +26,11 @@ TracedRunResult run_traced_command(const std::string& label, const RunConfig& co
   opt.writer.topk = std::min(writer.topk, lm.model.config.vocab_size);
   opt.info.tool_version = DRIFTSCOPE_VERSION;
   opt.kernels = kernels;
-  opt.info.config_json = traced_config_json(config, probes, opt.writer, force_tokens, kernels);
+  opt.plan = plan;
+  opt.info.config_json =
+      traced_config_json(config, probes, opt.writer, force_tokens, kernels, plan);
   opt.info.model_json = model_identity_json(lm.model, lm.tokenizer.get(), lm.tokenizer_path);
-  opt.info.env_json = environment_json(config.device);
+  opt.info.env_json = environment_json(field_text(config, "device"));
   opt.info.command_line = invocation();
   opt.eos_id = stop_token_id(config, lm.format_stop_id());
   opt.should_stop = interrupt_requested;

@@ -18,6 +18,7 @@ TracedRunResult run_traced_command(const std::string& label, const RunConfig& co
                                    const LoadedModel& lm, const std::vector<Prompt>& prompts,
                                    const std::string& force_tokens = {},
                                    const std::string& kernels = "auto",
-                                   std::string* write_error_detail = nullptr);
+                                   std::string* write_error_detail = nullptr,
+                                   const std::optional<PlanSpec>& plan = std::nullopt);
 
 }  // namespace ds

@@ -15,8 +15,10 @@
 #include "src/workflow/child_runs.h"
 #include "src/workflow/command_files.h"
 #include "src/workflow/diff_report.h"
+#include "src/workflow/explain.h"
 #include "src/workflow/recorded_model.h"
 #include "src/workflow/zoom_analysis.h"
+#include "src/workflow/zoom_flips.h"
 #include "src/workflow/zoom_plan.h"
 
 namespace ds {
@@ -240,6 +242,14 @@ std::optional<int> run_replays(const ZoomOptions& a, const std::filesystem::path
     if (s.status == "missing") missing += (missing.empty() ? "" : ", ") + s.name;
   }
   write_zoom_state(dir, p);
+  if (!missing.empty() && a.explain) {
+    for (size_t i = 0; i < 2; ++i) {  // nothing half-written stays
+      std::error_code ec;
+      if (side(p, i).status == "missing") std::filesystem::remove(side_trace(dir, side(p, i)), ec);
+    }
+    throw Error(fmt::format("replay(s) of {} failed (logs in {}/logs)", missing, dir.string()),
+                "the log says why; the same command resumes (complete replays are kept)");
+  }
   if (!missing.empty()) {
     print_note("driftscope: zoom replay(s) missing: {} (logs in {}/logs)\n", missing, dir.string());
     return 1;
@@ -258,8 +268,10 @@ int run_zoom(const ZoomOptions& a) {
   opt.allow_model_mismatch = true;  // refused below, with zoom's hint
   const diff::Report original = diff_with_recorded_tokenizer(ta, tb, opt);
   check_comparable(original);
-  ZoomPlan p = make_zoom_plan(ta, tb, original, a.seqs, a.after);
-  check_workflow_folder(dir, "zoom", "zoom.json");
+  if (a.explain) check_explainable(original, a.seqs);
+  ZoomPlan p = make_zoom_plan(ta, tb, original, a.seqs, a.after, /*whole_blocks=*/a.explain);
+  if (a.explain) check_explainable(p);
+  check_workflow_folder(dir, a.command, "zoom.json");
   verify_models(p, ta, tb);
   if (std::filesystem::exists(std::filesystem::symlink_status(zoom_json_path(dir)))) {
     merge_zoom_state(dir, p);
@@ -270,7 +282,7 @@ int run_zoom(const ZoomOptions& a) {
   const std::array<SideFiles, 2> files = side_files(p, ta, tb);
   // everything above reads and checks; from here on DIR is written
   std::filesystem::create_directories(dir);
-  const SweepLock lock(dir, "zoom");
+  const SweepLock lock(dir, a.command);
   if (!p.slurm_jobs.empty()) wait_for_jobs(a, p);
   const std::vector<size_t> todo = prepare(dir, p, files);
   if (!a.quiet) {
@@ -282,7 +294,25 @@ int run_zoom(const ZoomOptions& a) {
   if (!todo.empty()) {
     if (const auto rc = run_replays(a, dir, p, todo)) return *rc;
   }
-  analyse_zoom(dir, p, original, a.quiet);
+  const ZoomAnalysis analysis = analyse_zoom(dir, p, original, a.quiet);
+  std::optional<diff::ExplainReport> explained;
+  if (a.explain) {
+    TrialRunner runner{.dir = dir,
+                       .jobs = a.jobs,
+                       .slurm = a.slurm,
+                       .wait = a.wait,
+                       .quiet = a.quiet,
+                       .slurm_opt = a.slurm_opt,
+                       .poll_s = a.poll_s};
+    ExplainResult e = explain_flips(dir, p, original, analysis, runner);
+    if (!e.report) return e.exit_code;
+    explained = std::move(e.report);
+  }
+  if (a.command == "zoom") {
+    write_zoom_flips(dir, p, analysis.diffs, analysis.attributions,
+                     explained ? &*explained : nullptr, a.quiet);
+  }
+  if (explained) write_explain_reports(dir, *explained, a.command == "explain", a.quiet);
   return 0;
 }
 

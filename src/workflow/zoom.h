@@ -24,11 +24,17 @@ struct ZoomOptions {
   SlurmOptions slurm_opt;
   int poll_s = 5;
   bool quiet = false;
+  // After the analysis, explain the flips (explain.h): `driftscope explain` (command "explain")
+  // prints its report and writes no flips report; `zoom --explain` writes both, the flips
+  // report's onset column then naming each flip's cause.
+  bool explain = false;
+  std::string command = "zoom";
 };
 
 // Runs the zoom into `o.output`. Returns the exit code: 0 when the reports are written (or the
-// replays were submitted to Slurm without --wait), 1 when a replay is missing, 130 when
-// interrupted (resumable). Throws ds::Error with a hint on traces zoom cannot replay or compare.
+// replays were submitted to Slurm without --wait), 1 when a replay is missing (explain: an
+// error), 130 when interrupted (resumable). Throws ds::Error with a hint on traces zoom cannot
+// replay or compare.
 int run_zoom(const ZoomOptions& o);
 
 }  // namespace ds

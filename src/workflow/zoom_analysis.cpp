@@ -12,7 +12,6 @@
 #include "src/workflow/attribution_report.h"
 #include "src/workflow/diff_report.h"
 #include "src/workflow/report_file.h"
-#include "src/workflow/zoom_flips.h"
 #include "viewer/attribution_json.h"
 #include "viewer/attribution_terminal.h"
 #include "viewer/diff_json.h"
@@ -63,8 +62,8 @@ diff::Report pair_diff(const trace::TraceReader& a2, const trace::TraceReader& b
 
 }  // namespace
 
-void analyse_zoom(const std::filesystem::path& dir, const ZoomPlan& plan,
-                  const diff::Report& original, bool quiet) {
+ZoomAnalysis analyse_zoom(const std::filesystem::path& dir, const ZoomPlan& plan,
+                          const diff::Report& original, bool quiet) {
   const auto a2 = trace::TraceReader::open(dir / "a.h5");
   const auto b2 = trace::TraceReader::open(dir / "b.h5");
   std::vector<diff::Report> diffs;
@@ -77,7 +76,7 @@ void analyse_zoom(const std::filesystem::path& dir, const ZoomPlan& plan,
     write_in(seq_dir(dir, z.seq) / "diff.txt", viewer::render_terminal(diffs.back(), t));
   }
   std::vector<diff::AttributionReport> attributions;
-  if (!plan.side_b.recorder && plan.side_b.config.device == "cpu") {
+  if (!plan.side_b.recorder && plan.side_b.config.device == Device::cpu) {
     ModelArgs ma;
     ma.model = plan.model;
     ma.tokenizer = plan.tokenizer;
@@ -102,9 +101,9 @@ void analyse_zoom(const std::filesystem::path& dir, const ZoomPlan& plan,
         plan.side_b.recorder->engine);
   } else if (!quiet) {
     print_note("zoom: no attribution (B runs on {}; attribute runs on the CPU only)\n",
-               plan.side_b.config.device);
+               field_text(plan.side_b.config, "device"));
   }
-  write_zoom_flips(dir, plan, diffs, attributions, quiet);
+  return {std::move(diffs), std::move(attributions)};
 }
 
 }  // namespace ds

@@ -68,7 +68,8 @@ ZoomSide make_side(const std::string& name, const std::string& source,
   if (written_by_recorder(t)) {
     s.recorder = recorder_replay(t);
     s.config.batch = s.recorder->batch;
-    s.config.device = s.recorder->device;
+    // the recorder's device ("cpu", "cuda", "cuda:1", "mps"): what matters is whether it is the CPU
+    s.config.device = s.recorder->device == "cpu" ? Device::cpu : Device::cuda;
   } else {
     s.config = recorded_config(t);
   }
@@ -80,11 +81,7 @@ ZoomSide make_side(const std::string& name, const std::string& source,
 RunConfig recorded_config(const trace::TraceReader& t) {
   RunConfig c;
   try {
-    const auto j = nlohmann::json::parse(t.config_json());
-    for (const auto& [k, v] : j.items()) {
-      if (k == "trace" || k == "test_perturb") continue;
-      set_field(c, k, v.is_string() ? v.get<std::string>() : v.dump());
-    }
+    c = config_from_json(t.config_json(), {}, {"trace", "plan"});
     validate(c);
   } catch (const std::exception& e) {
     const auto* json_error = dynamic_cast<const nlohmann::json::exception*>(&e);
@@ -97,7 +94,8 @@ RunConfig recorded_config(const trace::TraceReader& t) {
 }
 
 ZoomPlan make_zoom_plan(const trace::TraceReader& a, const trace::TraceReader& b,
-                        const diff::Report& d, const std::vector<int>& seqs, int after) {
+                        const diff::Report& d, const std::vector<int>& seqs, int after,
+                        bool whole_blocks) {
   ZoomPlan p;
   p.a = std::filesystem::absolute(a.path()).lexically_normal().string();
   p.b = std::filesystem::absolute(b.path()).lexically_normal().string();
@@ -136,8 +134,9 @@ ZoomPlan make_zoom_plan(const trace::TraceReader& a, const trace::TraceReader& b
       for (auto& z : p.seqs) {
         if (z.seq == i) z.replay_index = r;
       }
-      p.forced_len_a.push_back(zoomed[i]);
-      p.forced_len_b.push_back(zoomed[i]);
+      const int n = whole_blocks ? std::min(a.sequence(i).gen_len, it->second) : zoomed[i];
+      p.forced_len_a.push_back(n);
+      p.forced_len_b.push_back(n);
     } else {  // a neighbour: its own tokens, as long as the block's zoomed sequences run
       p.forced_len_a.push_back(std::min(a.sequence(i).gen_len, it->second));
       p.forced_len_b.push_back(std::min(b.sequence(i).gen_len, it->second));

@@ -43,15 +43,18 @@ struct ZoomPlan {
   std::vector<std::string> slurm_jobs;
 };
 
-// A run configuration from a driftscope trace's recorded config_json (the "trace" object and
-// test-only keys left out). Throws ds::Error naming the trace when a field is unknown or invalid.
+// A run configuration from a driftscope trace's recorded config_json (the "trace" object and a
+// numerics plan left out). Throws ds::Error naming the trace when a field is unknown or invalid.
 RunConfig recorded_config(const trace::TraceReader& t);
 
 // The plan from the two traces and the diff of A vs B (`d`, every sequence): `seqs` when given,
 // else every flipped sequence. Throws ds::Error with a hint when there is nothing to zoom (no
-// flip), a --seq is not in both traces, or the prompts differ.
+// flip), a --seq is not in both traces, or the prompts differ. With `whole_blocks` (explain), a
+// zoomed sequence is forced as long as its block's longest zoomed one (on A's tokens), as its
+// neighbours are, so that every pass up to each flip holds the rows it held in the original runs.
 ZoomPlan make_zoom_plan(const trace::TraceReader& a, const trace::TraceReader& b,
-                        const diff::Report& d, const std::vector<int>& seqs, int after);
+                        const diff::Report& d, const std::vector<int>& seqs, int after,
+                        bool whole_blocks = false);
 
 // The JSONL prompts of one side's replay: per replayed sequence {"ids": prompt, "forced": tokens}:
 // A's tokens for a zoomed sequence, the side's own for a neighbour.

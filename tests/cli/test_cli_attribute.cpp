@@ -54,13 +54,6 @@ double num(const json& v) {
   return v.is_null() ? NAN : v.get<double>();
 }
 
-// Sets an environment variable for the scope (the CLI child inherits it).
-struct ScopedEnv {
-  const char* name;
-  ScopedEnv(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
-  ~ScopedEnv() { unsetenv(name); }
-};
-
 }  // namespace
 
 TEST_CASE("attribute names layer 2's MLP as the only origin of a perturbation planted there",
@@ -68,11 +61,8 @@ TEST_CASE("attribute names layer 2's MLP as the only origin of a perturbation pl
   ds::test::TempDir dir;
   const std::string a = record_a(dir, "all");
   json report;
-  std::map<std::string, json> blocks;
-  {
-    ScopedEnv perturb("DRIFTSCOPE_TEST_PERTURB", "L2/mlp_out:bf16");
-    blocks = attribute(a, &report);
-  }
+  const std::map<std::string, json> blocks =
+      attribute(a + " --test-perturb L2/mlp_out:bf16", &report);
   REQUIRE(report["split"] == true);
   REQUIRE(report["n_layers"] == 4);
   const json& l2 = blocks.at("L2 mlp");
@@ -106,9 +96,8 @@ TEST_CASE("attribute names layer 2's MLP as the only origin of a perturbation pl
 TEST_CASE("attribute without L*/resid_mid in A names whole layers: layer 2", "[cli][attribute]") {
   ds::test::TempDir dir;
   const std::string a = record_a(dir, "default");
-  ScopedEnv perturb("DRIFTSCOPE_TEST_PERTURB", "L2/mlp_out:bf16");
   json report;
-  const auto blocks = attribute(a, &report);
+  const auto blocks = attribute(a + " --test-perturb L2/mlp_out:bf16", &report);
   CHECK(report["split"] == false);
   CHECK(blocks.count("L2 mlp") == 0);
   CHECK(blocks.at("L2")["origin"] == true);
@@ -220,10 +209,10 @@ TEST_CASE("attribute: bad input exits 2 with one message and a hint", "[cli][att
   ds::test::check_input_error(
       run_cli("attribute " + a + " --html " + (dir.path() / "no/x.html").string()),
       "cannot write the HTML report");
-  {
-    ScopedEnv perturb("DRIFTSCOPE_TEST_PERTURB", "L3/mlp:bf16");
-    ds::test::check_input_error(run_cli("attribute " + a), "invalid DRIFTSCOPE_TEST_PERTURB");
-  }
+  ds::test::check_input_error(run_cli("attribute " + a + " --test-perturb L3/mlp:bf16"),
+                              "invalid test_perturb 'L3/mlp:bf16'");
+  ds::test::check_input_error(run_cli("attribute " + a + " --test-perturb L4/mlp_out:bf16"),
+                              "no op 'L4/down_proj' in a 4-layer model");
   const auto help = run_cli("attribute --help");
   CHECK(help.exit_code == 0);
   CHECK(help.out.find("--config") != std::string::npos);

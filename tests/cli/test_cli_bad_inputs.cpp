@@ -340,7 +340,9 @@ TEST_CASE("command-line parser errors have the driftscope form and a hint", "[cl
       {"generate --bogus", "driftscope: The following argument was not expected: --bogus",
        "hint: see driftscope generate --help"},
       {"generate --max-new", "--max-new", "hint: see driftscope generate --help"},
-      {"run --batch many", "--batch", "hint: see driftscope run --help"},
+      // a run-configuration field's value: the field's own hint first
+      {"run --batch many", "driftscope: --batch: invalid batch 'many'",
+       "hint: --batch takes a whole number >= 1; see driftscope run --help"},
       {"diff only-one.h5", "b is required", "hint: see driftscope diff --help"},
       {"nonsense", "driftscope: unknown command 'nonsense'", "hint: commands: generate, "},
       {"", "driftscope: no command given", "hint: driftscope --help lists the commands"},

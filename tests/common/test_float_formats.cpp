@@ -110,3 +110,23 @@ TEST_CASE("float32 to bf16 rounds to nearest, ties to even", "[kernels][formats]
     for (uint32_t lo : {0x7fffu, 0x8000u, 0x8001u}) check(std::bit_cast<float>((hi << 16) | lo));
   }
 }
+
+TEST_CASE("bf16_step: the rounded value's neighbour one bf16 ulp up or down",
+          "[kernels][formats]") {
+  CHECK(ds::bf16_step(1.0f, 1) == 1.0078125f);    // 1 + 2^-7
+  CHECK(ds::bf16_step(1.0f, -1) == 0.99609375f);  // 1 - 2^-8 (the binade below is finer)
+  CHECK(ds::bf16_step(-1.0f, 1) == -0.99609375f);
+  CHECK(ds::bf16_step(-1.0f, -1) == -1.0078125f);
+  CHECK(ds::bf16_step(1.00390625f, 1) == 1.0078125f);  // rounded first (a tie, to even: 1), then up
+  CHECK(ds::bf16_step(0.0f, 1) == std::bit_cast<float>(0x00010000u));
+  CHECK(ds::bf16_step(0.0f, -1) == std::bit_cast<float>(0x80010000u));
+  CHECK(std::isinf(ds::bf16_step(std::bit_cast<float>(0x7f7f0000u), 1)));  // past the largest
+  CHECK(std::isnan(ds::bf16_step(NAN, 1)));
+  CHECK(ds::bf16_step(INFINITY, -1) == INFINITY);
+  // every finite pattern moves by exactly one step of its bit pattern
+  for (uint32_t b = 0; b < 0x7f80u; b += 13) {
+    const float x = ds::bf16_bits_to_f32(static_cast<uint16_t>(b));
+    CHECK(ds::f32_to_bf16_bits(ds::bf16_step(x, 1)) == b + 1);
+    if (b > 0) CHECK(ds::f32_to_bf16_bits(ds::bf16_step(x, -1)) == b - 1);
+  }
+}

@@ -76,6 +76,19 @@ def recorder(*args, threads=THREADS):
     return run(recorder_command() + ["run", "--threads", threads, "-q"] + list(args), env=env)
 
 
+def first_flips(a, b, n):
+    """{i: the first generated step where the tokens of sequence i (< n) of the h5py traces a and b
+    differ}, for the sequences where they do."""
+    flips = {}
+    for i in range(n):
+        sa, sb = a["seq/%d" % i], b["seq/%d" % i]
+        ta, tb, start = sa["tokens"][:].tolist(), sb["tokens"][:].tolist(), int(sa.attrs["prompt_len"])
+        step = next((p - start for p in range(start, min(len(ta), len(tb))) if ta[p] != tb[p]), None)
+        if step is not None:
+            flips[i] = step
+    return flips
+
+
 def hidden(seq, site):
     h = seq["hidden/" + site]
     if h.attrs.get("dtype") == "bf16":

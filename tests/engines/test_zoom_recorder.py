@@ -21,7 +21,7 @@ import time
 import h5py
 import numpy as np
 
-from engines_common import ROOT, THREADS, check, recorder, recorder_command, stack
+from engines_common import ROOT, THREADS, check, first_flips, recorder, recorder_command, stack
 
 MODEL = os.path.join(ROOT, "models", "kjv-llama")
 PROMPTS = (0, 6, 20, 29)  # lines of the model's prompts.txt: B parts from A at the last three
@@ -48,17 +48,6 @@ def same_topk(x, i, y, j, rows):
     )
 
 
-def first_flips(a, b):
-    """{sequence: first generated step where A's and B's tokens differ}."""
-    flips = {}
-    for i in range(len(PROMPTS)):
-        (ta, n), (tb, _) = tokens(a, i), tokens(b, i)
-        step = next((p - n for p in range(n, min(len(ta), len(tb))) if ta[p] != tb[p]), None)
-        if step is not None:
-            flips[i] = step
-    return flips
-
-
 def replays(exe, work, a_path, b_path, env):
     ok = True
     z = os.path.join(work, "zoom")
@@ -73,7 +62,7 @@ def replays(exe, work, a_path, b_path, env):
         return ok, z
     a, b = h5py.File(a_path, "r"), h5py.File(b_path, "r")
     a2, b2 = h5py.File(os.path.join(z, "a.h5"), "r"), h5py.File(os.path.join(z, "b.h5"), "r")
-    flips = first_flips(a, b)
+    flips = first_flips(a, b, len(PROMPTS))
     # 3 of 4 here (near-ties of 0.003 to 0.006 logit); another CPU's bf16 may part elsewhere
     ok &= check(len(flips) >= 1, "A and B part at %d of %d prompts: %s" % (len(flips), len(PROMPTS), flips))
     # batch groups: blocks of lcm(1, 2) = 2 prompts; every block holding a flip is replayed

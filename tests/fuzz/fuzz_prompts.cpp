@@ -20,11 +20,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         auto prompts = ds::read_prompts_file(path, tok, special_in_text);
         ds::fuzz::require(!prompts.empty(), "a prompts file that reads holds a prompt");
         for (const auto& p : prompts) ds::fuzz::require(!p.ids.empty(), "every prompt has tokens");
-        for (const char* policy : {"auto", "on", "off"}) {
+        for (const ds::AddBos policy : {ds::AddBos::automatic, ds::AddBos::on, ds::AddBos::off}) {
           auto copy = prompts;
           ds::apply_add_bos(copy, policy,
                             tok != nullptr ? tok->bos_id() : std::optional<int32_t>(1));
-          if (std::string_view(policy) == "on") {
+          if (policy == ds::AddBos::on) {
             for (const auto& p : copy)
               ds::fuzz::require(!p.ids.empty(), "add_bos on keeps a token");
           }

@@ -8,7 +8,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto path = ds::fuzz::write_input({data, size}, "model.safetensors");
     const auto ck = ds::SafetensorsCheckpoint::open(path);
     for (const auto& [name, t] : ck.tensors()) {
-      ds::fuzz::require(t.data.size() == static_cast<size_t>(t.numel()) * ds::dtype_size(t.dtype),
+      ds::fuzz::require(t.data.size() == static_cast<size_t>(t.numel()) * ds::traits(t.dtype).bytes,
                         "a tensor's bytes match its shape and dtype");
       const auto values = ds::SafetensorsCheckpoint::to_f32(t);
       ds::fuzz::require(values.size() == static_cast<size_t>(t.numel()),

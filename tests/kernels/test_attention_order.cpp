@@ -1,5 +1,5 @@
-// ops::attention's order (kernels/ops.h AttnNumerics, docs/numerics.md "attention") pinned on one
-// query against a few keys.
+// ops::attention's order (kernels/ops.h Attention and OpNumerics, docs/numerics.md "attention")
+// pinned on one query against a few keys.
 //
 // Most cases make every exp() exact so the expected values can be worked out by hand: q = 0 gives
 // equal scores (exp(0) = 1, p_t = 1/n, exact for n a power of two), and a score 200 below the max
@@ -21,14 +21,14 @@
 namespace {
 
 using ds::Storage;
-using ds::ops::AttnNumerics;
+using ds::ops::OpNumerics;
 
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-AttnNumerics numerics(int splits, bool accum_f16 = false, Storage p_round = Storage::native,
-                      Storage out = Storage::native) {
-  AttnNumerics a;
-  a.splits = splits;
+OpNumerics numerics(int splits, bool accum_f16 = false, Storage p_round = Storage::native,
+                    Storage out = Storage::native) {
+  OpNumerics a;
+  a.split = splits;
   a.accum_f16 = accum_f16;
   a.p_round = p_round;
   a.out = out;
@@ -36,8 +36,8 @@ AttnNumerics numerics(int splits, bool accum_f16 = false, Storage p_round = Stor
 }
 
 // FlashAttention-2's order with tiles of `tile` keys.
-AttnNumerics tiled(int tile, Storage p_round = Storage::native) {
-  AttnNumerics a = numerics(1, false, p_round);
+OpNumerics tiled(int tile, Storage p_round = Storage::native) {
+  OpNumerics a = numerics(1, false, p_round);
   a.tile = tile;
   return a;
 }
@@ -49,7 +49,7 @@ struct Case {
   std::vector<float> q, k, v;
   std::vector<int> positions;
 
-  std::vector<float> run(const AttnNumerics& a) const {
+  std::vector<float> run(const OpNumerics& num) const {
     const int rows = static_cast<int>(positions.size());
     const size_t q_dim = static_cast<size_t>(n_heads) * head_dim;
     REQUIRE(q.size() == rows * q_dim);
@@ -58,8 +58,16 @@ struct Case {
     REQUIRE(k.size() >= static_cast<size_t>(max_pos + 1) * n_kv_heads * head_dim);
     std::vector<float> out(rows * q_dim, kNaN);
     std::vector<float> scratch(2 * (max_pos + 1) + head_dim, kNaN);
-    ds::ops::attention<float>(out.data(), q.data(), k.data(), v.data(), rows, positions.data(),
-                              n_heads, n_kv_heads, head_dim, window, scale, a, scratch.data());
+    ds::ops::Attention<float*> a{out.data(), q.data(), k.data(), v.data()};
+    a.rows = rows;
+    a.positions = positions.data();
+    a.n_heads = n_heads;
+    a.n_kv_heads = n_kv_heads;
+    a.head_dim = head_dim;
+    a.window = window;
+    a.scale = scale;
+    a.num = num;
+    ds::ops::attention<float>(a, scratch.data());
     return out;
   }
 };
@@ -444,8 +452,8 @@ TEST_CASE("attention: tiled (FlashAttention-2) order rescales per aligned key ti
     CHECK_FALSE(same_bits(want2, r.tiled({{0}, {1, 2}, {3, 4}}, pr)));  // tiles from the first key
   }
   // split-KV requested: the split order, not the tiles (as the CUDA backend decides)
-  AttnNumerics split_and_tile = tiled(2);
-  split_and_tile.splits = 2;
+  OpNumerics split_and_tile = tiled(2);
+  split_and_tile.split = 2;
   CHECK(same_bits(c.run(split_and_tile), r.split({3, 2}, Storage::native)));
 }
 

@@ -1,8 +1,8 @@
-// ops::matmul's reduction order (kernels/ops.h GemmNumerics, docs/numerics.md "matmul") pinned on
-// tiny inputs against values computed by hand. The inputs sit on fp32's / fp16's rounding edges
-// (2^24 + 1 in fp32, 2048 + 1 in fp16, both ties that round to even), so each alternative order
-// named in a comment gives a different result; a second CHECK recomputes that alternative with
-// plain float arithmetic (and the conversions of common/float_formats.h) and shows it differs
+// ops::matmul's reduction order (kernels/ops.h Gemm and OpNumerics, docs/numerics.md "matmul")
+// pinned on tiny inputs against values computed by hand. The inputs sit on fp32's / fp16's rounding
+// edges (2^24 + 1 in fp32, 2048 + 1 in fp16, both ties that round to even), so each alternative
+// order named in a comment gives a different result; a second CHECK recomputes that alternative
+// with plain float arithmetic (and the conversions of common/float_formats.h) and shows it differs
 // from the pinned value.
 //
 // w is all ones wherever the products are not the point, so x[k] * w[k] = x[k] exactly and the
@@ -18,17 +18,24 @@
 namespace {
 
 using ds::Storage;
-using ds::ops::GemmNumerics;
+using ds::ops::OpNumerics;
+
+// ops::matmul on the call description built from its parts.
+template <typename T>
+void matmul(T* y, const T* x, int ldx, const T* w, int ldw, const T* b, int M, int N, int K,
+            OpNumerics num) {
+  ds::ops::matmul<T>(ds::ops::Gemm<T*, const T*>{y, x, w, b, M, N, K, ldx, ldw, 0, num});
+}
 
 constexpr float kTwo24 = 16777216.0f;  // 2^24: from here on fp32 steps by 2, so 2^24 + 1 is a tie
 
 // y = sum_k x[k] * w[k] (+ b) for one row and one column.
-float dot1(const std::vector<float>& x, const std::vector<float>& w, GemmNumerics g,
+float dot1(const std::vector<float>& x, const std::vector<float>& w, OpNumerics g,
            const float* bias = nullptr) {
   REQUIRE(x.size() == w.size());
   float y = std::numeric_limits<float>::quiet_NaN();
   const int K = static_cast<int>(x.size());
-  ds::ops::matmul<float>(&y, x.data(), K, w.data(), K, bias, 1, 1, K, g);
+  matmul<float>(&y, x.data(), K, w.data(), K, bias, 1, 1, K, g);
   return y;
 }
 
@@ -36,9 +43,9 @@ std::vector<float> ones(size_t n) {
   return std::vector<float>(n, 1.0f);
 }
 
-GemmNumerics split(int s, bool accum_f16 = false, Storage out = Storage::native) {
-  GemmNumerics g;
-  g.split_k = s;
+OpNumerics split(int s, bool accum_f16 = false, Storage out = Storage::native) {
+  OpNumerics g;
+  g.split = s;
   g.accum_f16 = accum_f16;
   g.out = out;
   return g;
@@ -168,7 +175,7 @@ TEST_CASE("matmul: rows of x and w are ldx / ldw apart and every (m, n) has the 
   const std::vector<float> x{kTwo24, 1.0f, 1.0f, nan, 1.0f, 1.0f, kTwo24, nan};
   const std::vector<float> w{1.0f, 1.0f, 1.0f, nan, 1.0f, 1.0f, 0.0f, nan};
   std::vector<float> y(4, nan);
-  ds::ops::matmul<float>(y.data(), x.data(), 4, w.data(), 4, nullptr, 2, 2, 3, split(1));
+  matmul<float>(y.data(), x.data(), 4, w.data(), 4, nullptr, 2, 2, 3, split(1));
   CHECK(y[0] == 16777216.0f);
   CHECK(y[1] == 16777216.0f);
   CHECK(y[2] == 16777218.0f);
@@ -182,8 +189,8 @@ TEST_CASE("matmul: double runs the same order (split-K boundaries at 2^53)", "[k
   const std::vector<double> x{two53, 1.0, 1.0, 1.0, 1.0};
   const std::vector<double> w(5, 1.0);
   double y = 0;
-  ds::ops::matmul<double>(&y, x.data(), 5, w.data(), 5, nullptr, 1, 1, 5, split(2));
+  matmul<double>(&y, x.data(), 5, w.data(), 5, nullptr, 1, 1, 5, split(2));
   CHECK(y == two53 + 2.0);
-  ds::ops::matmul<double>(&y, x.data(), 5, w.data(), 5, nullptr, 1, 1, 5, split(1));
+  matmul<double>(&y, x.data(), 5, w.data(), 5, nullptr, 1, 1, 5, split(1));
   CHECK(y == two53);
 }

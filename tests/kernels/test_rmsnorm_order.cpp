@@ -16,7 +16,10 @@ std::vector<float> rmsnorm(const std::vector<float>& x, const std::vector<float>
   const int dim = static_cast<int>(w.size());
   REQUIRE(x.size() == w.size() * rows);
   std::vector<float> y(x.size(), std::numeric_limits<float>::quiet_NaN());
-  ds::ops::rmsnorm<float>(y.data(), x.data(), w.data(), rows, dim, eps, out);
+  ds::ops::OpNumerics num;
+  num.out = out;
+  ds::ops::rmsnorm<float>(
+      ds::ops::Rmsnorm<float*, const float*>{y.data(), x.data(), w.data(), rows, dim, eps, num});
   return y;
 }
 

@@ -8,6 +8,19 @@
 #include "common/float_formats.h"
 #include "kernels/ops.h"
 
+namespace {
+
+// ops::rope on the call description built from its parts.
+void rope(float* x, int rows, int heads, int head_dim, const int* positions, const float* cos,
+          const float* sin, ds::Storage out) {
+  ds::ops::OpNumerics num;
+  num.out = out;
+  ds::ops::rope<float>(
+      ds::ops::Rope<float*, const float*>{x, rows, heads, head_dim, positions, cos, sin, num});
+}
+
+}  // namespace
+
 TEST_CASE("rope: half-split pairs (i, i + h) rotated from the old values at the row's position",
           "[kernels][rope]") {
   // head_dim 4 (h = 2), 2 heads, 2 rows at positions 1 and 0.
@@ -29,8 +42,7 @@ TEST_CASE("rope: half-split pairs (i, i + h) rotated from the old values at the 
   const std::vector<int> positions{1, 0};
   std::vector<float> x{1.0f, 2.0f, 3.0f, 4.0f, 8.0f, 4.0f, 2.0f, 1.0f,
                        1.0f, 2.0f, 3.0f, 4.0f, 8.0f, 4.0f, 2.0f, 1.0f};
-  ds::ops::rope<float>(x.data(), 2, 2, 4, positions.data(), cos.data(), sin.data(),
-                       ds::Storage::native);
+  rope(x.data(), 2, 2, 4, positions.data(), cos.data(), sin.data(), ds::Storage::native);
   const std::vector<float> want{-1.75f, 4.5f, 2.25f, -1.0f, 2.5f, 2.0f, 7.0f, -3.75f,
                                 1.0f,   2.0f, 3.0f,  4.0f,  8.0f, 4.0f, 2.0f, 1.0f};
   CHECK(x == want);
@@ -43,7 +55,7 @@ TEST_CASE("rope: each new value is computed in fp32 and rounded once to out", "[
   const std::vector<float> cos{1.0f}, sin{1.0f};
   const int position = 0;
   std::vector<float> x{257.0f, 1.0f};
-  ds::ops::rope<float>(x.data(), 1, 1, 2, &position, cos.data(), sin.data(), ds::Storage::bf16);
+  rope(x.data(), 1, 1, 2, &position, cos.data(), sin.data(), ds::Storage::bf16);
   CHECK(x[0] == 256.0f);
   CHECK(x[1] == 258.0f);
   CHECK(ds::round_to_bf16(ds::round_to_bf16(257.0f) - 1.0f) == 255.0f);

@@ -56,6 +56,30 @@ constexpr Execution kExecutions[] = {{ds::ops::CpuKernels::reference, 1},
 
 }  // namespace
 
+namespace {
+
+using ds::ops::OpNumerics;
+
+OpNumerics gemm_numerics(ds::Storage out, int split) {
+  OpNumerics g;
+  g.out = out;
+  g.split = split;
+  return g;
+}
+
+// The call descriptions of ops::matmul, on float32 weights and on weights as stored.
+void matmul_f32(float* y, const float* x, int ldx, const float* w, int ldw, const float* b, int M,
+                int N, int K, OpNumerics g) {
+  ds::ops::matmul<float>(ds::ops::Gemm<float*, const float*>{y, x, w, b, M, N, K, ldx, ldw, 0, g});
+}
+ds::ops::StoredGemm stored_gemm(float* y, const float* x, int ldx, ds::ops::StoredWeights w,
+                                int ldw, ds::ops::StoredWeights b, int M, int N, int K,
+                                OpNumerics g) {
+  return {y, x, w, b, M, N, K, ldx, ldw, 0, g};
+}
+
+}  // namespace
+
 TEST_CASE("matmul on bf16 and fp16 weights as stored equals matmul on their float32 widening",
           "[kernels][stored]") {
   ExecGuard guard;
@@ -76,14 +100,14 @@ TEST_CASE("matmul on bf16 and fp16 weights as stored equals matmul on their floa
                 for (const Execution& e : kExecutions) {
                   ds::ops::set_cpu_kernels(e.kernels);
                   ds::ops::set_cpu_threads(e.threads);
-                  const ds::ops::GemmNumerics g{out, false, split};
+                  const OpNumerics g = gemm_numerics(out, split);
                   std::vector<float> y32(static_cast<size_t>(M) * N), y16(y32.size());
-                  ds::ops::matmul(y32.data(), x.data(), K, w32.data(), ldw,
-                                  bias ? b32.data() : nullptr, M, N, K, g);
+                  matmul_f32(y32.data(), x.data(), K, w32.data(), ldw, bias ? b32.data() : nullptr,
+                             M, N, K, g);
                   const ds::ops::StoredWeights bw =
                       bias ? ds::ops::StoredWeights{b16.data(), format} : ds::ops::StoredWeights{};
-                  ds::ops::matmul(y16.data(), x.data(), K, {w16.data(), format}, ldw, bw, M, N, K,
-                                  g);
+                  ds::ops::matmul(stored_gemm(y16.data(), x.data(), K, {w16.data(), format}, ldw,
+                                              bw, M, N, K, g));
                   INFO((format == ds::Storage::bf16 ? "bf16" : "fp16")
                        << " M " << M << " N " << N << " K " << K << " split " << split << " bias "
                        << bias << " kernels " << static_cast<int>(e.kernels) << " threads "
@@ -123,17 +147,16 @@ TEST_CASE("packed 16-bit and float32 matrices give the bits of the reference loo
         std::vector<float> x(static_cast<size_t>(M) * K);
         for (float& v : x) v = std::uniform_real_distribution<float>(-2, 2)(rng);
         for (int split : {1, 3}) {
-          const ds::ops::GemmNumerics g{ds::Storage::native, false, split};
+          const OpNumerics g = gemm_numerics(ds::Storage::native, split);
           ds::ops::set_cpu_kernels(ds::ops::CpuKernels::reference);
           ds::ops::set_cpu_threads(1);
           std::vector<float> want(static_cast<size_t>(M) * N), got(want.size());
-          ds::ops::matmul(want.data(), x.data(), K, w32.data(), K,
-                          static_cast<const float*>(nullptr), M, N, K, g);
+          matmul_f32(want.data(), x.data(), K, w32.data(), K, nullptr, M, N, K, g);
           for (const Execution& e : kExecutions) {
             ds::ops::set_cpu_kernels(e.kernels);
             ds::ops::set_cpu_threads(e.threads);
-            ds::ops::matmul(got.data(), x.data(), K, {packed.data(), format, true}, K, {}, M, N, K,
-                            g);
+            ds::ops::matmul(stored_gemm(got.data(), x.data(), K, {packed.data(), format, true}, K,
+                                        {}, M, N, K, g));
             INFO("format " << static_cast<int>(format) << " M " << M << " N " << N << " split "
                            << split << " kernels " << static_cast<int>(e.kernels) << " threads "
                            << e.threads);
@@ -169,7 +192,7 @@ TEST_CASE("a group of matmuls gives each matmul's own bits", "[kernels][stored]"
     std::vector<std::vector<uint16_t>> w16, b16;
     std::vector<std::vector<float>> w32, b32, want, got;
     std::vector<std::vector<uint8_t>> stored;
-    std::vector<ds::ops::MatmulCall> calls;
+    std::vector<ds::ops::StoredGemm> calls;
     for (const Member& m : members) {
       const ds::Storage bits = m.format == ds::Storage::f16 ? m.format : ds::Storage::bf16;
       w16.push_back(random_halves(static_cast<size_t>(m.N) * K, bits, rng));
@@ -187,27 +210,21 @@ TEST_CASE("a group of matmuls gives each matmul's own bits", "[kernels][stored]"
         stored.emplace_back(static_cast<const uint8_t*>(values),
                             static_cast<const uint8_t*>(values) + elem * m.N * K);
       }
-      const ds::ops::GemmNumerics g{ds::Storage::native, false, m.split};
+      const OpNumerics g = gemm_numerics(ds::Storage::native, m.split);
       ds::ops::set_cpu_kernels(ds::ops::CpuKernels::reference);
       want.emplace_back(static_cast<size_t>(M) * m.N);
-      ds::ops::matmul(want.back().data(), x.data(), K, w32.back().data(), K,
-                      m.bias ? b32.back().data() : nullptr, M, m.N, K, g);
+      matmul_f32(want.back().data(), x.data(), K, w32.back().data(), K,
+                 m.bias ? b32.back().data() : nullptr, M, m.N, K, g);
       got.emplace_back(want.back().size());
     }
     for (size_t i = 0; i < std::size(members); ++i) {
       const Member& m = members[i];
       const void* bias = m.format == ds::Storage::native ? static_cast<const void*>(b32[i].data())
                                                          : static_cast<const void*>(b16[i].data());
-      calls.push_back({got[i].data(),
-                       x.data(),
-                       K,
-                       {stored[i].data(), m.format, m.packed},
-                       K,
-                       m.bias ? ds::ops::StoredWeights{bias, m.format} : ds::ops::StoredWeights{},
-                       M,
-                       m.N,
-                       K,
-                       ds::ops::GemmNumerics{ds::Storage::native, false, m.split}});
+      calls.push_back(
+          stored_gemm(got[i].data(), x.data(), K, {stored[i].data(), m.format, m.packed}, K,
+                      m.bias ? ds::ops::StoredWeights{bias, m.format} : ds::ops::StoredWeights{}, M,
+                      m.N, K, gemm_numerics(ds::Storage::native, m.split)));
     }
     for (const Execution& e : kExecutions) {
       ds::ops::set_cpu_kernels(e.kernels);
@@ -244,8 +261,10 @@ TEST_CASE("embedding and rmsnorm on 16-bit weights as stored equal their float32
     const auto n32 = widened(n16, format);
     for (ds::Storage out : {ds::Storage::native, ds::Storage::f16}) {
       std::vector<float> r32(x.size()), r16(x.size());
-      ds::ops::rmsnorm(r32.data(), x.data(), n32.data(), rows, D, 1e-5, out);
-      ds::ops::rmsnorm(r16.data(), x.data(), {n16.data(), format}, rows, D, 1e-5, out);
+      OpNumerics num;
+      num.out = out;
+      ds::ops::rmsnorm<float>({r32.data(), x.data(), n32.data(), rows, D, 1e-5, num});
+      ds::ops::rmsnorm({r16.data(), x.data(), {n16.data(), format}, rows, D, 1e-5, num});
       CHECK(std::memcmp(r32.data(), r16.data(), 4 * r32.size()) == 0);
     }
   }

@@ -1,5 +1,5 @@
 // A NaN or an infinity in any weight is refused at load, naming the tensor and the element (a
-// damaged checkpoint otherwise generates nothing, silently: issue 35 item 18), in every stored
+// damaged checkpoint otherwise generates nothing, silently), in every stored
 // format; and a llama3 rope_scaling factor outside 1..1024 (a denormal one divided frequencies
 // into infinities) is refused from config.json.
 #include <catch2/catch.hpp>

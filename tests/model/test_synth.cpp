@@ -58,7 +58,7 @@ TEST_CASE("large synthetic checkpoints are sharded with an index", "[synth]") {
   ds::test::TempDir dir;
   ds::SynthOptions o;
   o.shard_bytes = 100 * 1024;  // force several shards for the tiny shape
-  o.dtype = "f16";
+  o.dtype = ds::NumberFormat::f16;
   ds::write_synthetic_checkpoint(ds::synth_shape("tiny"), o, dir.path());
   CHECK(std::filesystem::exists(dir.path() / "model.safetensors.index.json"));
   const ds::Model m = ds::load_model(dir.path());

@@ -62,9 +62,9 @@ OpCase gemm(const GemmParams& p) {
   };
   c.cpu = [p](const OpData& d) {
     return host_call(d, static_cast<size_t>(p.M) * p.N, [p](const OpData& in, auto& y) {
-      ops::matmul(y.data(), in.f[P::x].data(), p.K, in.f[P::w].data(), p.K,
-                  p.bias ? in.f[P::b].data() : nullptr, p.M, p.N, p.K,
-                  ops::GemmNumerics{p.x_t, p.accum_f16, std::max(p.split, 1)});
+      ops::matmul<float>({y.data(), in.f[P::x].data(), in.f[P::w].data(),
+                          p.bias ? in.f[P::b].data() : nullptr, p.M, p.N, p.K, p.K, p.K, 0,
+                          gemm_numerics(p)});
     });
   };
   c.reference = [p](const OpData& d) {
@@ -224,7 +224,8 @@ OpCase rmsnorm(const RmsnormParams& p) {
   };
   c.cpu = [p](const OpData& d) {
     return host_call(d, static_cast<size_t>(p.rows) * p.dim, [p](const OpData& in, auto& y) {
-      ops::rmsnorm(y.data(), in.f[P::x].data(), in.f[P::w].data(), p.rows, p.dim, 1e-5, p.t);
+      ops::rmsnorm<float>({y.data(), in.f[P::x].data(), in.f[P::w].data(), p.rows, p.dim, 1e-5,
+                           stored_numerics(p.t)});
     });
   };
   c.reference = [p](const OpData& d) { return ref::rmsnorm(d.f[P::x], d.f[P::w], p.dim, 1e-5); };
@@ -259,8 +260,8 @@ OpCase rope(const RopeParams& p) {
   c.cpu = [p](const OpData& d) {  // in place: each run rotates a fresh copy of x
     return host_call(d, d.f[P::x].size(), [p](const OpData& in, auto& y) {
       std::copy(in.f[P::x].begin(), in.f[P::x].end(), y.begin());
-      ops::rope(y.data(), p.rows, p.heads, p.head_dim, in.i[P::pos].data(), in.f[P::cos].data(),
-                in.f[P::sin].data(), p.t);
+      ops::rope<float>({y.data(), p.rows, p.heads, p.head_dim, in.i[P::pos].data(),
+                        in.f[P::cos].data(), in.f[P::sin].data(), stored_numerics(p.t)});
     });
   };
   c.reference = [p](const OpData& d) {
@@ -295,14 +296,13 @@ OpCase attention(const AttentionParams& p) {
     return d;
   };
   const float scale = 1.f / std::sqrt(static_cast<float>(p.head_dim));
-  c.cpu = [p, slot_stride, scale](const OpData& d) {
-    return host_call(d, d.f[P::q].size(), [p, slot_stride, scale](const OpData& in, auto& y) {
+  c.cpu = [p, slot_stride](const OpData& d) {
+    return host_call(d, d.f[P::q].size(), [p, slot_stride](const OpData& in, auto& y) {
       std::vector<float> scratch(2 * (p.last_pos + 1) + p.head_dim);
-      ops::attention(y.data(), in.f[P::q].data(), in.f[P::k].data() + slot_stride,
-                     in.f[P::v].data() + slot_stride, p.rows, in.i[P::pos].data(), p.n_heads,
-                     p.n_kv, p.head_dim, p.window, scale,
-                     ops::AttnNumerics{p.t, p.t, p.accum_f16, p.splits, p.tiled ? 64 : 0},
-                     scratch.data());
+      ops::attention<float>(
+          attention_call(p, y.data(), in.f[P::q].data(), in.f[P::k].data() + slot_stride,
+                         in.f[P::v].data() + slot_stride, in.i[P::pos].data()),
+          scratch.data());
     });
   };
   c.reference = [p, slot_stride, scale](const OpData& d) {

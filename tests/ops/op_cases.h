@@ -6,6 +6,7 @@
 // op_cases_cuda.cpp). This header and op_cases.cpp are plain C++: no CUDA anywhere.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -84,7 +85,7 @@ struct AttentionParams {
   bool accum_f16;
   int capacity, slots;  // the queries read slot 1 of a cache of `slots` sequences
   uint32_t seed;
-  bool tiled = false;  // FlashAttention-2's order (kernels/ops.h AttnNumerics::tile)
+  bool tiled = false;  // FlashAttention-2's order (kernels/ops.h OpNumerics::tile)
   enum In { q, k, v };
   enum Ints { pos, slot };
 };
@@ -150,5 +151,41 @@ struct OpCase {
 
 // Every case, CPU side only (the CUDA side empty), in a fixed order.
 const std::vector<OpCase>& op_cases();
+
+// The numerics of a case's op call, the same on both sides (the CUDA calls: op_cases_cuda.cpp).
+// An op that only rounds its output to t:
+inline ops::OpNumerics stored_numerics(Storage t) {
+  ops::OpNumerics n;
+  n.out = t;
+  return n;
+}
+// A gemm case: its output storage, accumulator and split-K (0, cuBLASLt's own choice, is 1 on
+// the CPU).
+inline ops::OpNumerics gemm_numerics(const GemmParams& p) {
+  ops::OpNumerics n = stored_numerics(p.x_t);
+  n.accum_f16 = p.accum_f16;
+  n.split = p.split > 1 ? p.split : 1;
+  return n;
+}
+// An attention case's call on either side's pointers (the CUDA call adds its slots).
+template <typename A>
+ops::Attention<A> attention_call(const AttentionParams& p, A out, ops::In<A> q, ops::In<A> k,
+                                 ops::In<A> v, const int* positions) {
+  ops::Attention<A> a{out, q, k, v};
+  a.rows = p.rows;
+  a.positions = positions;
+  a.n_heads = p.n_heads;
+  a.n_kv_heads = p.n_kv;
+  a.head_dim = p.head_dim;
+  a.window = p.window;
+  a.scale = 1.f / std::sqrt(static_cast<float>(p.head_dim));
+  a.max_keys = p.last_pos + 1;
+  a.num = stored_numerics(p.t);
+  a.num.p_round = p.t;
+  a.num.accum_f16 = p.accum_f16;
+  a.num.split = p.splits;
+  a.num.tile = p.tiled ? 64 : 0;
+  return a;
+}
 
 }  // namespace ds::test

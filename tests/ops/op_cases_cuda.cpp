@@ -49,21 +49,18 @@ OpCall call(const GemmParams& p, const OpData& d) {
   using P = GemmParams;
   const Array x = upload(d.f[P::x], p.x_t), w = upload(d.f[P::w], p.w_t),
               b = upload(d.f[P::b], p.w_t), y = zeros(static_cast<size_t>(p.M) * p.N, p.x_t);
-  cuda::GemmArgs g;
-  g.y = y->get();
-  g.y_t = p.x_t;
-  g.x = x->get();
-  g.x_t = p.x_t;
-  g.ldx = p.K;
-  g.w = w->get();
-  g.w_t = p.w_t;
-  g.ldw = p.K;
-  g.bias = p.bias ? b->get() : nullptr;
-  g.M = p.M;
-  g.N = p.N;
-  g.K = p.K;
-  g.split_k = p.split;
-  g.accum_f16 = p.accum_f16;
+  cuda::GemmArgs g{{y->get(), p.x_t},
+                   {x->get(), p.x_t},
+                   {w->get(), p.w_t},
+                   {p.bias ? b->get() : nullptr, p.w_t},
+                   p.M,
+                   p.N,
+                   p.K,
+                   p.K,
+                   p.K,
+                   0,
+                   gemm_numerics(p)};
+  g.num.split = p.split;  // cuBLASLt's 0 (its own choice) kept
   if (p.engine == GemmEngine::tiled) {
     const Array ws =
         zeros(std::max<size_t>(1, cuda::gemm_tiled_workspace_floats(g)), Storage::native);
@@ -142,7 +139,14 @@ OpCall call(const RmsnormParams& p, const OpData& d) {
   const Array x = upload(d.f[RmsnormParams::x], p.t), w = upload(d.f[RmsnormParams::w], p.t),
               y = zeros(d.f[RmsnormParams::x].size(), p.t);
   return device_call(y, [p, x, w, y] {
-    cuda::rmsnorm(y->get(), x->get(), p.t, w->get(), p.t, p.rows, p.dim, 1e-5f, nullptr);
+    cuda::rmsnorm({{y->get(), p.t},
+                   {x->get(), p.t},
+                   {w->get(), p.t},
+                   p.rows,
+                   p.dim,
+                   1e-5,
+                   stored_numerics(p.t)},
+                  nullptr);
   });
 }
 
@@ -154,8 +158,15 @@ OpCall call(const RopeParams& p, const OpData& d) {
   const Ints pos = upload(d.i[P::pos]);
   return device_call(x, [p, n, pristine, x, cs, sn, pos] {  // in place: rotate a fresh copy
     restore(*x, *pristine, n);
-    cuda::rope(x->get(), p.t, p.rows, p.heads, p.head_dim, pos->get(), cs->as<float>(),
-               sn->as<float>(), nullptr);
+    cuda::rope({{x->get(), p.t},
+                p.rows,
+                p.heads,
+                p.head_dim,
+                pos->get(),
+                cs->as<float>(),
+                sn->as<float>(),
+                stored_numerics(p.t)},
+               nullptr);
   });
 }
 
@@ -164,24 +175,10 @@ OpCall call(const AttentionParams& p, const OpData& d) {
   const Array q = upload(d.f[P::q], p.t), k = upload(d.f[P::k], p.t), v = upload(d.f[P::v], p.t),
               out = zeros(d.f[P::q].size(), p.t);
   const Ints pos = upload(d.i[P::pos]), slot = upload(d.i[P::slot]);
-  cuda::AttentionArgs a;
-  a.out = out->get();
-  a.q = q->get();
-  a.k_cache = k->get();
-  a.v_cache = v->get();
-  a.t = p.t;
-  a.rows = p.rows;
+  cuda::AttentionArgs a = attention_call<cuda::DevicePtr>(
+      p, {out->get(), p.t}, {q->get(), p.t}, {k->get(), p.t}, {v->get(), p.t}, pos->get());
   a.row_slot = slot->get();
-  a.positions = pos->get();
   a.slot_stride = static_cast<size_t>(p.capacity) * p.n_kv * p.head_dim;
-  a.n_heads = p.n_heads;
-  a.n_kv_heads = p.n_kv;
-  a.head_dim = p.head_dim;
-  a.window = p.window;
-  a.max_keys = p.last_pos + 1;
-  a.scale = 1.f / std::sqrt(static_cast<float>(p.head_dim));
-  a.splits = p.splits;
-  a.accum_f16 = p.accum_f16;
   if (p.tiled) {  // the rows (one sequence) in tiles of 64
     std::vector<int32_t> tiles;
     for (int r = 0; r < p.rows; r += 64) tiles.insert(tiles.end(), {r, std::min(r + 64, p.rows)});

@@ -94,7 +94,7 @@ TEST_CASE("threaded and vectorised CPU kernels match the scalar loops bit for bi
           "[runtime][threads]") {
   ds::test::TempDir dir;
   ds::SynthOptions opt;
-  opt.dtype = "f32";
+  opt.dtype = ds::NumberFormat::f32;
   opt.seed = 7;
   ds::write_synthetic_checkpoint(ds::synth_shape("tiny"), opt, dir.path() / "tiny");
   check_all_executions(ds::load_model(dir.path() / "tiny"));

@@ -85,7 +85,7 @@ std::vector<std::vector<int32_t>> greedy_tokens(const ds::Model& m,
 
 ds::RunConfig cfg(const std::string& dtype, int max_new = 40) {
   ds::RunConfig c;
-  c.dtype = dtype;
+  ds::set_field(c, "dtype", dtype);
   c.max_new = max_new;
   return c;
 }
@@ -118,12 +118,12 @@ TEST_CASE("fp64 does not move with reduction-order knobs beyond 1e-12", "[knobs]
   const auto prompts = bundled_prompts(m, 4);
   auto base = cfg("fp64", 30);
   auto knobs = base;
-  knobs.gemm_policy = "heuristic";
+  knobs.gemm_policy = ds::GemmPolicy::heuristic;
   knobs.batch = 4;
-  knobs.split_k = "4";
+  knobs.split_k = 4;
   knobs.tp = 4;
-  knobs.allreduce = "tree";
-  knobs.attn_splits = "3";
+  knobs.allreduce = ds::ops::AllReduce::tree;
+  knobs.attn_splits = 3;
   knobs.prefill_chunk = 2;
   auto ta = greedy_tokens(m, prompts, base);
   auto tb = greedy_tokens(m, prompts, knobs);
@@ -151,7 +151,7 @@ TEST_CASE("heuristic policy in bf16: batch 1 vs 8 changes hidden states", "[knob
   const ds::Model m = ds::load_model(ds::test::model_bin());
   const auto prompts = bundled_prompts(m, 8);
   auto c = cfg("bf16", 20);
-  c.gemm_policy = "heuristic";
+  c.gemm_policy = ds::GemmPolicy::heuristic;
   c.batch = 1;
   auto a = trace_of(m, prompts, c, dir.path() / "h1.h5");
   c.batch = 8;
@@ -170,14 +170,14 @@ TEST_CASE("tp, all-reduce order and attention splits change hidden states",
   tp4.tp = 4;
   CHECK(count_differences(a, trace_of(m, prompts, tp4, dir.path() / "tp4.h5")) > 0);
   auto tree = tp4;
-  tree.allreduce = "tree";
+  tree.allreduce = ds::ops::AllReduce::tree;
   CHECK(count_differences(dir.path() / "tp4.h5",
                           trace_of(m, prompts, tree, dir.path() / "tree.h5")) > 0);
   auto splits = base;
-  splits.attn_splits = "4";
+  splits.attn_splits = 4;
   CHECK(count_differences(a, trace_of(m, prompts, splits, dir.path() / "sp.h5")) > 0);
   auto splitk = base;
-  splitk.split_k = "2";
+  splitk.split_k = 2;
   CHECK(count_differences(a, trace_of(m, prompts, splitk, dir.path() / "sk.h5")) > 0);
 }
 
@@ -302,32 +302,41 @@ TEST_CASE("layercast drifts far less from fp32 than bf16 does", "[knobs][sensiti
 }
 
 TEST_CASE("bad config values are rejected up front, naming the field", "[knobs][errors]") {
+  // A value a field does not take is refused where it is parsed, naming the field.
+  auto unparsed = [](const std::string& field, const std::string& value) {
+    ds::RunConfig c;
+    CHECK_THROWS_WITH(ds::set_field(c, field, value), Catch::Contains(field));
+  };
+  unparsed("dtype", "fp8");
+  unparsed("accum", "int8");
+  unparsed("gemm_policy", "fast");
+  unparsed("split_k", "0");
+  unparsed("split_k", "two");
+  unparsed("allreduce", "star");
+  unparsed("attn_splits", "-1");
+  unparsed("prefix_cache", "yes");
+  unparsed("tie_break", "random");
+  unparsed("add_bos", "maybe");
+  unparsed("device", "tpu");
+  unparsed("batch", "many");
+  // A value out of its range, or two that do not go together, is refused by validate().
   auto bad = [](auto edit, const std::string& field) {
     ds::RunConfig c;
     edit(c);
     CHECK_THROWS_WITH(ds::validate(c), Catch::Contains(field));
   };
-  bad([](ds::RunConfig& c) { c.dtype = "fp8"; }, "dtype");
-  bad([](ds::RunConfig& c) { c.accum = "int8"; }, "accum");
   bad(
       [](ds::RunConfig& c) {
-        c.dtype = "fp32";
-        c.accum = "fp16";
+        c.dtype = ds::DType::fp32;
+        c.accum = ds::Accum::fp16;
       },
       "accum");
   bad([](ds::RunConfig& c) { c.batch = 0; }, "batch");
-  bad([](ds::RunConfig& c) { c.gemm_policy = "fast"; }, "gemm_policy");
-  bad([](ds::RunConfig& c) { c.split_k = "0"; }, "split_k");
-  bad([](ds::RunConfig& c) { c.split_k = "two"; }, "split_k");
+  bad([](ds::RunConfig& c) { c.split_k = -1; }, "split_k");
   bad([](ds::RunConfig& c) { c.tp = 9; }, "tp");
-  bad([](ds::RunConfig& c) { c.allreduce = "star"; }, "allreduce");
-  bad([](ds::RunConfig& c) { c.attn_splits = "-1"; }, "attn_splits");
+  bad([](ds::RunConfig& c) { c.attn_splits = -1; }, "attn_splits");
   bad([](ds::RunConfig& c) { c.prefill_chunk = -4; }, "prefill_chunk");
-  bad([](ds::RunConfig& c) { c.prefix_cache = "yes"; }, "prefix_cache");
-  bad([](ds::RunConfig& c) { c.tie_break = "random"; }, "tie_break");
-  bad([](ds::RunConfig& c) { c.add_bos = "maybe"; }, "add_bos");
   bad([](ds::RunConfig& c) { c.repetition_penalty = 0; }, "repetition_penalty");
-  bad([](ds::RunConfig& c) { c.device = "tpu"; }, "device");
   const ds::Model m = ds::load_model(ds::test::model_bin());  // 8 heads, 4 kv heads
   ds::RunConfig c;
   c.tp = 8;
@@ -349,9 +358,9 @@ TEST_CASE("engine defaults: tie break, add_bos, repetition penalty", "[knobs]") 
   const std::vector<int32_t> hist = {1, 1, 3};
   CHECK(ds::sample_next(l, p, 0, 0, hist) == 2);
   std::vector<ds::Prompt> prompts = {{std::nullopt, {1, 5}}, {std::nullopt, {7}}};
-  ds::apply_add_bos(prompts, "on", 1);
+  ds::apply_add_bos(prompts, ds::AddBos::on, 1);
   CHECK(prompts[1].ids == std::vector<int32_t>{1, 7});
-  ds::apply_add_bos(prompts, "off", 1);
+  ds::apply_add_bos(prompts, ds::AddBos::off, 1);
   CHECK(prompts[0].ids == std::vector<int32_t>{5});
   CHECK(prompts[1].ids == std::vector<int32_t>{7});
 }

@@ -2,6 +2,7 @@
 #include "tests/support/zoom_fixture.h"
 
 #include <catch2/catch.hpp>
+#include <fstream>
 
 #include "tests/support/run_cli.h"
 #include "tests/support/text.h"
@@ -18,6 +19,16 @@ std::filesystem::path first_pass(const TempDir& dir, const std::string& name,
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   return t;
+}
+
+std::filesystem::path single_token_prompts(const TempDir& dir) {
+  const auto p = dir.path() / "single.jsonl";
+  std::ofstream out(p);
+  for (int id : {261, 300, 373, 403, 466, 500, 574, 600, 271, 399, 970, 969, 484, 22,  5,   7,
+                 9,   10,  11,  401, 402, 404, 407, 433, 378, 440, 450, 460, 470, 480, 490, 510}) {
+    out << "{\"ids\": [" << id << "]}\n";
+  }
+  return p;
 }
 
 int flip_step(const trace::SequenceInfo& a, const trace::SequenceInfo& b) {

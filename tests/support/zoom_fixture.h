@@ -1,5 +1,6 @@
-// The zoom tests' fixtures (tests/cli/test_cli_zoom*.cpp): cheap first-pass traces of the bundled
-// model and where two traces' tokens part, read from the traces themselves.
+// The zoom and explain tests' fixtures (tests/cli/test_cli_zoom*.cpp, test_cli_explain*.cpp): cheap
+// first-pass traces of the bundled model and where two traces' tokens part, read from the traces
+// themselves.
 #pragma once
 
 #include <filesystem>
@@ -14,6 +15,10 @@ namespace ds::test {
 // no hidden states, with `flags` added to `driftscope run`.
 std::filesystem::path first_pass(const TempDir& dir, const std::string& name,
                                  const std::string& flags, int prompts = 4);
+
+// DIR/single.jsonl: 32 prompts of one token each ({"ids": [id]} lines), for explain's tests (a
+// prefix cache has no prefix to reuse in them).
+std::filesystem::path single_token_prompts(const TempDir& dir);
 
 // The first generated step where the two sequences' tokens differ, -1 when none.
 int flip_step(const trace::SequenceInfo& a, const trace::SequenceInfo& b);

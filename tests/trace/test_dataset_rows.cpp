@@ -19,7 +19,7 @@
 
 namespace {
 
-using ds::h5::Elem;
+using ds::NumberFormat;
 using ds::h5::Id;
 
 enum class Pipe { none, deflate, shuffle_deflate, fletcher, contiguous, split_columns };
@@ -81,34 +81,34 @@ TEST_CASE("dataset rows: every layout and pipeline reads back the values written
   struct Case {
     std::string name;
     Pipe pipe;
-    Elem elem;
+    NumberFormat elem;
     bool fast;
   };
   const std::vector<Case> cases = {
-      {"f32_none", Pipe::none, Elem::F32, true},
-      {"f32_deflate", Pipe::deflate, Elem::F32, true},
-      {"f32_shuffle_deflate", Pipe::shuffle_deflate, Elem::F32, true},
-      {"f32_fletcher", Pipe::fletcher, Elem::F32, false},
-      {"f32_contiguous", Pipe::contiguous, Elem::F32, false},
-      {"f32_split_columns", Pipe::split_columns, Elem::F32, false},
-      {"i32_shuffle_deflate", Pipe::shuffle_deflate, Elem::I32, true},
-      {"bf16_shuffle_deflate", Pipe::shuffle_deflate, Elem::BF16, true},
-      {"f16_shuffle_deflate", Pipe::shuffle_deflate, Elem::F16, true},
+      {"f32_none", Pipe::none, NumberFormat::f32, true},
+      {"f32_deflate", Pipe::deflate, NumberFormat::f32, true},
+      {"f32_shuffle_deflate", Pipe::shuffle_deflate, NumberFormat::f32, true},
+      {"f32_fletcher", Pipe::fletcher, NumberFormat::f32, false},
+      {"f32_contiguous", Pipe::contiguous, NumberFormat::f32, false},
+      {"f32_split_columns", Pipe::split_columns, NumberFormat::f32, false},
+      {"i32_shuffle_deflate", Pipe::shuffle_deflate, NumberFormat::i32, true},
+      {"bf16_shuffle_deflate", Pipe::shuffle_deflate, NumberFormat::bf16, true},
+      {"f16_shuffle_deflate", Pipe::shuffle_deflate, NumberFormat::f16, true},
   };
   for (const auto& c : cases) {
     INFO(c.name);
-    const void* data = c.elem == Elem::F32   ? static_cast<const void*>(f.data())
-                       : c.elem == Elem::I32 ? static_cast<const void*>(ints.data())
-                                             : static_cast<const void*>(bits.data());
-    const hid_t mem = c.elem == Elem::F32   ? H5T_NATIVE_FLOAT
-                      : c.elem == Elem::I32 ? H5T_NATIVE_INT32
-                      : c.elem == Elem::F16 ? ds::h5::file_type(Elem::F16)
-                                            : H5T_NATIVE_UINT16;
+    const void* data = c.elem == NumberFormat::f32   ? static_cast<const void*>(f.data())
+                       : c.elem == NumberFormat::i32 ? static_cast<const void*>(ints.data())
+                                                     : static_cast<const void*>(bits.data());
+    const hid_t mem = c.elem == NumberFormat::f32   ? H5T_NATIVE_FLOAT
+                      : c.elem == NumberFormat::i32 ? H5T_NATIVE_INT32
+                      : c.elem == NumberFormat::f16 ? ds::h5::file_type(NumberFormat::f16)
+                                                    : H5T_NATIVE_UINT16;
     Id d =
         make(file.get(), c.name, ds::h5::file_type(c.elem), rows, width, chunk, c.pipe, data, mem);
     ds::trace::DatasetRows r(std::move(d), c.elem);
     CHECK(r.fast() == c.fast);
-    const size_t eb = ds::h5::elem_size(c.elem);
+    const size_t eb = ds::traits(c.elem).bytes;
     for (const auto& [b, n] : ranges(rows, chunk)) {
       INFO("rows " << b << " + " << n);
       std::vector<uint8_t> got(static_cast<size_t>(n * width) * eb, 0xEE);
@@ -121,7 +121,7 @@ TEST_CASE("dataset rows: every layout and pipeline reads back the values written
   std::vector<int64_t> wide(ints.begin(), ints.end());
   Id d64 = make(file.get(), "i64", H5T_STD_I64LE, rows, width, chunk, Pipe::shuffle_deflate,
                 wide.data(), H5T_NATIVE_INT64);
-  ds::trace::DatasetRows r64(std::move(d64), Elem::I32);
+  ds::trace::DatasetRows r64(std::move(d64), NumberFormat::i32);
   CHECK_FALSE(r64.fast());
   std::vector<int32_t> got(static_cast<size_t>(rows * width));
   r64.read(0, rows, got.data());
@@ -159,9 +159,11 @@ TEST_CASE("dataset rows: unfiltered rows located once read the same on another t
   const ds::trace::PlainFile pf = ds::trace::plain_file(file.get());
   REQUIRE(pf.fd >= 0);
   CHECK(pf.size == std::filesystem::file_size(path));
-  ds::trace::DatasetRows none(Id(H5Dopen2(file.get(), "none", H5P_DEFAULT)), Elem::F32, pf);
-  ds::trace::DatasetRows deflate(Id(H5Dopen2(file.get(), "deflate", H5P_DEFAULT)), Elem::F32, pf);
-  ds::trace::DatasetRows sparse(Id(H5Dopen2(file.get(), "sparse", H5P_DEFAULT)), Elem::F32, pf);
+  ds::trace::DatasetRows none(Id(H5Dopen2(file.get(), "none", H5P_DEFAULT)), NumberFormat::f32, pf);
+  ds::trace::DatasetRows deflate(Id(H5Dopen2(file.get(), "deflate", H5P_DEFAULT)),
+                                 NumberFormat::f32, pf);
+  ds::trace::DatasetRows sparse(Id(H5Dopen2(file.get(), "sparse", H5P_DEFAULT)), NumberFormat::f32,
+                                pf);
   CHECK_FALSE(deflate.plain(0, rows).has_value());
   CHECK_FALSE(sparse.plain(0, rows).has_value());
   CHECK(sparse.plain(0, chunk).has_value());
@@ -211,7 +213,7 @@ TEST_CASE("dataset rows: located rows of a file cut short since are an error, no
          H5T_NATIVE_FLOAT);
   }
   Id file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
-  ds::trace::DatasetRows d(Id(H5Dopen2(file.get(), "none", H5P_DEFAULT)), Elem::F32);
+  ds::trace::DatasetRows d(Id(H5Dopen2(file.get(), "none", H5P_DEFAULT)), NumberFormat::f32);
   const auto p = d.plain(0, rows);
   REQUIRE(p.has_value());
   // Cut to the first chunk's bytes: the chunks behind are gone.
@@ -256,7 +258,7 @@ TEST_CASE("dataset rows: a chunk whose filter mask skips deflate is read through
   file.reset();  // read as traces are read: a file opened afresh (HDF5 1.10.8 mishandles the
                  // mask of a chunk written by H5Dwrite_chunk that is still in its cache)
   file = Id(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
-  ds::trace::DatasetRows r(Id(H5Dopen2(file.get(), "m", H5P_DEFAULT)), Elem::F32);
+  ds::trace::DatasetRows r(Id(H5Dopen2(file.get(), "m", H5P_DEFAULT)), NumberFormat::f32);
   CHECK(r.fast());
   std::vector<float> got(v.size());
   r.read(0, rows, got.data());
@@ -289,7 +291,7 @@ TEST_CASE("dataset rows: a chunk overwritten with zeros is an error naming it", 
     std::fclose(f);
   }
   Id file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
-  ds::trace::DatasetRows r(Id(H5Dopen2(file.get(), "x", H5P_DEFAULT)), Elem::F32);
+  ds::trace::DatasetRows r(Id(H5Dopen2(file.get(), "x", H5P_DEFAULT)), NumberFormat::f32);
   std::vector<float> got(v.size());
   // Rows of undamaged chunks still read; rows of the damaged one are an error, on both paths.
   r.read(0, 16, got.data());
@@ -301,7 +303,8 @@ TEST_CASE("dataset rows: a chunk overwritten with zeros is an error naming it", 
     CHECK(std::string(e.what()).find("chunk at row 16 of /x is damaged") != std::string::npos);
   }
   Id d(H5Dopen2(file.get(), "x", H5P_DEFAULT));
-  CHECK_THROWS_AS(ds::h5::read_rows(d.get(), Elem::F32, 16, 8, width, got.data()), ds::Error);
+  CHECK_THROWS_AS(ds::h5::read_rows(d.get(), NumberFormat::f32, 16, 8, width, got.data()),
+                  ds::Error);
 }
 
 // A damaged layout or chunk index may claim a chunk of gigabytes for a few stored bytes (a
@@ -331,7 +334,7 @@ TEST_CASE("dataset rows: a chunk claiming more bytes than it stores is refused b
     REQUIRE(H5Dwrite_chunk(d.get(), H5P_DEFAULT, 0, offset, garbage.size(), garbage.data()) >= 0);
   }
   Id file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
-  ds::trace::DatasetRows r(Id(H5Dopen2(file.get(), "big", H5P_DEFAULT)), Elem::F32);
+  ds::trace::DatasetRows r(Id(H5Dopen2(file.get(), "big", H5P_DEFAULT)), NumberFormat::f32);
   REQUIRE(r.fast());
   std::vector<float> got(width);
   try {

@@ -81,7 +81,8 @@ TEST_CASE("locating driver: a chunk's address in one step is the chunk index's",
     hsize_t past[2] = {static_cast<hsize_t>(chunks * kChunk), 0};  // no such chunk
     CHECK_FALSE(ds::trace::chunk_address(d.get(), past, chunk_bytes).has_value());
     // The rows read through those addresses, and through HDF5 with the driver's reads forwarded
-    ds::trace::DatasetRows rows(Id(H5Dopen2(file.get(), name, H5P_DEFAULT)), ds::h5::Elem::F32, pf);
+    ds::trace::DatasetRows rows(Id(H5Dopen2(file.get(), name, H5P_DEFAULT)), ds::NumberFormat::f32,
+                                pf);
     const auto p = rows.plain(0, kRows);
     REQUIRE(p.has_value());
     std::vector<float> got(f.size(), -1.0f), via_hdf5(f.size(), -1.0f);

@@ -134,7 +134,7 @@ TEST_CASE("conformance: each defect is named", "[trace][conformance]") {
        [](hid_t f) {
          H5Ldelete(f, "seq/0/tokens", H5P_DEFAULT);
          hid_t g = H5Gopen2(f, "seq/0", H5P_DEFAULT);
-         ds::h5::create_growing(g, "tokens", ds::h5::Elem::F32, 0, 16, 0);
+         ds::h5::create_growing(g, "tokens", ds::NumberFormat::f32, 0, 16, 0);
          H5Gclose(g);
        },
        "/seq/0/tokens holds float32 values"},

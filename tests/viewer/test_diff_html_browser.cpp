@@ -155,10 +155,8 @@ TEST_CASE("attribute --html: chromium renders one bar pair per block of the JSON
   const auto html = dir.path() / "attribute.html", json = dir.path() / "attribute.json";
   // B: A's configuration with L3's MLP output rounded to bf16 (the test-only planted
   // perturbation of tests/cli/test_cli_attribute.cpp), so the page has an origin to mark.
-  setenv("DRIFTSCOPE_TEST_PERTURB", "L3/mlp_out:bf16", 1);
-  const auto r = ds::test::run_cli("attribute -q " + a + " --json " + json.string() + " --html " +
-                                   html.string());
-  unsetenv("DRIFTSCOPE_TEST_PERTURB");
+  const auto r = ds::test::run_cli("attribute -q " + a + " --test-perturb L3/mlp_out:bf16 --json " +
+                                   json.string() + " --html " + html.string());
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.empty());

@@ -1,11 +1,13 @@
 // A sweep's plan (src/workflow/sweep_plan.h): the grid as --grid spells it, its configurations and
 // their names, and the grids it refuses.
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "common/error.h"
 #include "src/workflow/sweep_plan.h"
+#include "tests/support/temp_dir.h"
 
 using Catch::Contains;
 
@@ -31,7 +33,7 @@ TEST_CASE("sweep plan: a grid's configurations are named by the knobs that vary"
   CHECK(entries[1].name == "dtype-bf16_batch-8");
   CHECK(entries[2].name == "dtype-fp32_batch-1");
   CHECK(entries[3].name == "dtype-fp32_batch-8");
-  CHECK(entries[3].config.dtype == "fp32");
+  CHECK(entries[3].config.dtype == ds::DType::fp32);
   CHECK(entries[3].config.batch == 8);
   CHECK(entries[3].config.tp == 2);  // a knob of one value is set, not named
   CHECK(ds::expand_grid(ds::RunConfig{}, ds::parse_grid("tp=2")).front().name == "base");
@@ -75,4 +77,31 @@ TEST_CASE("sweep plan: bad grids are refused, naming the knob", "[workflow][swee
   CHECK_THAT(refusal(""), Contains("the grid is empty"));
   CHECK_FALSE(refusal("no_such_knob=1").empty());
   CHECK_FALSE(refusal("batch=zero").empty());
+}
+
+// Issue 45, principle 2: a grid's values are parsed by the field they set, once, so that two
+// spellings of one value are one value (split_k=4,04 gave two bit-identical configurations), and
+// the configurations are named by the canonical values.
+TEST_CASE("sweep plan: two spellings of one value are refused, values named canonical",
+          "[workflow][sweep]") {
+  CHECK_THAT(refusal("split_k=4,04"), Contains("grid knob 'split_k' lists '4' and '04' twice"));
+  CHECK_THAT(refusal("attn_splits=auto,2,002"), Contains("lists '2' and '002' twice"));
+  CHECK_THAT(refusal("batch=8,08"), Contains("lists '8' and '08' twice"));
+  const auto grid = ds::parse_grid("batch=01,8 split-k=auto,03");
+  CHECK(grid[0].values == std::vector<std::string>{"1", "8"});
+  CHECK(grid[1].name == "split_k");
+  CHECK(grid[1].values == std::vector<std::string>{"auto", "3"});
+  const auto entries = ds::expand_grid(ds::RunConfig{}, grid);
+  CHECK(entries[1].name == "batch-1_split_k-3");
+  CHECK(entries[1].config.split_k == 3);
+}
+
+TEST_CASE("sweep plan: a grid file's byte order mark is skipped", "[workflow][sweep]") {
+  ds::test::TempDir dir;
+  std::ofstream(dir.path() / "grid.txt") << "\xEF\xBB\xBF"
+                                         << "dtype=bf16,fp32 # two\nbatch=1\n";
+  const auto grid = ds::parse_grid("@" + (dir.path() / "grid.txt").string());
+  REQUIRE(grid.size() == 2);
+  CHECK(grid[0].name == "dtype");
+  CHECK(grid[0].values == std::vector<std::string>{"bf16", "fp32"});
 }

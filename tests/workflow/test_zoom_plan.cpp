@@ -111,3 +111,26 @@ TEST_CASE("zoom plan: --after near INT_MAX replays to the end of A's sequence, n
   CHECK(p.forced_len_a == std::vector<int>{6});
   CHECK(lines(ds::replay_prompts(p, a, a, true)).size() == 1);
 }
+
+TEST_CASE(
+    "zoom plan for explain: every sequence of a replayed block runs as long as its longest "
+    "zoomed one, so each pass up to a flip holds the rows it held",
+    "[workflow][zoom][explain]") {
+  ds::test::TempDir dir;
+  ds::test::write_trace(dir.path() / "a.h5", seven(2));
+  ds::test::write_trace(dir.path() / "b.h5", seven(3));
+  const auto a = ds::trace::TraceReader::open(dir.path() / "a.h5");
+  const auto b = ds::trace::TraceReader::open(dir.path() / "b.h5");
+  ds::diff::Report d = flipped_at(4);  // step 1
+  d.sequences[1].verdict = ds::diff::Verdict::flip;
+  d.sequences[1].first_flip = ds::diff::FirstFlip{};
+  d.sequences[1].first_flip->step = 3;
+  // zoom's own plan: each zoomed sequence stops after its flip, so sequence 4's passes past its
+  // step 1 would hold fewer rows than sequence 1's in the original runs
+  const ds::ZoomPlan z = ds::make_zoom_plan(a, b, d, {}, /*after=*/0);
+  CHECK(z.forced_len_a == std::vector<int>{4, 4, 4, 4, 2, 4});
+  const ds::ZoomPlan e = ds::make_zoom_plan(a, b, d, {}, /*after=*/0, /*whole_blocks=*/true);
+  CHECK(e.forced_len_a == std::vector<int>(6, 4));
+  CHECK(e.forced_len_b == std::vector<int>(6, 4));
+  CHECK(e.seqs[1].replayed == 2);  // what is diffed and explained is the flip's own
+}

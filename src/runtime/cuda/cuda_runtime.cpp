@@ -41,14 +41,12 @@ bool env_flag(const char* name, bool dflt) {
 
 class CudaBackend {
  public:
-  // A device pointer to activations (element offsets scale by the activation type's size).
-  struct Ptr {
-    unsigned char* p = nullptr;
-  };
+  // A device pointer to activations, with their storage type (ops_cuda.h DevicePtr).
+  using Ptr = DevicePtr;
   struct Buf {
     DeviceBuffer mem;
-    size_t elem = 4;
-    Ptr ptr(size_t offset) { return {mem.bytes() + offset * elem}; }
+    Storage t = Storage::native;
+    Ptr ptr(size_t offset) { return Ptr{mem.get(), t} + offset; }
   };
   struct Weight {
     DeviceBuffer mem;
@@ -63,7 +61,6 @@ class CudaBackend {
       : nx_(nx),
         w_t_(weight_storage(nx.dtype)),
         a_t_(activation_storage(nx.dtype)),
-        eps_(static_cast<float>(c.rms_norm_eps)),
         vocab_(c.vocab_size),
         dim_(c.dim),
         kv_dim_(c.kv_dim()),
@@ -78,18 +75,17 @@ class CudaBackend {
                               c.head_dim),
                   "use --kernel attention=rowwise");
     }
-    DS_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    stream_ = owned_stream_.get();
     if (nx.gemm_kernel == GemmKernel::cublas) cublas_ = std::make_unique<CublasGemm>();
     if (env_flag("DRIFTSCOPE_CUDA_OP_TIMES", false)) timer_ = std::make_unique<OpTimer>(stream_);
     graphs_.set_stream(stream_);
     logits_ = std::make_unique<DeviceLogits>(vocab_, a_t_, stream_);
   }
-  ~CudaBackend() {
-    graphs_.clear();
-    timer_.reset();
-    cudaStreamSynchronize(stream_);
-    cudaStreamDestroy(stream_);
-  }
+  // The members that use stream_ (graphs_, timer_, logits_) are declared after owned_stream_,
+  // so they go first: PassGraphs' destructor asks the stream whether it is capturing, which on
+  // a destroyed stream read freed driver memory (a crash at every CUDA run's exit, seen on an
+  // H200).
+  ~CudaBackend() = default;
   CudaBackend(const CudaBackend&) = delete;
   CudaBackend& operator=(const CudaBackend&) = delete;
 
@@ -126,12 +122,12 @@ class CudaBackend {
     return upload_as(f.data(), f.size(), Storage::native);
   }
   void resize(Buf& b, size_t n) const {
-    b.elem = storage_bytes(a_t_);
-    b.mem.ensure(n * b.elem + 1);
+    b.t = a_t_;
+    b.mem.ensure(n * storage_bytes(a_t_) + 1);
   }
   void resize_zeroed(Buf& b, size_t n) const {
     resize(b, n);
-    DS_CUDA_CHECK(cudaMemset(b.mem.get(), 0, n * b.elem));
+    DS_CUDA_CHECK(cudaMemset(b.mem.get(), 0, n * storage_bytes(a_t_)));
   }
   // uploads and memsets ran on the default stream, which the non-blocking stream_ ignores
   void ready() const { DS_CUDA_CHECK(cudaDeviceSynchronize()); }
@@ -201,84 +197,66 @@ class CudaBackend {
   Scope op(const std::string& site, const char* label) const {
     return Scope(recorder_, timer_.get(), pass_, site, label);
   }
-  Ptr offset(Ptr p, size_t n) const { return {p.p + n * storage_bytes(a_t_)}; }
+  Ptr offset(Ptr p, size_t n) const { return p + n; }
+  // a weight as the ops read it; a rope table (fp32); the pass's positions (device)
+  DevicePtr view(const Weight& w) const { return {const_cast<void*>(w.ptr()), w.t}; }
+  static const float* table(const Weight& w) { return static_cast<const float*>(w.ptr()); }
+  const int* positions() const { return pos_d(); }
 
   void embedding(Ptr x, const Weight& table, int n, int dim) const {
     cuda::embedding(x.p, a_t_, table.ptr(), table.t, tokens_d(), n, dim, stream_);
   }
-  void rmsnorm(Ptr y, Ptr x, const Weight& w, int n, int dim) const {
-    cuda::rmsnorm(y.p, x.p, a_t_, w.ptr(), w.t, n, dim, eps_, stream_);
-  }
-  void gemm(Ptr y, Ptr x, const Weight& w, const Weight* b, const GemmCall& call) {
-    GemmArgs g;
-    g.y = y.p;
-    g.y_t = a_t_;
-    g.x = x.p;
-    g.x_t = a_t_;
-    g.ldx = call.ldx;
-    g.w = w.ptr(call.w_col);
-    g.w_t = w.t;
-    g.ldw = call.ldw;
-    g.bias = b != nullptr ? b->ptr() : nullptr;
-    g.M = call.M;
-    g.N = call.N;
-    g.K = call.K;
-    g.accum_f16 = nx_.accum_f16;
+  void rmsnorm(const RmsnormArgs& r) const { cuda::rmsnorm(r, stream_); }
+  void gemm(const GemmArgs& call) {
+    GemmArgs g = call;
     if (nx_.gemm_kernel == GemmKernel::tiled) {
-      g.split_k = call.split_k;
       gemm_ws_.ensure(gemm_tiled_workspace_floats(g) * sizeof(float) + 1);
       gemm_tiled(g, gemm_ws_.as<float>(), stream_);
       return;
     }
-    // cuBLAS: an explicit split, 1 under the invariant policy, else cuBLASLt's own choice.
-    g.split_k = nx_.split_k > 0 ? nx_.split_k : (nx_.gemm_policy == GemmPolicy::invariant ? 1 : 0);
+    // cuBLAS: an explicit split, 1 under the invariant policy, else cuBLASLt's own choice (the
+    // plan's split is the CPU emulation's guess of it).
+    g.num.split =
+        nx_.split_k > 0 ? nx_.split_k : (nx_.gemm_policy == GemmPolicy::invariant ? 1 : 0);
     cublas_->run(g, nx_.tf32, stream_);
   }
-  void rope(Ptr x, int n, int heads, int head_dim, const Weight& cos, const Weight& sin) const {
-    cuda::rope(x.p, a_t_, n, heads, head_dim, pos_d(), static_cast<const float*>(cos.ptr()),
-               static_cast<const float*>(sin.ptr()), stream_);
-  }
+  void rope(const RopeArgs& r) const { cuda::rope(r, stream_); }
   void copy(Ptr dst, Ptr src, size_t n) const {
     DS_CUDA_CHECK(
         cudaMemcpyAsync(dst.p, src.p, n * storage_bytes(a_t_), cudaMemcpyDeviceToDevice, stream_));
   }
-  // One sequence's rows against its slot's cache (k_cache, v_cache: the slot's layer at pos 0);
-  // the forward pass calls attention_all instead, this completes the backend contract.
-  void attention(Ptr out, Ptr q, Ptr k_cache, Ptr v_cache, const AttentionCall& c) {
-    AttentionArgs a = attention_args(out, q, k_cache, v_cache, 0, c);
-    a.rows = c.rows;
-    a.row_slot = slot_d() + c.r0;
-    a.positions = pos_d() + c.r0;
-    a.max_keys = c.max_keys;
-    a.splits = c.splits;
+  // One sequence's rows against its slot's cache (the forward pass calls attention_all instead;
+  // this completes the backend contract).
+  void attention(const AttentionArgs& a) {
     attn_scratch_.ensure(attention_scratch_floats(a) * sizeof(float));
     cuda::attention(a, attn_scratch_.as<float>(), stream_);
   }
-  // Every sequence of the pass at once: the rows' keys and values appended at their slots and
-  // positions, then the tiled kernel over the sequences whose split is 1 (attention=tiled) and
-  // the row-wise kernel over the rest, each row with its sequence's split.
-  void attention_all(Ptr out, Ptr q, Ptr k, Ptr v, Ptr k_cache, Ptr v_cache, size_t slot_stride,
-                     const AttentionCall& c) {
+  // Every sequence of the pass at once: the rows' keys and values (k, v) appended at their slots
+  // and positions, then the tiled kernel over the sequences whose split is 1 (attention=tiled)
+  // and the row-wise kernel over the rest, each row with its sequence's split.
+  void attention_all(const AttentionArgs& call, Ptr k, Ptr v) {
     const int n = static_cast<int>(cols_->tokens.size());
-    kv_append(k_cache.p, v_cache.p, k.p, v.p, a_t_, n, slot_d(), pos_d(), slot_stride, kv_dim_,
-              stream_);
-    AttentionArgs a = attention_args(out, q, k_cache, v_cache, slot_stride, c);
-    a.rows = n;
+    kv_append(call.k_cache.p, call.v_cache.p, k.p, v.p, a_t_, n, slot_d(), pos_d(),
+              call.slot_stride, kv_dim_, stream_);
+    AttentionArgs a = call;
     a.row_slot = slot_d();
-    a.positions = pos_d();
     if (!tiles_.empty()) attention_tiled(a, tiles_d(), static_cast<int>(tiles_.size()), stream_);
     if (rowwise_rows_ == 0) return;
     a.max_keys = key_stride_;
-    a.splits = max_splits_;
+    a.num.split = max_splits_;
     a.row_splits = splits_d();
     attn_scratch_.ensure(attention_scratch_floats(a) * sizeof(float));
     cuda::attention(a, attn_scratch_.as<float>(), stream_);
   }
-  void swiglu(Ptr out, Ptr gate, Ptr up, size_t n) const {
+  // Elementwise ops round to the buffers' storage, which is the plan's (a plan that rounds an
+  // op otherwise mixes configurations, which this backend refuses).
+  void swiglu(Ptr out, Ptr gate, Ptr up, size_t n, Storage /*r*/) const {
     cuda::swiglu(out.p, gate.p, up.p, a_t_, n, stream_);
   }
-  void add(Ptr y, Ptr a, Ptr b, size_t n) const { cuda::add(y.p, a.p, b.p, a_t_, n, stream_); }
-  void all_reduce(Ptr y, Ptr parts, int tp, size_t n, ops::AllReduce order) const {
+  void add(Ptr y, Ptr a, Ptr b, size_t n, Storage /*r*/) const {
+    cuda::add(y.p, a.p, b.p, a_t_, n, stream_);
+  }
+  void all_reduce(Ptr y, Ptr parts, int tp, size_t n, ops::AllReduce order, Storage /*r*/) const {
     cuda::all_reduce(y.p, parts.p, a_t_, tp, n, order, stream_);
   }
 
@@ -321,7 +299,8 @@ class CudaBackend {
     if (timer_ != nullptr) timer_->collect();
     ++pass_;
     const bool full_rows = pending_.logits_tapped && summary_k_ == 0;
-    logits_->set(n, logits.p, reinterpret_cast<const int32_t*>(argmax_h_.get()),
+    logits_->set(n, static_cast<const unsigned char*>(logits.p),
+                 reinterpret_cast<const int32_t*>(argmax_h_.get()),
                  full_rows ? logits_h_.get() : nullptr);
     if (hook_ != nullptr) hand_over_taps(n);
     return *logits_;
@@ -380,7 +359,7 @@ class CudaBackend {
     rowwise_rows_ = 0;
     int longest = 1;
     for (const SeqRows& s : cols.seqs) {
-      const bool in_tiles = tiled && s.splits <= 1;  // as the CPU's AttnNumerics::tile decides
+      const bool in_tiles = tiled && s.splits <= 1;  // as the CPU's OpNumerics::tile decides
       for (int r = s.r0; r < s.r0 + s.rows; ++r) row_splits_[r] = in_tiles ? 0 : s.splits;
       if (in_tiles) {
         for (int r = s.r0; r < s.r0 + s.rows; r += kAttentionTile) {
@@ -431,24 +410,6 @@ class CudaBackend {
     return key;
   }
 
-  AttentionArgs attention_args(Ptr out, Ptr q, Ptr k_cache, Ptr v_cache, size_t slot_stride,
-                               const AttentionCall& c) const {
-    AttentionArgs a;
-    a.out = out.p;
-    a.q = q.p;
-    a.k_cache = k_cache.p;
-    a.v_cache = v_cache.p;
-    a.t = a_t_;
-    a.slot_stride = slot_stride;
-    a.n_heads = c.n_heads;
-    a.n_kv_heads = c.n_kv_heads;
-    a.head_dim = c.head_dim;
-    a.window = c.window;
-    a.scale = static_cast<float>(c.scale);
-    a.accum_f16 = nx_.accum_f16;
-    return a;
-  }
-
   // Every tapped tensor to the hook in forward order, widened to float; the logits last, as a
   // summary or as whole rows.
   void hand_over_taps(int n) {
@@ -482,10 +443,10 @@ class CudaBackend {
 
   Numerics nx_;
   Storage w_t_, a_t_;  // storage of weights; of activations and the KV cache
-  float eps_;
   int vocab_, dim_, kv_dim_, n_heads_, capacity_;
   bool graphs_on_;
   int pass_ = 0;
+  OwnedStream owned_stream_;
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<CublasGemm> cublas_;
   std::unique_ptr<OpTimer> timer_;

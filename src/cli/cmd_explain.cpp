@@ -1,0 +1,51 @@
+// `driftscope explain A.h5 B.h5 -o DIR`: its options and their checks; the explanation itself is
+// src/workflow/explain.h (run as a zoom with its trials, src/workflow/zoom.h).
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+
+#include "common/error.h"
+#include "src/cli/commands.h"
+#include "src/cli/slurm_args.h"
+#include "src/workflow/zoom.h"
+
+namespace ds {
+
+CommandRun register_explain(CLI::App* cmd) {
+  auto args = std::make_shared<ZoomOptions>();
+  args->explain = true;
+  args->command = "explain";
+  args->after = 0;
+  cmd->description(
+      "Say why two runs part: for every sequence that flipped between A and B (or each of "
+      "--seq), which configuration knobs make B's token win at the flip (trials: A's "
+      "configuration with some knobs at B's values, replayed teacher-forced to the flip row; a "
+      "full factorial up to 6 knobs, ddmin beyond), and within them which ops (numerics plans "
+      "that take B's decisions at some ops only, bisected). Built on zoom's replays (DIR holds "
+      "them); report in DIR/explain.{txt,json,html} and on stdout (docs/metrics.md §13). "
+      "Resumable: complete replays and trials are kept.");
+  cmd->add_option("a", args->a, "reference trace (.h5)")->required();
+  cmd->add_option("b", args->b, "trace to compare (.h5), of the same model and prompts")
+      ->required();
+  cmd->add_option("-o,--output", args->output, "explain directory; required");
+  cmd->add_option("--seq", args->seqs, "explain these flipped sequences only (e.g. 0,3)")
+      ->allow_extra_args(false)
+      ->delimiter(',');
+  cmd->add_option("-j,--jobs", args->jobs, "replays and trials run at once on this machine")
+      ->capture_default_str();
+  add_slurm_options(*cmd, args->slurm, args->slurm_opt, args->wait, args->poll_s,
+                    "run the replays and each round of trials as a Slurm job array (DIR/*.sbatch); "
+                    "run explain again once a round is done, or pass --wait",
+                    "wait for each round's Slurm jobs and go on to the report");
+  cmd->add_flag("-q,--quiet", args->quiet, "no progress lines on stderr");
+  return [args] {
+    if (args->output.empty()) throw Error("explain needs an output directory", "pass -o DIR");
+    if (args->jobs < 1) {
+      throw Error(fmt::format("-j {} must be >= 1", args->jobs), "-j takes N >= 1");
+    }
+    check_slurm_flags(args->slurm, args->slurm_opt, args->poll_s, args->output);
+    return run_zoom(*args);
+  };
+}
+
+}  // namespace ds
