@@ -459,7 +459,7 @@ TEST_CASE("a number option given a word says it is not a number", "[cli][bad-inp
   check_one_line(run_cli("diff " + t.ab() + " --pages -1"), "-1 must be >= 0");
   check_one_line(run_cli("diff " + t.ab() + " --pages 1.5"), "--pages 1.5 is not a whole number");
   check_one_line(run_cli("zoom " + t.ab() + " -o z --after x"), "--after 'x' is not a number");
-  check_one_line(run_cli("run -n ten -o x.h5"), "--max-new 'ten' is not a number");
+  check_one_line(run_cli("run -n ten -o x.h5"), "invalid max_new 'ten': not a number");
   CHECK_FALSE(has(run_cli("diff " + t.ab() + " --pages abc").err, "179769"));
 }
 
