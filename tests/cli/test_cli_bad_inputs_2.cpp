@@ -93,6 +93,10 @@ TEST_CASE("zoom never writes over its own inputs, and refuses a folder of files 
   write_file(notes / ".todo", "x");
   check_input_error(run_cli("zoom -q " + t.ab() + " -o " + notes.string()),
                     "(.todo (one hidden: ls -A shows it))");
+  // explain writes into a zoom's folder: the same rule, naming itself
+  check_one_line(run_cli("explain -q " + t.ab() + " -o " + notes.string()),
+                 "holds files this explain did not write (.todo");
+  CHECK(entries(notes) == std::vector<std::string>{".todo"});
   // a zoom folder whose replay is a hard link of an input: refused by inode when resuming
   const fs::path z2 = t.dir.path() / "z2";
   REQUIRE(run_cli("zoom -q " + t.ab() + " -o " + z2.string()).exit_code == 0);
