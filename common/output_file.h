@@ -12,7 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -45,6 +47,54 @@ inline TargetState target_state(const std::filesystem::path& path) {
   return held_by_writer(path) ? TargetState::held : TargetState::regular;
 }
 
+// The hidden ".creating" files this process is writing now, so that a signal that ends it
+// (Ctrl-C, SIGTERM, SIGHUP, a second Ctrl-C that aborts) removes them instead of leaving hidden
+// files that block the next command (docs/cli.md, "Files, safety and limits"). remove_all() is
+// async-signal-safe: it only reads fixed slots and calls unlink(2).
+class CreatingFiles {
+ public:
+  static constexpr int kSlots = 64;
+  static constexpr size_t kPathBytes = 4096;
+  // Remembers `path` (a file too long for a slot, or one past the slots, is not remembered).
+  static int add(const std::string& path) {
+    if (path.size() >= kPathBytes) return -1;
+    for (int i = 0; i < kSlots; ++i) {
+      bool expected = false;
+      if (used()[i].compare_exchange_strong(expected, true)) {
+        std::memcpy(paths()[i], path.c_str(), path.size() + 1);
+        ready()[i].store(true, std::memory_order_release);
+        return i;
+      }
+    }
+    return -1;
+  }
+  static void remove(int slot) {
+    if (slot < 0) return;
+    ready()[slot].store(false, std::memory_order_release);
+    used()[slot].store(false, std::memory_order_release);
+  }
+  // Unlinks every file remembered (in a signal handler).
+  static void remove_all() noexcept {
+    for (int i = 0; i < kSlots; ++i) {
+      if (ready()[i].load(std::memory_order_acquire)) ::unlink(paths()[i]);
+    }
+  }
+
+ private:
+  static std::atomic<bool>* used() {
+    static std::atomic<bool> u[kSlots];
+    return u;
+  }
+  static std::atomic<bool>* ready() {
+    static std::atomic<bool> r[kSlots];
+    return r;
+  }
+  static char (*paths())[kPathBytes] {
+    static char p[kSlots][kPathBytes];
+    return p;
+  }
+};
+
 // A file being written under a unique hidden name ".<target name>.XXXXXX.creating" in the
 // target's folder, created with O_EXCL (so neither someone else's file nor a link planted at
 // that name) and mode 0666 & ~umask, as any new file. Removed on destruction unless committed.
@@ -62,6 +112,10 @@ class TempFile {
     fd_ = ::mkostemps(name.data(), static_cast<int>(std::string_view(kSuffix).size()), O_CLOEXEC);
     if (fd_ < 0) throw std::system_error(errno, std::generic_category());
     path_ = name;
+    // absolute: a handler's unlink must not depend on the working folder
+    std::error_code ec;
+    const std::filesystem::path abs = std::filesystem::absolute(path_, ec);
+    slot_ = CreatingFiles::add(ec ? path_.string() : abs.string());
     const mode_t mask = ::umask(0);  // mkostemps made it 0600
     ::umask(mask);
     if (::fchmod(fd_, 0666 & ~mask) != 0) fail(errno);
@@ -69,6 +123,7 @@ class TempFile {
   ~TempFile() {
     if (fd_ >= 0) ::close(fd_);
     if (!path_.empty()) ::unlink(path_.c_str());
+    CreatingFiles::remove(slot_);
   }
   TempFile(const TempFile&) = delete;
   TempFile& operator=(const TempFile&) = delete;
@@ -97,6 +152,7 @@ class TempFile {
     close();
     move_onto(path_, target, replace);
     path_.clear();
+    CreatingFiles::remove(std::exchange(slot_, -1));
   }
 
   // Moves `from` onto `to`, atomically; without `replace` never over an existing `to` (EEXIST).
@@ -122,11 +178,34 @@ class TempFile {
     if (fd_ >= 0) ::close(std::exchange(fd_, -1));
     ::unlink(path_.c_str());
     path_.clear();
+    CreatingFiles::remove(std::exchange(slot_, -1));
     throw_errno(err);
   }
   int fd_ = -1;
+  int slot_ = -1;  // in CreatingFiles
   std::filesystem::path path_;
 };
+
+// The entries of `dir` as a refusal names them: "a.h5, notes.txt and 3 more", hidden ones
+// included and said to be hidden ("'.x.creating' (hidden: ls -A shows it)"), so that a message
+// never cites a file `ls` does not show. `skip`: a name left out (a lock file of the caller's).
+// Empty when there is none.
+inline std::string folder_entries_text(const std::filesystem::path& dir,
+                                       const std::string& skip = {}) {
+  std::error_code ec;
+  std::string out;
+  size_t count = 0, hidden = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name == skip) continue;
+    hidden += name.starts_with('.');
+    if (++count <= 3) out += (out.empty() ? "" : ", ") + name;
+  }
+  if (count > 3) out += " and " + std::to_string(count - 3) + " more";
+  if (hidden > 0)
+    out += hidden == 1 ? " (one hidden: ls -A shows it)" : " (hidden ones: ls -A shows them)";
+  return out;
+}
 
 // Writes `text` to `target` whole or not at all (a TempFile committed with `replace`).
 inline void write_file_whole(const std::filesystem::path& target, std::string_view text,

@@ -2,23 +2,39 @@
 // one capture group) and the answer key (one expected answer per prompt).
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <optional>
-#include <regex>
 #include <string>
 #include <vector>
 
 namespace ds::diff {
 
+// Matched with PCRE2 (the syntax of Perl and ECMAScript regexes: '(\d+)', '(?:x)'; '$' is the end
+// of the text), under a bound on the work of one match: a pattern that backtracks
+// catastrophically on an output ('(a+)+$') ends with an error within about a second, never a hang.
 class AnswerRule {
  public:
-  // ECMAScript syntax. Throws ds::Error with a hint for a pattern that does not compile or that
-  // has no capture group, or more than one.
+  // Throws ds::Error with a hint for a pattern that does not compile or that has no capture
+  // group, or more than one.
   explicit AnswerRule(const std::string& pattern);
-  // The capture group of the last match in `text` (answers come last), or nullopt.
+  ~AnswerRule();
+  AnswerRule(AnswerRule&&) noexcept;
+  AnswerRule& operator=(AnswerRule&&) noexcept;
+  AnswerRule(const AnswerRule&) = delete;
+  AnswerRule& operator=(const AnswerRule&) = delete;
+
+  // The capture group of the last match in `text` (answers come last), or nullopt. Throws
+  // ds::Error with a hint when one match passes the bound.
   std::optional<std::string> extract(const std::string& text) const;
 
+  // The most backtracking steps one match may take (PCRE2's match limit).
+  static constexpr uint32_t kMatchLimit = 5'000'000;
+
  private:
-  std::regex re_;
+  std::string pattern_;
+  struct Compiled;
+  std::unique_ptr<Compiled> re_;
 };
 
 // The answer key `text` (the file `name`, read by the caller with its bound): one expected

@@ -235,7 +235,8 @@ void check_runs(const std::vector<StatsRun>& runs, const std::vector<std::string
   for (const auto& r : runs) {
     if (r.outputs.size() != prompts) {
       throw Error(fmt::format("run '{}' holds {} prompts, '{}' {}", r.name, r.outputs.size(),
-                              runs[0].name, prompts));
+                              runs[0].name, prompts),
+                  "statistics compare runs of one prompt set: give traces of the same prompts");
     }
   }
   if (expected != nullptr && expected->size() != prompts) {

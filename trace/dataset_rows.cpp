@@ -18,6 +18,7 @@
 #include <system_error>
 #include <thread>
 
+#include "common/env.h"
 #include "common/error.h"
 #include "common/work_pool.h"
 #include "trace/locating_driver.h"
@@ -29,10 +30,7 @@ namespace {
 // DRIFTSCOPE_READ_THREADS.
 int read_threads() {
   static const int n = [] {
-    if (const char* e = std::getenv("DRIFTSCOPE_READ_THREADS")) {
-      const int v = std::atoi(e);
-      if (v >= 1) return std::min(v, 64);
-    }
+    if (const auto v = env::read_threads()) return std::min(*v, 64);  // checked at the start
     return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
   }();
   return n;

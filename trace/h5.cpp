@@ -95,6 +95,19 @@ const std::string& kept_error_stack() {
   return tl_error_stack;
 }
 
+OsError kept_os_error() {
+  OsError e;
+  const std::string& stack = tl_error_stack;
+  const std::string key = "error message = '";
+  const size_t at = stack.rfind(key);
+  const size_t end = at == std::string::npos ? at : stack.find('\'', at + key.size());
+  if (end == std::string::npos) return e;
+  e.message = stack.substr(at + key.size(), end - at - key.size());
+  const size_t num = stack.rfind("errno = ", at);
+  if (num != std::string::npos) e.errnum = std::atoi(stack.c_str() + num + 8);
+  return e;
+}
+
 void Id::reset() {
   if (id_ < 0) return;
   switch (H5Iget_type(id_)) {

@@ -33,6 +33,13 @@ void keep_errors_in_this_thread();
 // The stack the last failing HDF5 call on this thread left ("" when none failed since
 // keep_errors_in_this_thread), for --verbose.
 const std::string& kept_error_stack();
+// The operating system's error in the kept stack, when HDF5 names one (a write or an open that
+// failed: "errno = 28, error message = 'No space left on device'"): errno 0 and "" when none.
+struct OsError {
+  int errnum = 0;
+  std::string message;
+};
+OsError kept_os_error();
 
 // An owned HDF5 identifier, closed with the right H5?close on destruction.
 class Id {

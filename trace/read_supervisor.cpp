@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,20 +20,17 @@
 #include <optional>
 #include <string>
 
+#include "common/env.h"
+#include "common/error.h"
 #include "common/printable.h"
 #include "trace/read_watch.h"
+#include "trace/writer.h"
 
 namespace ds::trace {
 namespace {
 
-constexpr double kDefaultStallSeconds = 10;
-
 double stall_seconds() {
-  const char* env = std::getenv("DRIFTSCOPE_READ_STALL_SECONDS");
-  if (env == nullptr) return kDefaultStallSeconds;
-  double v = 0;
-  const auto [end, ec] = std::from_chars(env, env + std::strlen(env), v);
-  return ec == std::errc() && *end == '\0' && v > 0 ? v : kDefaultStallSeconds;
+  return env::read_stall_seconds();  // checked before the child starts
 }
 
 volatile sig_atomic_t g_child = 0;
@@ -67,6 +65,7 @@ const char* damaged_hint() {
   set_read_watch(watch);
   const int code = command();
   std::fflush(nullptr);
+  if (writer_abandoned()) std::_Exit(code);  // its thread is stuck inside HDF5: exit() would wait
   // HDF5 frees what it read when the process exits (its atexit handler): watched too, under
   // the last trace read, as it can crash there on a damaged file
   // (placed in static storage and never destroyed: it must outlast the exit handlers)
@@ -173,6 +172,11 @@ int exit_code_of(const ChildEnd& end, bool in_read) {
 }  // namespace
 
 int run_with_watched_reads(const std::function<int()>& command) {
+  try {
+    stall_seconds();  // a bad DRIFTSCOPE_READ_STALL_SECONDS is refused, not read as the default
+  } catch (const Error& e) {
+    return say(e.what(), e.hint(), 2);
+  }
   void* shared =
       mmap(nullptr, sizeof(ReadWatch), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (shared == MAP_FAILED) return command();  // no watch to be had: read unwatched
@@ -183,7 +187,13 @@ int run_with_watched_reads(const std::function<int()>& command) {
     munmap(shared, sizeof(ReadWatch));
     return command();
   }
-  if (child == 0) run_watched_child(command, watch);
+  if (child == 0) {
+    // the command ends (as on SIGTERM: a sweep's runs finish their traces) when this watcher
+    // dies, even of SIGKILL, instead of running on unwatched
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() == 1) _exit(130);  // the watcher died before prctl took effect
+    run_watched_child(command, watch);
+  }
   const SavedSignalActions old = forward_signals_to(child);
   std::optional<ChildEnd> end = wait_watching(child, *watch);
   if (!end) return say("lost the reading process", "run it again", 3);

@@ -1,6 +1,9 @@
 // Trace summaries for `show`.
 #include "trace/summary.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -9,19 +12,33 @@
 namespace ds::trace {
 namespace {
 
-// Reads every recorded row of a sequence (and drops it), so that a sequence of a file cut short
-// is named as damaged when any of its data lies past the cut.
+// Reads every recorded row of a sequence (and drops it), a block of rows at a time, so that a
+// sequence of a file cut short is named as damaged when any of its data lies past the cut.
 void read_every_row(const TraceReader& r, const SequenceInfo& q) {
+  constexpr int64_t kBlock = 256;  // rows: memory stays small whatever the trace's size
   std::vector<float> buffer;
-  for (const auto& site : q.sites) r.hidden(q.index, site.name, 0, q.rows, buffer);
-  if (q.topk > 0) {
-    r.topk(q.index, 0, q.rows);
-    r.lse(q.index, 0, q.rows);
+  for (int64_t b = 0; b < q.rows; b += kBlock) {
+    const int64_t n = std::min(kBlock, q.rows - b);
+    for (const auto& site : q.sites) r.hidden(q.index, site.name, b, n, buffer);
+    if (q.topk > 0) {
+      r.topk(q.index, b, n);
+      r.lse(q.index, b, n);
+    }
+    if (q.has_full_logits) r.full_logits(q.index, b, n, buffer);
   }
-  if (q.has_full_logits) r.full_logits(q.index, 0, q.rows, buffer);
 }
 
 }  // namespace
+
+void read_whole(const TraceReader& r) {
+  if (const auto& cut = r.cut_short()) {
+    throw Error(fmt::format("trace '{}' is damaged: cut short ({} of {} bytes on disk)",
+                            r.path().string(), cut->on_disk, cut->expected),
+                "record it again");
+  }
+  for (int i : r.sequence_indices()) read_every_row(r, r.sequence(i));
+  if (r.has_kernels()) r.kernels();
+}
 
 TraceSummary summarize(const TraceReader& r) {
   TraceSummary s;

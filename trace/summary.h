@@ -33,6 +33,11 @@ struct TraceSummary {
 
 TraceSummary summarize(const TraceReader& reader);
 
+// Reads every row of every dataset of every sequence (a block at a time) and the kernel table:
+// throws ds::Error naming the first part that cannot be read, or a file cut short. For a resume
+// that must not trust a trace it has not read (sweep, zoom: trace_done).
+void read_whole(const TraceReader& reader);
+
 // The summary as JSON (sites with name, shape, dtype; tokens; metadata parsed as objects; a
 // damaged sequence as {"index", "damaged": why}, in index order with the others). Invalid UTF-8
 // in recorded strings is written as U+FFFD.

@@ -64,8 +64,11 @@ SwmrFile::SwmrFile(const fs::path& path, bool replace) : path_(path), replace_(r
   }
   const hid_t fid = H5Fcreate(creating_->path().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl_.get());
   if (fid < 0) {
-    throw Error(fmt::format("cannot create trace '{}'", path.string()),
-                "check that the folder is writable and the disk not full");
+    const h5::OsError os = h5::kept_os_error();  // the system's reason, when HDF5 names one
+    throw Error(fmt::format("cannot create trace '{}'{}", path.string(),
+                            os.message.empty() ? "" : ": " + os.message),
+                os.errnum != 0 ? io_hint(std::error_code(os.errnum, std::generic_category()))
+                               : "check that the folder is writable and the disk not full");
   }
   fid_ = fid;
   if (own_lock) {

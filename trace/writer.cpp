@@ -12,8 +12,10 @@
 #include <cstring>
 #include <thread>
 
+#include "common/env.h"
 #include "common/error.h"
 #include "common/float_formats.h"
+#include "common/io_error.h"
 #include "trace/h5.h"
 #include "trace/kernel_table.h"
 #include "trace/layout.h"
@@ -73,11 +75,7 @@ std::atomic<bool> g_abandoned{false};
 // DRIFTSCOPE_WRITE_STALL_SECONDS: how long the writer may make no progress (default 120 s: far
 // more than one step of a large model takes to write, even deflated at level 9).
 double write_stall_seconds() {
-  const char* env = std::getenv("DRIFTSCOPE_WRITE_STALL_SECONDS");
-  double v = 0;
-  if (env == nullptr) return 120;
-  const auto [end, ec] = std::from_chars(env, env + std::strlen(env), v);
-  return ec == std::errc() && *end == '\0' && v > 0 && v <= 1e6 ? v : 120;
+  return env::write_stall_seconds();
 }
 
 size_t message_bytes(const StepRecord& m) {
@@ -101,10 +99,8 @@ TraceWriter::TraceWriter(WriterOptions options, RunInfo info) : opt_(std::move(o
     throw Error(fmt::format("folder '{}' does not exist", opt_.path.parent_path().string()),
                 "create it first (mkdir -p), or choose another -o path");
   }
-  if (const char* f = std::getenv("DRIFTSCOPE_TRACE_FAIL_AFTER_STEPS"))
-    fail_after_steps_ = std::atoi(f);
-  if (const char* f = std::getenv("DRIFTSCOPE_TRACE_STALL_AFTER_STEPS"))
-    stall_after_steps_ = std::atoi(f);
+  fail_after_steps_ = env::trace_fail_after_steps();
+  stall_after_steps_ = env::trace_stall_after_steps();
   stall_s_ = write_stall_seconds();
   h5::keep_errors_in_this_thread();
   file_ = std::make_unique<WriterFile>(opt_.path, opt_.force);
@@ -131,8 +127,15 @@ TraceWriter::TraceWriter(WriterOptions options, RunInfo info) : opt_(std::move(o
     throw;
   } catch (const Error& e) {
     file_.reset();
-    throw Error(fmt::format("cannot write trace '{}': {}", opt_.path.string(), e.what()),
-                "check that the folder is writable and the disk not full");
+    // The operating system's reason when HDF5 names one ("No space left on device"), with its
+    // hint; HDF5's call and stack are the detail, for --verbose.
+    const h5::OsError os = h5::kept_os_error();
+    throw TraceWriteError(
+        fmt::format("cannot write trace '{}': {}", opt_.path.string(),
+                    os.message.empty() ? std::string(e.what()) : os.message),
+        os.errnum != 0 ? io_hint(std::error_code(os.errnum, std::generic_category()))
+                       : std::string("check that the folder is writable and the disk not full"),
+        std::string(e.what()) + "\n" + h5::kept_error_stack());
   }
   progress_at_ = std::chrono::steady_clock::now();
   thread_ = std::thread([this] { run(); });
@@ -239,13 +242,9 @@ void TraceWriter::fail(const std::exception& e) {
     failed_ = true;
     // The operating system's reason (e.g. "No space left on device") when HDF5 names one: the
     // user's one line; the failed call and HDF5's whole stack are the detail (--verbose).
-    const std::string key = "error message = '";
-    const std::string& stack = h5::kept_error_stack();
-    const size_t at = stack.rfind(key);
-    const size_t end = at == std::string::npos ? at : stack.find('\'', at + key.size());
-    error_ = end != std::string::npos ? stack.substr(at + key.size(), end - at - key.size())
-                                      : std::string(e.what());
-    error_detail_ = std::string(e.what()) + "\n" + stack;
+    const h5::OsError os = h5::kept_os_error();
+    error_ = !os.message.empty() ? os.message : std::string(e.what());
+    error_detail_ = std::string(e.what()) + "\n" + h5::kept_error_stack();
   }
   not_full_.notify_all();
 }

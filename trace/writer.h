@@ -18,9 +18,11 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <variant>
 #include <vector>
 
+#include "common/error.h"
 #include "trace/certificate.h"
 #include "trace/kernel_records.h"
 #include "trace/writer_options.h"
@@ -57,9 +59,23 @@ struct StepRecord {
   std::vector<int32_t> new_tokens;  // tokens chosen after this step, appended to tokens
 };
 
+// The trace could not be created (a full disk, a folder that cannot be written): the message
+// says the path and the operating system's reason; detail() holds the failed HDF5 call and
+// HDF5's error stack, for --verbose.
+class TraceWriteError : public Error {
+ public:
+  TraceWriteError(std::string message, std::string hint, std::string detail)
+      : Error(std::move(message), std::move(hint)), detail_(std::move(detail)) {}
+  const std::string& detail() const { return detail_; }
+
+ private:
+  std::string detail_;
+};
+
 class TraceWriter {
  public:
-  // Creates the file (refusing to overwrite one without options.force) and starts the thread.
+  // Creates the file (refusing to overwrite one without options.force) and starts the thread;
+  // throws TraceWriteError when the file cannot be created.
   TraceWriter(WriterOptions options, RunInfo info);
   // Finishes as interrupted if finish() was not called.
   ~TraceWriter();

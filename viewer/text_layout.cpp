@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "common/printable.h"
+
 namespace ds::viewer {
 
 size_t display_columns(const std::string& s) {
@@ -41,7 +43,8 @@ std::string pad(const std::string& s, size_t n) {
 }
 
 std::string quote(const std::string& s) {
-  return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return printable_json(
+      nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 std::string sci(double x) {

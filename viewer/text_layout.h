@@ -19,7 +19,8 @@ std::string clip(const std::string& s, size_t n);
 // s padded with spaces on the right to `n` display columns (a longer s is returned as is).
 std::string pad(const std::string& s, size_t n);
 
-// A quoted, escaped string (newlines as \n), invalid UTF-8 replaced.
+// A quoted, escaped string (newlines as \n, DEL and C1 controls as \u007f, \u009b), invalid UTF-8
+// replaced.
 std::string quote(const std::string& s);
 
 // Numbers as the reports show them: "1.23e-04" / "0.1235"; NaN and infinities spelled out.

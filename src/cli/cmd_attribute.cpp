@@ -19,6 +19,7 @@
 #include "src/experiment/run_metadata.h"
 #include "src/workflow/attribution_report.h"
 #include "src/workflow/loaded_model.h"
+#include "src/workflow/recorded_model.h"
 #include "src/workflow/report_file.h"
 #include "trace/reader.h"
 #include "trace/schema.h"
@@ -37,24 +38,46 @@ struct AttributeArgs {
   std::string html;
   int width = 100;
   bool quiet = false;
+  bool force = false;
 };
 
+// The model B runs: --model when given (checked against A's recorded files once loaded), else
+// the model A records, found again (a relative path against A's working folder) and verified
+// file by file before it is loaded.
+ModelArgs model_of(const AttributeArgs& args, const trace::TraceReader& a) {
+  ModelArgs ma = args.model;
+  if (!ma.model.empty()) return ma;
+  const RecordedModel recorded = recorded_model(a);
+  verify_recorded_model(recorded,
+                        "attribute runs the model A records: put it back at that path, or pass "
+                        "the model with --model");
+  ma.model = recorded.model.string();
+  if (ma.tokenizer.empty() && recorded.tokenizer && tokenizer_changed(recorded).empty()) {
+    ma.tokenizer = recorded.tokenizer->path.string();
+  }
+  return ma;
+}
+
 int run_attribute(const AttributeArgs& args) {
-  check_report_output(args.json, {args.a}, "--json");
-  check_report_output(args.html, {args.a}, "--html");
   const RunConfig& rc = args.run.config;
   check_attribution_device(rc);
   apply_threads(args.run);  // before validate, which would look for the CUDA module
   validate(rc);
   if (print_dry_run(args.run)) return 0;
   const auto a = trace::TraceReader::open(args.a);
-  LoadedModel lm =
-      load_model_and_prompt(args.model, /*need_tokenizer=*/false, /*want_prompt=*/false);
+  const ModelArgs model = model_of(args, a);
+  CommandFiles files;
+  files.input(args.a, "the input trace");
+  files.input(args.run.config_file, "the config file");
+  files.model_inputs(model.model, model.tokenizer);
+  add_report_outputs(files, args.json, args.html, args.force);
+  files.check();
+  LoadedModel lm = load_model_and_prompt(model, /*need_tokenizer=*/false, /*want_prompt=*/false);
   check_attribution_model(a, lm);
   const diff::AttributionReport report = attribute_groups(lm, a, rc, {{}}).front();
   if (!args.json.empty()) write_json_text(viewer::render_attribution_json(report), args.json);
   if (!args.html.empty()) write_html_text(viewer::render_attribution_html(report), args.html);
-  if (!args.quiet && args.json != "-") {
+  if (!args.quiet && !report_on_stdout(args.json, args.html)) {
     const std::string text = viewer::render_attribution_terminal(report, args.width);
     write_stdout(text);
   }
@@ -79,11 +102,13 @@ CommandRun register_attribute(CLI::App* cmd) {
       ->required();
   cmd->add_option("-m,--model", args->model.model,
                   "the model A was recorded with (llama2.c .bin or Hugging Face directory); "
-                  "default: the bundled kjv-llama");
+                  "default: the model A records, verified against its recorded digests");
   add_run_config_options(*cmd, args->run);
   cmd->add_option("--json", args->json, "write the report as JSON to FILE, or - for stdout");
   cmd->add_option("--html", args->html,
-                  "write the report as one self-contained HTML page to FILE (docs/html-report.md)");
+                  "write the report as one self-contained HTML page to FILE, or - for stdout "
+                  "(docs/html-report.md)");
+  cmd->add_flag("--force", args->force, "replace existing --json and --html files");
   add_width_option(*cmd, args->width,
                    fmt::format("report width in columns, {}..{}", kMinReportWidth, kMaxReportWidth))
       ->capture_default_str();

@@ -114,17 +114,19 @@ void run_one(const char* name, const RunConfig& c, const RunConfig& other, const
 }
 
 // One rule with `run`: existing outputs are kept unless --force, which replaces regular files
-// only, and never a trace another run is writing.
-void check_outputs(const std::vector<fs::path>& traces, const std::vector<fs::path>& reports,
-                   bool force) {
-  for (const auto& p : traces) trace::check_trace_target(p, force);
-  for (const auto& p : reports) {
-    if (!force && fs::exists(fs::symlink_status(p))) {
-      throw Error(fmt::format("'{}' already exists", p.string()),
-                  "pass --force to overwrite it, or choose another --out folder");
-    }
-    check_report_output(p.string(), traces, "--out");
-  }
+// only, never a trace another run is writing, and never one of demo's inputs.
+void check_outputs(const DemoArgs& a, const std::vector<fs::path>& traces,
+                   const std::vector<fs::path>& reports) {
+  CommandFiles files;
+  files.model_inputs(a.model.model, a.model.tokenizer);
+  files.input(a.prompts_file, "the prompts file");
+  files.input(a.config_a, "the config file");
+  files.input(a.config_b, "the config file");
+  const std::string hint = "pass --force to overwrite it, or choose another --out folder";
+  for (const auto& p : traces) files.output(p, "trace", "--out", a.force, hint);
+  for (const auto& p : reports) files.output(p, "report", "--out", a.force, hint);
+  files.check();
+  for (const auto& p : traces) trace::check_trace_target(p, a.force);  // held by a running writer
 }
 
 int run_demo(const CLI::App& cmd, DemoArgs& a) {
@@ -139,7 +141,6 @@ int run_demo(const CLI::App& cmd, DemoArgs& a) {
                              path_json = out / "report.json";
   std::vector<fs::path> reports{path_json};
   if (a.html) reports.push_back(out / "report.html");
-  check_outputs({path_a, path_b}, reports, a.force);
   const fs::path path_floor = out / "floor.h5";
   if (a.floor_runs != 0) {
     if (a.floor_runs < diff::kMinFloorRuns) {
@@ -147,11 +148,9 @@ int run_demo(const CLI::App& cmd, DemoArgs& a) {
           fmt::format("--floor {} is fewer than {} replays", a.floor_runs, diff::kMinFloorRuns),
           "--floor N calibrates A with N benign replays: 99 lets a p-value reach 0.01");
     }
-    if (!a.force && fs::exists(fs::symlink_status(path_floor))) {
-      throw Error(fmt::format("'{}' already exists", path_floor.string()),
-                  "pass --force to overwrite it, or choose another --out folder");
-    }
+    reports.push_back(path_floor);  // an output like the reports: refused unless --force
   }
+  check_outputs(a, {path_a, path_b}, reports);
   LoadedModel lm = load_model_and_prompt(a.model, /*need_tokenizer=*/true, /*want_prompt=*/false);
   validate_for_model(ca, lm.model.config);  // both before A runs: B's refusal must not follow it
   validate_for_model(cb, lm.model.config);

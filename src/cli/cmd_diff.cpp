@@ -28,6 +28,8 @@ struct DiffArgs {
   bool quiet = false;
   std::string floor;
   double alpha = 0.01;
+  bool force = false;
+  std::string tokenizer;  // decodes instead of the one A records
 };
 
 int run_diff(const DiffArgs& a) {
@@ -43,8 +45,13 @@ int run_diff(const DiffArgs& a) {
     throw Error(fmt::format("--alpha {} is not in (0, 1)", a.alpha),
                 "--alpha takes the significance level, e.g. 0.01 (the default)");
   }
-  check_report_output(a.json, {a.a, a.b, a.floor}, "--json");
-  check_report_output(a.html, {a.a, a.b, a.floor}, "--html");
+  CommandFiles files;
+  files.input(a.a, "the input trace");
+  files.input(a.b, "the input trace");
+  files.input(a.tokenizer, "the tokenizer");
+  files.input(a.floor, "the noise floor");
+  add_report_outputs(files, a.json, a.html, a.force);
+  files.check();
   const auto ta = trace::TraceReader::open(a.a);
   const auto tb = trace::TraceReader::open(a.b);
   std::optional<trace::FloorFile> floor;
@@ -54,11 +61,11 @@ int run_diff(const DiffArgs& a) {
   opt.allow_model_mismatch = a.allow_model_mismatch;
   opt.sequences = a.seqs;
   opt.noise_sums = floor.has_value();
-  diff::Report report = diff_with_recorded_tokenizer(ta, tb, opt);
+  diff::Report report = diff_with_recorded_tokenizer(ta, tb, opt, a.tokenizer);
   if (floor) judge_against_floor(report, *floor, a.floor, a.alpha);
   if (!a.json.empty()) write_json_report(report, a.json);
   if (!a.html.empty()) write_html_report(report, a.html);
-  if (!a.quiet && a.json != "-") print_terminal_report(report, a.style);
+  if (!a.quiet && !report_on_stdout(a.json, a.html)) print_terminal_report(report, a.style);
   if (gates.empty()) return 0;
   const diff::GateResult g = diff::evaluate_gates(report, gates);
   std::fflush(stdout);
@@ -84,7 +91,12 @@ CommandRun register_diff(CLI::App* cmd) {
       ->allow_extra_args(false);
   cmd->add_option("--json", args->json, "write the full report as JSON to FILE, or - for stdout");
   cmd->add_option("--html", args->html,
-                  "write a self-contained HTML report (heat maps, margins, top-5s) to FILE");
+                  "write a self-contained HTML report (heat maps, margins, top-5s) to FILE, or - "
+                  "for stdout");
+  cmd->add_flag("--force", args->force, "replace existing --json and --html files");
+  cmd->add_option("--tokenizer", args->tokenizer,
+                  "decode tokens with this tokenizer (default: the one A records, when its file "
+                  "is still the one recorded; else ids)");
   add_report_style_options(*cmd, args->style);
   cmd->add_option("--seq", args->seqs, "compare only these sequence indices (e.g. --seq 0,3)")
       ->allow_extra_args(false)

@@ -1,10 +1,12 @@
 // `driftscope generate`: run the model on a prompt and print the continuation.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 
+#include "common/printable.h"
 #include "src/cli/commands.h"
 #include "src/cli/model_args.h"
 #include "src/cli/run_config_args.h"
@@ -25,16 +27,20 @@ struct GenerateArgs {
 };
 
 // Prints text as it grows: the part of decode(tokens) not printed yet. A trailing U+FFFD may be an
-// incomplete UTF-8 sequence of byte-fallback tokens, so it is held back until the next token.
+// incomplete UTF-8 sequence of byte-fallback tokens, so it is held back until the next token. On a
+// terminal, control characters other than newlines are shown escaped (an ESC or the C1 CSI a model
+// or prompt holds would drive the terminal); into a file or a pipe the text goes as it is.
 class TextStreamer {
  public:
-  explicit TextStreamer(const Tokenizer& tok) : tok_(tok) {}
+  explicit TextStreamer(const Tokenizer& tok) : tok_(tok), terminal_(isatty(STDOUT_FILENO) != 0) {}
   void update(const std::vector<int32_t>& tokens, bool final) {
     std::string text = decode_shown(tok_, tokens);
     size_t end = text.size();
     if (!final && text.ends_with("\xEF\xBF\xBD")) end -= 3;
     if (text.compare(0, printed_.size(), printed_) == 0 && end >= printed_.size()) {
-      write_stdout(std::string_view(text).substr(printed_.size(), end - printed_.size()));
+      const std::string_view grown =
+          std::string_view(text).substr(printed_.size(), end - printed_.size());
+      write_stdout(terminal_ ? printable(grown, /*keep_newlines=*/true) : std::string(grown));
       flush_stdout();  // a closed pipe (`generate | head -c 100`) stops generation here
       printed_ = text.substr(0, end);
     }
@@ -42,6 +48,7 @@ class TextStreamer {
 
  private:
   const Tokenizer& tok_;
+  const bool terminal_;
   std::string printed_;
 };
 
@@ -54,7 +61,14 @@ int run_generate(const GenerateArgs& a) {
   LoadedModel lm = load_model_and_prompt(a.model, /*need_tokenizer=*/false);
   const bool print_ids = a.ids || !lm.tokenizer;
   if (print_ids && !a.ids && !a.quiet) {
-    print_note("driftscope: no tokenizer beside the model, printing token ids\n");
+    if (lm.tokenizer_error) {
+      print_note(
+          "driftscope: the tokenizer beside the model cannot be loaded ({}), printing "
+          "token ids\n",
+          lm.tokenizer_error->what());
+    } else {
+      print_note("driftscope: no tokenizer beside the model, printing token ids\n");
+    }
   }
   const ModelConfig& c = lm.model.config;
   validate_for_model(rc, c);

@@ -15,6 +15,8 @@
 #include "src/experiment/plan_file.h"
 #include "src/experiment/trace_recorder.h"
 #include "src/model/text_file.h"
+#include "src/workflow/command_files.h"
+#include "src/workflow/recorded_model.h"
 #include "src/workflow/traced_command.h"
 #include "trace/certificate.h"
 #include "trace/reader.h"
@@ -62,10 +64,39 @@ int run_run(const RunArgs& a) {
     throw Error(fmt::format("trace-topk {} must be >= 1", a.topk), "--trace-topk takes N >= 1");
   }
   records_kernels(a.kernels, rc.device);  // refuses a bad value or an impossible "on" up front
-  if (std::filesystem::exists(a.output) && !a.force) {
-    throw Error(fmt::format("trace '{}' already exists", a.output),
-                "pass --force to overwrite it, or choose another -o path");
+  if (!a.force_tokens.empty() &&
+      (a.model.prompt || a.model.prompt_ids || !a.prompts_file.empty())) {
+    throw Error("--force-tokens takes the prompts from its trace",
+                "drop --prompt, --prompt-ids and --prompts");
   }
+  // With --force-tokens, the model is the one the forced trace records (verified), unless
+  // --model names one (then checked to be the same files once loaded).
+  std::optional<trace::TraceReader> forced;
+  std::optional<RecordedModel> forced_model;
+  ModelArgs model = a.model;
+  if (!a.force_tokens.empty()) {
+    forced.emplace(trace::TraceReader::open(a.force_tokens));
+    forced_model = recorded_model(*forced);
+    if (model.model.empty()) {
+      verify_recorded_model(*forced_model,
+                            "--force-tokens runs the model its trace records: put it back at that "
+                            "path, or pass the model with --model");
+      model.model = forced_model->model.string();
+      if (model.tokenizer.empty() && forced_model->tokenizer &&
+          tokenizer_changed(*forced_model).empty()) {
+        model.tokenizer = forced_model->tokenizer->path.string();
+      }
+    }
+  }
+  CommandFiles files;  // the trace never over what the run reads, --force or not
+  files.model_inputs(model.model, model.tokenizer);
+  files.input(a.prompts_file, "the prompts file");
+  files.input(a.run.config_file, "the config file");
+  files.input(a.force_tokens, "the trace of --force-tokens");
+  files.input(a.plan_file, "the plan file");
+  files.output(a.output, "trace", "-o", a.force,
+               "pass --force to overwrite it, or choose another -o path");
+  files.check();
   std::optional<PlanSpec> plan;
   if (!a.plan_file.empty()) {
     plan = parse_plan_spec(
@@ -74,8 +105,13 @@ int run_run(const RunArgs& a) {
         a.plan_file);
   }
   LoadedModel lm =
-      load_model_and_prompt(a.model, /*need_tokenizer=*/false,
+      load_model_and_prompt(model, /*need_tokenizer=*/false,
                             /*want_prompt=*/a.prompts_file.empty() && a.force_tokens.empty());
+  if (forced_model && !a.model.model.empty()) {
+    check_loaded_is_recorded(*forced_model, lm.model,
+                             "--force-tokens consumes tokens of the model its trace records: pass "
+                             "that model with --model, or leave --model out");
+  }
   if (plan) make_plan(*plan, rc, lm.model.config.n_layers);  // its op names, before any output
   std::vector<Prompt> prompts;
   if (a.prompts_file.empty()) {
@@ -86,16 +122,16 @@ int run_run(const RunArgs& a) {
                   "give the prompts either in the file or on the command line");
     }
     prompts = read_prompts_file(a.prompts_file, lm.tokenizer.get(), !a.model.no_special_in_text,
-                                lm.model.config.max_seq_len);
+                                lm.model.config.max_seq_len, lm.tokenizer_error);
   }
   apply_add_bos(prompts, rc.add_bos, lm.bos_id());
-  if (!a.force_tokens.empty()) {
-    if (a.model.prompt || a.model.prompt_ids || !a.prompts_file.empty()) {
-      throw Error("--force-tokens takes the prompts from its trace",
-                  "drop --prompt, --prompt-ids and --prompts");
-    }
-    prompts = forced_prompts(trace::TraceReader::open(a.force_tokens));
+  if (lm.tokenizer_error) {  // the run needs none: it goes on, saying why the trace records none
+    print_note(
+        "note: the tokenizer beside the model cannot be loaded ({}): the trace records "
+        "no tokenizer\n",
+        lm.tokenizer_error->what());
   }
+  if (forced) prompts = forced_prompts(*forced);
 
   trace::WriterOptions writer;
   writer.path = a.output;

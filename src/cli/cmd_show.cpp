@@ -14,7 +14,8 @@
 #include "common/printable.h"
 #include "diff/noise_floor.h"
 #include "src/cli/commands.h"
-#include "src/workflow/recorded_tokenizer.h"
+#include "src/console/output.h"
+#include "src/workflow/recorded_model.h"
 #include "trace/certificate.h"
 #include "trace/floor_file.h"
 #include "trace/summary.h"
@@ -25,6 +26,7 @@ namespace {
 struct ShowArgs {
   std::string path;
   bool json = false;
+  std::string tokenizer;  // decodes instead of the one the trace records
 };
 
 std::string human_bytes(uint64_t b) {
@@ -44,10 +46,15 @@ std::string continuation_text(const Tokenizer& tok, const std::string& prompt_te
   return decode_shown(tok, cont);
 }
 
-// A recorded string as a JSON string literal; invalid UTF-8 (a prompt's raw bytes, a token
-// decoded alone) shows as U+FFFD instead of failing.
+// A recorded value as JSON text safe on a terminal: invalid UTF-8 (a prompt's raw bytes, a token
+// decoded alone) shows as U+FFFD instead of failing, and every control character escaped (JSON's
+// own escapes; DEL and C1 such as the 8-bit CSI as \u007f, \u009b).
+std::string shown_json(const nlohmann::json& v) {
+  return printable_json(v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
 std::string quoted(const std::string& text) {
-  return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return shown_json(nlohmann::json(text));
 }
 
 // A field of the trace's model record as text, "?" where it is missing: the record is JSON
@@ -59,7 +66,7 @@ std::string field(const nlohmann::json& record, std::initializer_list<const char
     v = &v->at(key);
   }
   return v->is_string() ? printable(v->get<std::string>())  // a path holding ESC: escaped
-                        : v->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+                        : shown_json(*v);
 }
 
 // `show FLOOR`: what a noise floor file holds (docs/trace-format.md, "Floor files").
@@ -137,7 +144,10 @@ int run_show(const ShowArgs& a) {
   }
   const auto model = nlohmann::json::parse(s.model_json, nullptr, false);
   const auto config = nlohmann::json::parse(s.config_json, nullptr, false);
-  auto tok = model.is_object() ? recorded_tokenizer(model) : nullptr;
+  // the recorded tokenizer when its file is the one recorded, or --tokenizer; a note says which
+  const DecodingTokenizer decoding = decoding_tokenizer(*reader, a.tokenizer);
+  if (!decoding.note.empty()) print_note("note: {}\n", decoding.note);
+  const Tokenizer* tok = decoding.tokenizer.get();
   fmt::print("trace     {} ({}, format v{}, {})\n", printable(s.path), human_bytes(s.file_bytes),
              s.format_version, printable(s.producer));
   fmt::print("status    {}\n",
@@ -166,8 +176,7 @@ int run_show(const ShowArgs& a) {
   if (config.is_object()) {
     std::vector<std::string> kv;
     for (const auto& [k, v] : config.items())
-      kv.push_back(fmt::format("{}={}", printable(k),
-                               v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
+      kv.push_back(fmt::format("{}={}", printable(k), shown_json(v)));
     fmt::print("config    {}\n", fmt::join(kv, " "));
   }
   fmt::print("command   {}\n", printable(s.command_line));
@@ -214,6 +223,9 @@ CommandRun register_show(CLI::App* cmd) {
       "and the floor per site.");
   cmd->add_option("trace", args->path, "trace file (.h5)")->required();
   cmd->add_flag("--json", args->json, "print the summary as JSON");
+  cmd->add_option("--tokenizer", args->tokenizer,
+                  "decode prompts and continuations with this tokenizer (default: the one the "
+                  "trace records, when its file is still the one recorded; else ids)");
   return [args] { return run_show(*args); };
 }
 

@@ -18,7 +18,7 @@
 #include "src/model/text_file.h"
 #include "src/workflow/diff_report.h"
 #include "src/workflow/loaded_model.h"
-#include "src/workflow/recorded_tokenizer.h"
+#include "src/workflow/recorded_model.h"
 #include "src/workflow/report_file.h"
 #include "src/workflow/sweep_plan.h"
 #include "trace/reader.h"
@@ -38,6 +38,8 @@ struct StatsArgs {
   std::string json;
   std::string html;
   bool require_all = false;
+  bool force = false;
+  std::string tokenizer;  // decodes instead of the one the traces record
 };
 
 // The traces named on the command line; a sweep directory gives its configurations' traces,
@@ -53,7 +55,7 @@ std::vector<std::filesystem::path> collect(const std::vector<std::string>& input
     const SweepState s = read_sweep_state(in);
     for (const auto& e : s.entries) {
       const auto t = entry_trace(in, e);
-      if (trace_done(t, e.config)) {
+      if (trace_done(t, e.config, {}, /*read_rows=*/false)) {  // read below, watched
         traces.push_back(t);
       } else {
         missing.push_back(e.name);
@@ -168,25 +170,36 @@ int run_stats(const StatsArgs& a) {
   std::vector<std::string> missing;
   const auto paths = collect(a.inputs, missing);
   refuse_repeated(paths);
-  check_report_output(a.json, paths, "--json");
-  check_report_output(a.html, paths, "--html");
+  CommandFiles files;
+  for (const auto& p : paths) files.input(p, "the input trace");
+  for (const auto& in : a.inputs) {
+    if (std::filesystem::is_directory(in)) files.input(sweep_json_path(in), "the sweep file");
+  }
+  files.input(a.answers, "the answer key");
+  files.input(a.tokenizer, "the tokenizer");
+  add_report_outputs(files, a.json, a.html, a.force);
+  files.check();
   if (paths.empty()) {
     throw Error("no complete trace to compute statistics over",
                 "run the sweep (or wait for it) first: driftscope sweep ... --wait");
   }
   const std::vector<trace::TraceReader> readers = open_comparable(paths);
-  std::unique_ptr<Tokenizer> tok =
-      recorded_tokenizer(nlohmann::json::parse(readers[0].model_json()));
+  const DecodingTokenizer decoding = decoding_tokenizer(readers[0], a.tokenizer);
+  const Tokenizer* tok = decoding.tokenizer.get();
   if (rule && !tok) {
-    throw Error("--extract needs the traces' tokenizer to decode outputs, and it cannot be loaded",
-                "the tokenizer recorded in the trace's model_json must still exist");
+    throw Error(fmt::format("--extract needs the traces' tokenizer to decode outputs, and it "
+                            "cannot be used{}",
+                            decoding.note.empty() ? "" : ": " + decoding.note),
+                "the tokenizer recorded in the trace's model_json must still be the file it "
+                "was, or pass --tokenizer PATH");
   }
-  const std::vector<diff::StatsRun> runs = read_runs(readers, tok.get(), rule);
+  if (!decoding.note.empty()) print_note("note: {}\n", decoding.note);
+  const std::vector<diff::StatsRun> runs = read_runs(readers, tok, rule);
   opt.group_by = group_field(a.group_by, runs);
   diff::StatsReport rep = diff::compute_stats(runs, key.empty() ? nullptr : &key, opt);
   rep.missing = missing;
 
-  fmt::print("{}", viewer::render_stats_terminal(rep));
+  if (!report_on_stdout(a.json, a.html)) fmt::print("{}", viewer::render_stats_terminal(rep));
   if (!a.json.empty()) write_json_text(viewer::render_stats_json(rep), a.json);
   if (!a.html.empty()) write_html_text(viewer::render_stats_html(rep), a.html);
   if (a.require_all && !missing.empty()) {
@@ -228,7 +241,12 @@ CommandRun register_stats(CLI::App* cmd) {
   cmd->add_option("--html", args->html,
                   "also write the statistics as one self-contained HTML page to this file: the "
                   "groups' table, Div_Index histograms, Avg_Std@top1_prob bars, the runs x runs "
-                  "pairwise-divergence matrix and the attribution (docs/html-report.md)");
+                  "pairwise-divergence matrix and the attribution (docs/html-report.md); - for "
+                  "stdout");
+  cmd->add_flag("--force", args->force, "replace existing --json and --html files");
+  cmd->add_option("--tokenizer", args->tokenizer,
+                  "decode outputs with this tokenizer (default: the one the traces record, when "
+                  "its file is still the one recorded)");
   cmd->add_flag("--require-all", args->require_all,
                 "exit 1 when a configuration of the sweep has no complete trace");
   return [args] { return run_stats(*args); };

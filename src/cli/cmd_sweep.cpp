@@ -101,6 +101,7 @@ CommandRun register_sweep(CLI::App* cmd) {
     apply_config_file(*cmd, args->run);
     args->sweep.writer_flags = check_flags(*cmd, *args);
     args->sweep.base = args->run.config;
+    args->sweep.config_file = args->run.config_file;
     args->sweep.dry_run = args->run.dry_run;
     args->sweep.option_of = [cmd](const std::string& knob) { return option_named(cmd, knob); };
     return run_sweep(args->sweep);

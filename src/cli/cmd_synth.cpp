@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "src/cli/commands.h"
 #include "src/cli/run_config_args.h"
+#include "src/console/interrupt.h"
 #include "src/console/output.h"
 #include "src/console/progress.h"
 #include "src/model/memory.h"
@@ -49,7 +50,17 @@ int run_synth(const SynthArgs& a) {
   opt.dtype = parse_synth_dtype(a.dtype);
   Progress progress("synth");
   opt.progress = [&](uint64_t done, uint64_t total) { progress.update_bytes(done, total); };
-  write_synthetic_checkpoint(shape, opt, a.out);
+  // Ctrl-C, SIGTERM, SIGHUP: stop after the block being written and remove what was begun (its
+  // hidden .creating file among them), so that nothing blocks the next synth into the folder
+  install_interrupt_handlers("removing the files synth began");
+  opt.should_stop = interrupt_requested;
+  try {
+    write_synthetic_checkpoint(shape, opt, a.out);
+  } catch (const SynthInterrupted& e) {
+    progress.done();
+    print_note("driftscope: {}\n", e.what());
+    return 130;
+  }
   progress.done();
   ModelConfig c = shape.config;
   if (a.opt.layers > 0) c.n_layers = a.opt.layers;

@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/json_error.h"
 #include "common/json_integer.h"
+#include "common/printable.h"
 #include "src/cli/commands.h"
 #include "src/console/output.h"
 #include "src/model/text_file.h"
@@ -33,9 +35,10 @@ struct TokenizeArgs {
   bool no_special_in_text = false;
 };
 
-// JSON text of a string; bytes that are not UTF-8 (a llama2.c decode may give them) become U+FFFD.
+// JSON text of a string; bytes that are not UTF-8 (a llama2.c decode may give them) become U+FFFD,
+// DEL and C1 controls are escaped as JSON's other controls are (\u009b), safe on a terminal.
 std::string json_string(const std::string& s) {
-  return json(s).dump(-1, ' ', false, json::error_handler_t::replace);
+  return printable_json(json(s).dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 json read_json_file(const std::string& path) {
@@ -45,8 +48,8 @@ json read_json_file(const std::string& path) {
                      "give a JSON file: a list of strings (or, with --decode, of id lists)");
   try {
     return json::parse(bytes);
-  } catch (const json::parse_error& e) {
-    throw Error(fmt::format("--texts file '{}' is not valid JSON ({})", path, e.what()),
+  } catch (const json::exception& e) {
+    throw Error(json_parse_failure(fmt::format("--texts file '{}'", path), bytes, e),
                 "the file must hold a JSON list, e.g. [\"Hello\", \"world\"]");
   }
 }

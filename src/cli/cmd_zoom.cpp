@@ -8,6 +8,7 @@
 #include "src/cli/commands.h"
 #include "src/cli/slurm_args.h"
 #include "src/workflow/zoom.h"
+#include "trace/schema.h"
 
 namespace ds {
 namespace {
@@ -17,6 +18,13 @@ void check_flags(const ZoomOptions& a) {
   if (a.after < 0) {
     throw Error(fmt::format("--after {} must be >= 0", a.after),
                 "--after N replays N tokens past each flip");
+  }
+  if (a.after > trace::kMaxSequenceTokens) {  // no trace holds more: the flip + after never wraps
+    throw Error(
+        fmt::format("--after {} is more than the {} tokens a trace's sequence holds at most",
+                    a.after, trace::kMaxSequenceTokens),
+        "--after N replays N tokens past each flip (the replay stops at the end of A's "
+        "sequence anyway)");
   }
   const ReplayOptions& r = a.replay;
   if (r.jobs < 1) throw Error(fmt::format("-j {} must be >= 1", r.jobs), "-j takes N >= 1");

@@ -20,10 +20,14 @@ struct Command {
   std::string_view name;
   // Gives `cmd` (the subcommand `name`) its description and options; returns what runs it.
   CommandRun (*add)(CLI::App* cmd);
-  // Reads traces from anyone, so runs in a watched child (trace/read_supervisor.h).
+  // Reads traces from anyone (its inputs, or those a resume finds in its folder), so runs in a
+  // watched child (trace/read_supervisor.h).
   bool reads_untrusted_traces;
   // What needs less memory, said when the command ran out of it.
   std::string_view memory_hint;
+  // An option that makes it read a trace from anyone (run --force-tokens): then it runs watched
+  // too. Empty: none.
+  std::string_view untrusted_with;
 };
 
 CommandRun register_generate(CLI::App* cmd);
@@ -47,19 +51,19 @@ inline constexpr std::string_view kLessTraces =
 
 // In the order `driftscope --help` lists them.
 inline constexpr Command kCommands[] = {
-    {"generate", register_generate, false, kLessModel},
-    {"tokenize", register_tokenize, false, "shorter texts need less (split the file)"},
-    {"run", register_run, false, kLessModel},
-    {"show", register_show, true, kLessTraces},
-    {"diff", register_diff, true, kLessTraces},
-    {"attribute", register_attribute, false, kLessTraces},
-    {"demo", register_demo, false, kLessModel},
-    {"synth", register_synth, false, "a smaller --shape or fewer --layers need less"},
-    {"sweep", register_sweep, false, "a sweep of fewer configurations needs less"},
-    {"stats", register_stats, true, kLessTraces},
-    {"zoom", register_zoom, true, kLessModel},
-    {"explain", register_explain, true, kLessModel},
-    {"calibrate", register_calibrate, false, kLessModel},
+    {"generate", register_generate, false, kLessModel, {}},
+    {"tokenize", register_tokenize, false, "shorter texts need less (split the file)", {}},
+    {"run", register_run, false, kLessModel, "--force-tokens"},
+    {"show", register_show, true, kLessTraces, {}},
+    {"diff", register_diff, true, kLessTraces, {}},
+    {"attribute", register_attribute, true, kLessTraces, {}},
+    {"demo", register_demo, false, kLessModel, {}},
+    {"synth", register_synth, false, "a smaller --shape or fewer --layers need less", {}},
+    {"sweep", register_sweep, true, "a sweep of fewer configurations needs less", {}},
+    {"stats", register_stats, true, kLessTraces, {}},
+    {"zoom", register_zoom, true, kLessModel, {}},
+    {"explain", register_explain, true, kLessModel, {}},
+    {"calibrate", register_calibrate, true, kLessModel, {}},
 };
 
 }  // namespace ds

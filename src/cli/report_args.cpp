@@ -16,8 +16,15 @@ void add_report_style_options(CLI::App& cmd, ReportStyle& s) {
                    fmt::format("report width in columns, {}..{} (default: the terminal's, or "
                                "COLUMNS, clamped into that range)",
                                kMinReportWidth, kMaxReportWidth));
+  // a value that is no whole number is refused by the conversion ("--pages 'abc' is not a number")
+  const auto not_negative = [](std::string& v) {
+    return v.size() > 1 && v[0] == '-' && v[1] >= '0' && v[1] <= '9'
+               ? fmt::format("{} must be >= 0", v)
+               : std::string();
+  };
   cmd.add_option("--pages", s.pages, "sequences shown in detail, earliest flips first")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Validator(not_negative, "", "N"))
+      ->type_name("N")
       ->capture_default_str();
   cmd.add_flag("--sites", s.sites, "print the per-site drift table of each sequence shown");
 }

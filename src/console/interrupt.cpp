@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/output_file.h"
+
 namespace ds {
 namespace {
 
@@ -23,10 +25,18 @@ void say(const char* msg, size_t n) {
   [[maybe_unused]] auto w = ::write(2, msg, n);
 }
 
+// Ends the process as `sig` would, after removing the hidden files it was writing.
+void die_of(int sig) {
+  CreatingFiles::remove_all();
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);  // blocked while the handler runs: delivered, default action, on return
+}
+
 void on_signal(int sig) {
   if (g_signals.fetch_add(1) >= 1) {  // the second signal: die of it, as promised
     const char msg[] = "\ndriftscope: aborted\n";
     say(msg, sizeof(msg) - 1);
+    CreatingFiles::remove_all();
     std::signal(sig, SIG_DFL);
     std::raise(sig);  // blocked while this handler runs: delivered, default action, on return
     return;
@@ -43,6 +53,14 @@ void install_interrupt_handlers(const char* doing) {
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);  // one handler at a time: a SIGTERM cannot cut into a SIGINT's
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&sa.sa_mask, sig);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+}
+
+void install_cleanup_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = die_of;
+  sigemptyset(&sa.sa_mask);
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&sa.sa_mask, sig);
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
 }

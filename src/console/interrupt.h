@@ -9,4 +9,10 @@ namespace ds {
 void install_interrupt_handlers(const char* doing = "finishing the trace");
 bool interrupt_requested();
 
+// For every command, from its start: SIGINT, SIGTERM and SIGHUP end the process as they would,
+// after removing the hidden ".creating" files it was writing (common/output_file.h,
+// CreatingFiles), so an interrupted command leaves nothing hidden behind. Commands that stop
+// gracefully replace these with install_interrupt_handlers (whose abort removes them too).
+void install_cleanup_handlers();
+
 }  // namespace ds

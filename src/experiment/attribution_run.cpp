@@ -19,14 +19,18 @@ std::vector<Prompt> forced_prompts(const trace::TraceReader& r) {
   for (int i : r.sequence_indices()) {
     const auto s = r.sequence(i);
     if (i != static_cast<int>(out.size())) {
-      throw Error(fmt::format("trace '{}' has no sequence {}", r.path().string(), out.size()));
+      throw Error(fmt::format("trace '{}' has no sequence {}", r.path().string(), out.size()),
+                  "teacher forcing consumes every sequence of a trace: give a whole trace");
     }
     Prompt p;
     p.ids.assign(s.tokens.begin(), s.tokens.begin() + s.prompt_len);
     p.forced = std::vector<int32_t>(s.tokens.begin() + s.prompt_len, s.tokens.end());
     out.push_back(std::move(p));
   }
-  if (out.empty()) throw Error(fmt::format("trace '{}' holds no sequence", r.path().string()));
+  if (out.empty()) {
+    throw Error(fmt::format("trace '{}' holds no sequence", r.path().string()),
+                "give a trace that recorded at least one sequence");
+  }
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/json_error.h"
 #include "common/json_integer.h"
 #include "src/model/text_file.h"
 
@@ -21,7 +22,13 @@ constexpr const char* kJsonlHint = "each JSONL line is {\"text\": \"...\"} or {\
 // One line's text encoded; a text that certainly takes more than `budget` ids stops the
 // tokenizer early (TooManyTokens).
 std::vector<int32_t> encode_line(const Tokenizer* tok, const std::string& text,
-                                 const std::string& where, bool special_in_text, size_t budget) {
+                                 const std::string& where, bool special_in_text, size_t budget,
+                                 const std::optional<Error>& why_no_tokenizer) {
+  if (tok == nullptr && why_no_tokenizer) {  // the real cause: a tokenizer that does not load
+    throw Error(fmt::format("{}: a text prompt needs the tokenizer, which cannot be loaded: {}",
+                            where, why_no_tokenizer->what()),
+                why_no_tokenizer->hint());
+  }
   if (tok == nullptr) {
     throw Error(where + ": a text prompt needs a tokenizer",
                 "pass --tokenizer, or give prompts as {\"ids\": [...]}");
@@ -47,7 +54,11 @@ nlohmann::json parse_jsonl_line(const std::string& line, const std::string& wher
   try {
     return nlohmann::json::parse(line, bound);
   } catch (const nlohmann::json::exception& e) {
-    throw Error(fmt::format("{}: not valid JSON ({})", where, e.what()), kJsonlHint);
+    const JsonFailure f = json_failure(line, e);  // `where` is FILE:LINE already
+    throw Error(f.line == 0
+                    ? fmt::format("{}: {}", where, f.cause)
+                    : fmt::format("{}: not valid JSON at column {}: {}", where, f.column, f.cause),
+                kJsonlHint);
   }
 }
 
@@ -96,7 +107,8 @@ Prompt jsonl_prompt(const nlohmann::json& j, const std::string& where,
 }  // namespace
 
 std::vector<Prompt> read_prompts_file(const std::filesystem::path& path, const Tokenizer* tok,
-                                      bool special_in_text, int context) {
+                                      bool special_in_text, int context,
+                                      const std::optional<Error>& why_no_tokenizer) {
   const char* hint = "--prompts takes a text file with one prompt per line, or JSONL";
   std::string text = read_text_file(path, kMaxPromptsFileBytes, "prompts file", hint);
   // A UTF-8 byte order mark (Windows Notepad saves one) marks the encoding; it is no prompt text.
@@ -112,7 +124,7 @@ std::vector<Prompt> read_prompts_file(const std::filesystem::path& path, const T
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     const std::string where = fmt::format("{}:{}", path.string(), line_no);
     const auto encode = [&](const std::string& t) {
-      return encode_line(tok, t, where, special_in_text, budget);
+      return encode_line(tok, t, where, special_in_text, budget, why_no_tokenizer);
     };
     Prompt p;
     try {

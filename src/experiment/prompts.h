@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/error.h"
 #include "src/tokenizer/tokenizer.h"
 
 namespace ds {
@@ -27,8 +28,10 @@ struct Prompt {
 // inside text must be written in JSONL). Text is encoded with `tok` (add_special per its config);
 // ids are used as given. {"ids": [..], "forced": [..]} also sets the prompt's forced continuation
 // (teacher forcing, as run --force-tokens; zoom writes such files). Throws ds::Error naming the
-// line for malformed input or when text needs a tokenizer that is absent. With special_in_text
-// false, special-token markup in text is encoded as plain text.
+// line for malformed input or when text needs a tokenizer that is absent: `why_no_tokenizer`, when
+// given, is why there is none (the tokenizer beside the model fails to load: its own error, which
+// the message then gives). With special_in_text false, special-token markup in text is encoded as
+// plain text.
 //
 // Bounded by the work, not by the file: at most kMaxPrompts prompts, and a text prompt that
 // takes more than `context` + 1 ids (it cannot fit a model of that context even when
@@ -36,7 +39,8 @@ struct Prompt {
 // (EncodeOptions::max_tokens), before a long line's merges fill memory.
 inline constexpr size_t kMaxPrompts = 100'000;
 std::vector<Prompt> read_prompts_file(const std::filesystem::path& path, const Tokenizer* tok,
-                                      bool special_in_text = true, int context = INT_MAX);
+                                      bool special_in_text = true, int context = INT_MAX,
+                                      const std::optional<Error>& why_no_tokenizer = std::nullopt);
 
 // The add_bos knob: automatic ("auto") leaves prompts as encoded (text: the tokenizer's config;
 // ids: as given); on puts `bos` first where it is missing; off removes a leading `bos`.

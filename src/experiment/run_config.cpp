@@ -30,6 +30,14 @@ std::string flag_name(std::string field) {
               fmt::format("--{} takes {}", flag_name(field), allowed));
 }
 
+// A value a whole-number field cannot take: one with no digit at all ("ten") is said to be no
+// number, as a command option's is (issue 45, cause 18); any other is out of what it takes.
+[[noreturn]] void bad_whole(const RunConfigField& f, const std::string& value) {
+  if (value.find_first_of("0123456789") != std::string::npos) bad(f.name, value, f.allowed);
+  throw Error(fmt::format("invalid {} '{}': not a number", f.name, value),
+              fmt::format("--{} takes {}", flag_name(f.name), f.allowed));
+}
+
 // A value of a kind the field's type does not take: a string for a number, or the reverse.
 [[noreturn]] void wrong_kind(const RunConfigField& f, const FieldValue& v) {
   const bool number = v.kind == Kind::integer || v.kind == Kind::real;
@@ -94,7 +102,7 @@ struct Int {
   static void set(RunConfig& c, const RunConfigField& f, const FieldValue& v) {
     if (v.kind != Kind::word && v.kind != Kind::integer) wrong_kind(f, v);
     const auto n = whole_number(v.text);
-    if (!n || *n < INT_MIN || *n > INT_MAX) bad(f.name, v.text, f.allowed);
+    if (!n || *n < INT_MIN || *n > INT_MAX) bad_whole(f, v.text);
     c.*Member = static_cast<int>(*n);
   }
 };
@@ -114,7 +122,7 @@ struct AutoOrCount {
       return;
     }
     const auto n = whole_number(v.text);
-    if (!n || *n < 1 || *n > INT_MAX) bad(f.name, v.text, f.allowed);
+    if (!n || *n < 1 || *n > INT_MAX) bad_whole(f, v.text);
     c.*Member = static_cast<int>(*n);
   }
 };
@@ -169,7 +177,7 @@ struct Stop {
       return;
     }
     const auto id = whole_number(v.text);
-    if (!id || *id < 0 || *id > INT32_MAX) bad(f.name, v.text, f.allowed);
+    if (!id || *id < 0 || *id > INT32_MAX) bad_whole(f, v.text);
     c.stop_token = {StopToken::Rule::id, static_cast<int32_t>(*id)};
   }
 };

@@ -5,7 +5,9 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
+#include <system_error>
 
 #include "src/model/sha256.h"
 #include "src/runtime/cuda_loader.h"
@@ -66,6 +68,11 @@ std::string environment_json(const std::string& device) {
   H5get_libversion(&maj, &min, &rel);
   j["hdf5_version"] = std::to_string(maj) + "." + std::to_string(min) + "." + std::to_string(rel);
   j["cuda"] = device == "cuda" ? cuda_device_summary() : "not used (device " + device + ")";
+  // the working folder, against which the relative paths of model_json and the command line
+  // resolve when the trace's model or tokenizer is reused (zoom, attribute, --force-tokens, show)
+  std::error_code ec;
+  const std::filesystem::path cwd = std::filesystem::current_path(ec);
+  if (!ec) j["cwd"] = cwd.string();
   return j.dump();
 }
 

@@ -15,8 +15,9 @@ namespace ds {
 std::string model_identity_json(const Model& model, const Tokenizer* tok,
                                 const std::filesystem::path& tokenizer_path);
 
-// JSON object: host, os, compiler, driftscope version, HDF5 version, and for a run on `device`
-// "cuda" the CUDA device summary (CPU runs never load the CUDA module: "not used").
+// JSON object: host, os, compiler, driftscope version, HDF5 version, for a run on `device`
+// "cuda" the CUDA device summary (CPU runs never load the CUDA module: "not used"), and the
+// working folder "cwd" (relative recorded paths resolve against it).
 std::string environment_json(const std::string& device);
 
 }  // namespace ds

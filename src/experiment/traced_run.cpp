@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "common/error.h"
 #include "src/experiment/certify.h"
@@ -157,7 +158,14 @@ TracedRunResult run_traced(const Model& model, const std::vector<Prompt>& prompt
   for (const auto& p : prompts) wo.planned_prompts.push_back(p.ids);
   for (const auto& site : opt.sites) wo.planned_sites.emplace_back(site, c.dim);
   wo.planned_vocab = c.vocab_size;
-  trace::TraceWriter writer(wo, opt.info);
+  std::optional<trace::TraceWriter> made;
+  try {
+    made.emplace(wo, opt.info);
+  } catch (const trace::TraceWriteError& e) {
+    if (opt.write_error_detail != nullptr) *opt.write_error_detail = e.detail();
+    throw;
+  }
+  trace::TraceWriter& writer = *made;
   TraceRecorder recorder(writer, opt.sites);
   intrusive = intrusive_tap(recorder, c.n_layers);
   run.set_tap_hook(intrusive ? intrusive.get() : &recorder);

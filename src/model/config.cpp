@@ -121,7 +121,10 @@ std::optional<RopeScaling> parse_rope_scaling(const nlohmann::json& j, const std
 }  // namespace
 
 ModelConfig parse_hf_config(const nlohmann::json& j, const std::string& source) {
-  if (!j.is_object()) throw Error(fmt::format("{}: not a JSON object", source));
+  if (!j.is_object()) {
+    throw Error(fmt::format("{}: not a JSON object", source),
+                "a Hugging Face config.json is one JSON object of the model's sizes");
+  }
   ModelConfig c;
   c.architecture = get_or<std::string>(j, "model_type", "", source);
   if (c.architecture != "llama" && c.architecture != "mistral" && c.architecture != "qwen2") {
@@ -143,7 +146,8 @@ ModelConfig parse_hf_config(const nlohmann::json& j, const std::string& source) 
   if (c.architecture == "qwen2") {
     c.qkv_bias = true;  // Qwen2 always has q/k/v biases
     if (get_or<bool>(j, "use_sliding_window", false, source)) {
-      throw Error(fmt::format("{}: use_sliding_window=true is not supported for qwen2", source));
+      throw Error(fmt::format("{}: use_sliding_window=true is not supported for qwen2", source),
+                  "driftscope runs Qwen2 with full attention: use a model that has it");
     }
   } else {
     c.qkv_bias = get_or<bool>(j, "attention_bias", false, source);
@@ -152,7 +156,8 @@ ModelConfig parse_hf_config(const nlohmann::json& j, const std::string& source) 
     c.sliding_window = get_int_or(j, "sliding_window", 0, 0, INT32_MAX, source);
   }
   if (get_or<bool>(j, "mlp_bias", false, source)) {
-    throw Error(fmt::format("{}: mlp_bias=true is not supported", source));
+    throw Error(fmt::format("{}: mlp_bias=true is not supported", source),
+                "driftscope runs Llama, Mistral and Qwen2 MLPs, which have no bias");
   }
   std::string act = get_or<std::string>(j, "hidden_act", "silu", source);
   if (act != "silu") {

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "common/error.h"
+#include "common/json_error.h"
 #include "src/model/memory.h"
 #include "src/model/model.h"
 #include "src/model/safetensors.h"
@@ -70,24 +71,29 @@ class TensorLoader {
 
 }  // namespace
 
-Model load_hf_model(const fs::path& dir) {
+ModelConfig read_hf_config(const fs::path& dir) {
   const fs::path config_path = dir / "config.json";
   if (!fs::exists(config_path)) {
     throw Error(fmt::format("'{}' has no config.json", dir.string()),
                 "point --model at a Hugging Face model directory or a llama2.c .bin file");
   }
   const std::string hint = "a Hugging Face model directory holds the config.json of its model";
-  const std::string text = read_text_file(config_path, kMaxModelConfigBytes, "model config", hint);
+  const std::string text =
+      read_regular_text_file(config_path, kMaxModelConfigBytes, "model config", hint);
   nlohmann::json cj;
   try {
     cj = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    throw Error(fmt::format("{}: not valid JSON ({})", config_path.string(), e.what()), hint);
+    throw Error(json_parse_failure(config_path.string(), text, e), hint);
   }
+  return parse_hf_config(cj, config_path.string());
+}
+
+Model load_hf_model(const fs::path& dir) {
   Model m;
   m.format = ModelFormat::HuggingFace;
   m.path = dir;
-  m.config = parse_hf_config(cj, config_path.string());
+  m.config = read_hf_config(dir);
   const ModelConfig& c = m.config;
 
   // Before any weight file is opened: even in the smallest stored format (2 bytes a value) the

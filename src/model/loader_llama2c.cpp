@@ -115,6 +115,19 @@ void view_weights(Model& m, const std::shared_ptr<const MappedFile>& mapping) {
 
 }  // namespace
 
+ModelConfig read_llama2c_config(const fs::path& bin) {
+  MappedFile file(bin);
+  const auto bytes = file.bytes();
+  if (bytes.size() < 7 * 4) {
+    throw Error(
+        fmt::format("{}: {} bytes is too short for a llama2.c header", bin.string(), bytes.size()),
+        "the file is truncated or not a llama2.c checkpoint");
+  }
+  int32_t h[7];
+  std::memcpy(h, bytes.data(), sizeof(h));
+  return config_from_header(h, bin.string());
+}
+
 Model load_llama2c_model(const fs::path& bin) {
   MappedFile file(bin);
   const auto bytes = file.bytes();

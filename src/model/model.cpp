@@ -37,14 +37,38 @@ Model load_model(const fs::path& path) {
               "give --model a Hugging Face model directory or a llama2.c .bin file");
 }
 
+ModelFormat model_format(const fs::path& path) {
+  return path.extension() == ".bin" && !fs::is_directory(path) ? ModelFormat::Llama2c
+                                                               : ModelFormat::HuggingFace;
+}
+
+ModelConfig read_model_config(const fs::path& path) {
+  if (!fs::exists(path)) {
+    throw Error(fmt::format("model path '{}' does not exist", path.string()),
+                "give --model a Hugging Face model directory or a llama2.c .bin file "
+                "(without --model the bundled kjv-llama is used)");
+  }
+  if (fs::is_directory(path)) return read_hf_config(path);
+  if (path.extension() == ".bin") return read_llama2c_config(path);
+  if (path.filename() == "config.json" || path.extension() == ".safetensors") {
+    return read_hf_config(path.parent_path());
+  }
+  throw Error(fmt::format("'{}' is neither a model directory nor a .bin file", path.string()),
+              "give --model a Hugging Face model directory or a llama2.c .bin file");
+}
+
 fs::path find_tokenizer(const Model& model) {
-  if (model.format == ModelFormat::HuggingFace) {
-    fs::path p = model.path / "tokenizer.json";
+  return find_tokenizer(model.path, model.format);
+}
+
+fs::path find_tokenizer(const fs::path& model, ModelFormat format) {
+  if (format == ModelFormat::HuggingFace) {
+    fs::path p = model / "tokenizer.json";
     if (fs::exists(p)) return p;
-    throw Error(fmt::format("no tokenizer.json in '{}'", model.path.string()),
+    throw Error(fmt::format("no tokenizer.json in '{}'", model.string()),
                 "pass --tokenizer PATH, or give the prompt as --prompt-ids");
   }
-  const fs::path dir = model.path.parent_path().empty() ? fs::path(".") : model.path.parent_path();
+  const fs::path dir = model.parent_path().empty() ? fs::path(".") : model.parent_path();
   if (fs::exists(dir / "tokenizer.bin")) return dir / "tokenizer.bin";
   std::vector<fs::path> candidates;
   for (const auto& e : fs::directory_iterator(dir)) {
@@ -52,7 +76,7 @@ fs::path find_tokenizer(const Model& model) {
     if (name.starts_with("tok") && name.ends_with(".bin")) candidates.push_back(e.path());
   }
   if (candidates.size() == 1) return candidates[0];
-  throw Error(fmt::format("no unique tokenizer.bin / tok*.bin beside '{}'", model.path.string()),
+  throw Error(fmt::format("no unique tokenizer.bin / tok*.bin beside '{}'", model.string()),
               "pass --tokenizer PATH, or give the prompt as --prompt-ids");
 }
 

@@ -68,9 +68,23 @@ Model load_model(const std::filesystem::path& path);
 Model load_hf_model(const std::filesystem::path& dir);
 Model load_llama2c_model(const std::filesystem::path& bin);
 
+// The config of the model at `path` (as load_model finds it) without reading its weights:
+// config.json of a Hugging Face folder, the header of a llama2.c .bin. For the checks a command
+// makes before anything runs (sweep's and zoom's configurations against the model). Throws as
+// load_model does for a missing or malformed config.
+ModelConfig read_model_config(const std::filesystem::path& path);
+ModelConfig read_hf_config(const std::filesystem::path& dir);
+ModelConfig read_llama2c_config(const std::filesystem::path& bin);
+
 // The tokenizer that belongs to a model: tokenizer.json in a Hugging Face directory; for a
 // llama2.c .bin, tokenizer.bin or the single tok*.bin beside it. Throws ds::Error when none.
 std::filesystem::path find_tokenizer(const Model& model);
+// The same for the model at `model` (a Hugging Face folder or a llama2.c .bin) of `format`,
+// without loading it.
+std::filesystem::path find_tokenizer(const std::filesystem::path& model, ModelFormat format);
+// The format of the model at `path` as load_model tells it: a .bin file is llama2.c, anything
+// else (a folder, its config.json or a .safetensors) Hugging Face.
+ModelFormat model_format(const std::filesystem::path& path);
 
 // Once a loader has mapped the weights and before anything reads them: throws ds::Error with both
 // numbers when the `weight_bytes` the model holds (the mapped file's tensors, which every forward

@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "common/float_formats.h"
+#include "common/json_error.h"
 #include "src/model/text_file.h"
 
 namespace fs = std::filesystem;
@@ -64,7 +65,11 @@ nlohmann::json read_header(const fs::path& file, std::span<const std::byte> byte
     header = nlohmann::json::parse(reinterpret_cast<const char*>(bytes.data() + 8),
                                    reinterpret_cast<const char*>(bytes.data() + 8 + n));
   } catch (const nlohmann::json::exception& e) {
-    corrupt(file, fmt::format("header is not valid JSON ({})", e.what()));
+    const JsonFailure f =
+        json_failure(std::string_view(reinterpret_cast<const char*>(bytes.data() + 8), n), e);
+    corrupt(file, f.line == 0
+                      ? fmt::format("header: {}", f.cause)
+                      : fmt::format("header is not valid JSON at byte {}: {}", f.column, f.cause));
   }
   if (!header.is_object()) corrupt(file, "header is not a JSON object");
   length = n;
@@ -166,7 +171,8 @@ void SafetensorsCheckpoint::add_file(const fs::path& file) {
       if (!fresh) corrupt(file, fmt::format("tensor '{}' appears twice", name));
       added.push_back(&it->second);
     } catch (const nlohmann::json::exception& e) {
-      corrupt(file, fmt::format("tensor '{}' has a malformed entry ({})", name, e.what()));
+      corrupt(file,
+              fmt::format("tensor '{}' has a malformed entry ({})", name, json_error_cause(e)));
     }
   }
   check_no_overlap(file, added, data);
@@ -191,11 +197,12 @@ SafetensorsCheckpoint SafetensorsCheckpoint::open(const fs::path& path) {
   if (p.extension() == ".json") {
     const char* hint = "a sharded checkpoint index maps each tensor name to its shard file";
     nlohmann::json index;
+    const std::string text =
+        read_regular_text_file(p, kMaxShardIndexBytes, "checkpoint index", hint);
     try {
-      index =
-          nlohmann::json::parse(read_text_file(p, kMaxShardIndexBytes, "checkpoint index", hint));
+      index = nlohmann::json::parse(text);
     } catch (const nlohmann::json::exception& e) {
-      throw Error(fmt::format("{}: not valid JSON ({})", p.string(), e.what()), hint);
+      throw Error(json_parse_failure(p.string(), text, e), hint);
     }
     if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object()) {
       throw Error(fmt::format("{}: no 'weight_map' object", p.string()), hint);

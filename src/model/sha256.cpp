@@ -14,7 +14,10 @@ namespace ds {
 
 std::string sha256_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(fmt::format("cannot read '{}' to hash it", path.string()));
+  if (!in) {
+    throw Error(fmt::format("cannot read '{}' to hash it", path.string()),
+                "check that the file is there and readable");
+  }
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
   if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
     throw Error("OpenSSL: cannot initialise SHA-256");

@@ -118,13 +118,16 @@ ModelConfig checked_config(const SynthShape& shape, const SynthOptions& opt, con
   ModelConfig c = shape.config;
   if (opt.layers < 0 || opt.layers > c.n_layers) {
     throw Error(
-        fmt::format("layers {} outside 0..{} for shape {}", opt.layers, c.n_layers, shape.name));
+        fmt::format("layers {} outside 0..{} for shape {}", opt.layers, c.n_layers, shape.name),
+        fmt::format("--layers takes 0 (all) .. {}", c.n_layers));
   }
   if (opt.layers > 0) c.n_layers = opt.layers;
   if (!storage_of(opt.dtype))
     parse_synth_dtype(traits(opt.dtype).name);  // throws: not bf16/f16/f32
   if (fs::exists(dir) && !fs::is_empty(dir) && !opt.force) {
-    throw Error(fmt::format("'{}' exists and is not empty", dir.string()),
+    // named, hidden ones too: a folder `ls` shows empty is never "not empty" without saying why
+    throw Error(fmt::format("'{}' exists and is not empty: it holds {}", dir.string(),
+                            folder_entries_text(dir)),
                 "pass --force to overwrite, or choose another -o");
   }
   return c;
@@ -198,6 +201,7 @@ void write_tensor_values(TempFile& out, const TensorSpec& t, const SynthOptions&
     out.write(std::string_view(block.data(), block.size()));
     written += block.size();
     if (opt.progress) opt.progress(written, total);
+    if (opt.should_stop && opt.should_stop()) throw SynthInterrupted();  // `out` removes its file
   }
 }
 
@@ -249,6 +253,11 @@ void write_synthetic_checkpoint(const SynthShape& shape, const SynthOptions& opt
   const uint64_t total = static_cast<uint64_t>(parameter_count(c)) * esize;
   uint64_t written = 0;
   nlohmann::ordered_json weight_map;
+  std::vector<fs::path> committed;  // the shards of this invocation, removed when interrupted
+  const auto remove_committed = [&] {
+    std::error_code ec;
+    for (const auto& f : committed) fs::remove(f, ec);
+  };
   for (size_t s = 0; s < shards.size(); ++s) {
     const std::string file = shards.size() == 1 ? std::string("model.safetensors")
                                                 : fmt::format("model-{:05d}-of-{:05d}.safetensors",
@@ -264,6 +273,10 @@ void write_synthetic_checkpoint(const SynthShape& shape, const SynthOptions& opt
       for (size_t i : shards[s])
         write_tensor_values(out, specs[i], opt, esize, total, written, block);
       out.commit(target, /*replace=*/true);
+      committed.push_back(target);
+    } catch (const SynthInterrupted&) {
+      remove_committed();
+      throw;
     } catch (const std::system_error& e) {
       throw write_error(target, e);
     }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/error.h"
 #include "common/number_format.h"
 #include "src/model/config.h"
 
@@ -37,6 +38,16 @@ struct SynthOptions {
   int64_t shard_bytes = 4ll << 30;  // larger checkpoints are sharded with an index
   bool force = false;
   std::function<void(uint64_t written, uint64_t total)> progress;  // bytes, after every block
+  // Asked after every block; true (Ctrl-C, SIGTERM) stops the write: see SynthInterrupted.
+  std::function<bool()> should_stop;
+};
+
+// Thrown by write_synthetic_checkpoint when should_stop said so: every file it had begun or
+// written is removed (its hidden ".creating" files and the shards of this invocation), so the
+// next synth into the folder finds it as it was (or without the files an earlier --force replaced).
+struct SynthInterrupted : Error {
+  SynthInterrupted()
+      : Error("synth interrupted: the checkpoint was not written", "run synth again to write it") {}
 };
 
 // Writes config.json and model.safetensors (or shards + model.safetensors.index.json), streaming

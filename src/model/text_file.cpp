@@ -25,10 +25,13 @@ struct Fd {
 
 }  // namespace
 
-std::string read_text_file(const std::filesystem::path& path, uint64_t max_bytes,
-                           const std::string& what, const std::string& hint) {
+namespace {
+
+std::string read_bounded(const std::filesystem::path& path, uint64_t max_bytes,
+                         const std::string& what, const std::string& hint, bool regular_only) {
   const std::string name = path.string();
-  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  // O_NONBLOCK for a file that must be regular: a FIFO opens at once and is refused below
+  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | (regular_only ? O_NONBLOCK : 0))};
   if (f.fd < 0) {
     throw Error(fmt::format("cannot read {} '{}': {}", what, name, std::strerror(errno)), hint);
   }
@@ -37,6 +40,9 @@ std::string read_text_file(const std::filesystem::path& path, uint64_t max_bytes
     throw Error(fmt::format("cannot read {} '{}': {}", what, name, std::strerror(errno)), hint);
   }
   if (S_ISDIR(st.st_mode)) throw Error(fmt::format("{} '{}' is a directory", what, name), hint);
+  if (regular_only && !S_ISREG(st.st_mode)) {
+    throw Error(fmt::format("{} '{}' is not a regular file", what, name), hint);
+  }
   const std::string too_large =
       fmt::format("{} '{}' is larger than the limit of {}", what, name, format_bytes(max_bytes));
   if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > max_bytes) {
@@ -60,6 +66,18 @@ std::string read_text_file(const std::filesystem::path& path, uint64_t max_bytes
         fmt::format("{} '{}' is not a text file (a NUL byte at offset {})", what, name, nul), hint);
   }
   return text;
+}
+
+}  // namespace
+
+std::string read_text_file(const std::filesystem::path& path, uint64_t max_bytes,
+                           const std::string& what, const std::string& hint) {
+  return read_bounded(path, max_bytes, what, hint, /*regular_only=*/false);
+}
+
+std::string read_regular_text_file(const std::filesystem::path& path, uint64_t max_bytes,
+                                   const std::string& what, const std::string& hint) {
+  return read_bounded(path, max_bytes, what, hint, /*regular_only=*/true);
 }
 
 }  // namespace ds

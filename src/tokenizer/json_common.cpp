@@ -5,19 +5,20 @@
 #include <fmt/format.h>
 
 #include "common/error.h"
-#include "src/model/mapped_file.h"
+#include "common/json_error.h"
+#include "src/model/text_file.h"
 #include "src/tokenizer/utf8.h"
 
 namespace ds::hf {
 
 json read_json(const std::filesystem::path& path) {
-  const MappedFile file(path);
-  const auto* begin = reinterpret_cast<const char*>(file.bytes().data());
+  const char* hint = "the file may be truncated or damaged; fetch it again";
+  // bounded and regular: a folder, a FIFO or a file of gigabytes is refused with the limit
+  const std::string text = read_regular_text_file(path, kMaxTokenizerBytes, "tokenizer file", hint);
   try {
-    return json::parse(begin, begin + file.size());
+    return json::parse(text);
   } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e400
-    throw Error(fmt::format("{}: not valid JSON ({})", path.string(), e.what()),
-                "the file may be truncated or damaged; fetch it again");
+    throw Error(json_parse_failure(path.string(), text, e), hint);
   }
 }
 

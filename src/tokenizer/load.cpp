@@ -19,6 +19,10 @@ std::unique_ptr<Tokenizer> load(const fs::path& path, std::optional<int32_t> voc
                 "pass --tokenizer with a tokenizer.json, a model directory or a tokenizer.bin");
   }
   if (fs::is_directory(path)) {
+    if (path.extension() == ".json" || path.extension() == ".bin") {  // a file's name, a folder
+      throw Error(fmt::format("tokenizer '{}' is a directory", path.string()),
+                  "a tokenizer is the file tokenizer.json or tokenizer.bin; replace the folder");
+    }
     if (!fs::exists(path / "tokenizer.json")) {
       throw Error(fmt::format("directory '{}' has no tokenizer.json", path.string()),
                   "pass the tokenizer.json or tokenizer.bin itself with --tokenizer");

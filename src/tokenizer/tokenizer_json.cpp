@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "common/json_error.h"
 #include "common/json_integer.h"
 #include "src/tokenizer/added.h"
 #include "src/tokenizer/bpe.h"
@@ -200,7 +201,7 @@ void HfTokenizer::apply_tokenizer_config(const fs::path& config_path) {
     override_ends("add_bos_token", bos_id_, prefix_ids_);
     override_ends("add_eos_token", eos_id_, suffix_ids_);
   } catch (const json::exception& e) {
-    throw Error(fmt::format("{}: unexpected content ({})", file, e.what()),
+    throw Error(fmt::format("{}: unexpected content ({})", file, json_error_cause(e)),
                 "the file does not follow the transformers tokenizer_config.json format");
   }
 }
@@ -289,8 +290,9 @@ std::unique_ptr<Tokenizer> load_hf_tokenizer(const fs::path& tokenizer_json) {
     }
     return std::make_unique<HfTokenizer>(tokenizer_json, root);
   } catch (const json::exception& e) {
-    throw Error(fmt::format("{}: unexpected content ({})", tokenizer_json.string(), e.what()),
-                "the file does not follow the Hugging Face tokenizer.json format");
+    throw Error(
+        fmt::format("{}: unexpected content ({})", tokenizer_json.string(), json_error_cause(e)),
+        "the file does not follow the Hugging Face tokenizer.json format");
   }
 }
 

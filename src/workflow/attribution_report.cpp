@@ -11,23 +11,11 @@
 #include "common/error.h"
 #include "src/experiment/attribution_run.h"
 #include "src/experiment/run_metadata.h"
+#include "src/workflow/recorded_model.h"
 #include "trace/schema.h"
 
 namespace ds {
 namespace {
-
-// The sha256 of every model file a model_json lists.
-std::set<std::string> file_hashes(const std::string& model_json) {
-  std::set<std::string> out;
-  const auto j = nlohmann::json::parse(model_json, nullptr, false);
-  if (j.is_object() && j.contains("files") && j["files"].is_array()) {
-    for (const auto& f : j["files"]) {
-      if (f.contains("sha256") && f["sha256"].is_string())
-        out.insert(f["sha256"].get<std::string>());
-    }
-  }
-  return out;
-}
 
 // "dtype=bf16 split_k=2": B's fields that differ from A's recorded configuration (sampling and
 // generation length aside: B is teacher-forced on A's tokens).
@@ -76,14 +64,9 @@ diff::TapOrigin origin_of(const PairedRows& p) {
 }  // namespace
 
 void check_attribution_model(const trace::TraceReader& a, const LoadedModel& lm) {
-  const std::set<std::string> recorded = file_hashes(a.model_json());
-  const std::set<std::string> loaded =
-      file_hashes(model_identity_json(lm.model, nullptr, lm.tokenizer_path));
-  if (!recorded.empty() && recorded != loaded) {
-    throw Error(fmt::format("trace '{}' was recorded with other model files than the model loaded",
-                            a.path().string()),
-                "pass the model of A with --model");
-  }
+  check_loaded_is_recorded(recorded_model(a), lm.model,
+                           "pass the model of A with --model, or leave --model out for the model "
+                           "A records");
 }
 
 std::vector<diff::AttributionReport> attribute_groups(

@@ -83,7 +83,10 @@ CalibratePlan make_calibrate_plan(const trace::TraceReader& a, const std::filesy
                 "record A with --device cpu (the CPU reference emulates the GPU's numerics), "
                 "then calibrate it");
   }
-  p.model = recorded_model(a);
+  p.model = verified_replay_model(
+      a,
+      "calibrate replays the model A records: put it back at that path (relative paths are read "
+      "from the folder A was recorded in), or record A again");
   const auto config = nlohmann::json::parse(a.config_json(), nullptr, false);
   p.hidden_dtype = trace_option(config, "hidden_dtype", "f32");
   p.topk = std::stoi(trace_option(config, "topk", "20"));

@@ -32,7 +32,7 @@ struct CalibratePlan {
   std::vector<int> sequences;  // calibrated: A's indices, ascending
   std::vector<int> replay;     // replayed: whole batch groups holding them, ascending
   RunConfig config;            // A's
-  RecordedModel model;
+  ReplayModel model;           // A's, verified against its recorded digests
   std::string hidden_dtype = "f32";
   int topk = 20;
   std::vector<CalibrateRun> state;  // k = 0..N

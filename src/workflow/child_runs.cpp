@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "common/output_file.h"
 #include "kernels/cpu/cpu_exec.h"
 #include "src/console/interrupt.h"
 #include "src/console/output.h"
@@ -59,23 +60,88 @@ std::filesystem::path self_exe() {
   return std::filesystem::read_symlink("/proc/self/exe");
 }
 
+namespace {
+
+constexpr const char* kLockName = ".sweep.lock";
+
+// "a sweep (pid 123)" from a lock file's "123 sweep\n" (a lock of an older version holds the pid
+// alone: "a sweep or zoom").
+std::string holder_of(int fd) {
+  char buf[64] = {};
+  [[maybe_unused]] const ssize_t n = ::pread(fd, buf, sizeof(buf) - 1, 0);
+  std::string text(buf);
+  text = text.substr(0, text.find('\n'));
+  const size_t space = text.find(' ');
+  const std::string pid = text.substr(0, space);
+  const std::string what = space == std::string::npos ? "" : text.substr(space + 1);
+  return fmt::format("a {} (pid {})",
+                     what == "sweep" || what == "zoom" ? what : std::string("sweep or zoom"), pid);
+}
+
+// The error for a folder another sweep or zoom holds, said to `what` wanting it.
+Error held_error(const std::filesystem::path& dir, const std::string& holder,
+                 const std::string& what) {
+  // "a sweep (pid 12)" -> "a sweep is running in 'DIR' (pid 12)"
+  const size_t paren = holder.find(" (");
+  return Error(fmt::format("{} is running in '{}'{}", holder.substr(0, paren), dir.string(),
+                           holder.substr(paren)),
+               fmt::format("wait for it to end, or give this {} another -o folder", what));
+}
+
+}  // namespace
+
+std::optional<std::string> folder_lock_holder(const std::filesystem::path& dir) {
+  const std::filesystem::path path = dir / kLockName;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::optional<std::string> holder;
+  if (::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK) holder = holder_of(fd);
+  ::close(fd);
+  return holder;
+}
+
+void check_workflow_folder(const std::filesystem::path& dir, const std::string& what,
+                           const std::string& state_file) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(dir, ec);
+  if (!fs::exists(st)) return;  // a new folder
+  if (!fs::is_directory(fs::status(dir, ec))) {
+    throw Error(fmt::format("-o '{}' is not a folder", dir.string()),
+                fmt::format("{} writes its files into a folder: give -o a new folder", what));
+  }
+  if (const auto holder = folder_lock_holder(dir)) throw held_error(dir, *holder, what);
+  const std::string other = what == "sweep" ? "zoom" : "sweep";
+  if (fs::exists(dir / (other + ".json"), ec)) {
+    throw Error(
+        fmt::format("'{}' holds a {} ({}.json), not a {}", dir.string(), other, other, what),
+        fmt::format("give this {} a folder of its own (-o)", what));
+  }
+  if (fs::exists(fs::symlink_status(dir / state_file, ec))) return;  // resumed: checked by caller
+  // the lock an interrupted sweep or zoom left is no file of the user's
+  const std::string names = folder_entries_text(dir, kLockName);
+  if (names.empty()) return;
+  throw Error(fmt::format("'{}' holds files this {} did not write ({}) and no {}", dir.string(),
+                          what, names, state_file),
+              fmt::format("{} writes into a new or empty folder, or resumes its own (the folder "
+                          "of its {}): give -o another folder",
+                          what, state_file));
+}
+
 SweepLock::SweepLock(const std::filesystem::path& dir, const std::string& what) {
-  const std::filesystem::path path = dir / ".sweep.lock";
+  const std::filesystem::path path = dir / kLockName;
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd_ < 0) {
     throw Error(fmt::format("cannot open '{}': {}", path.string(), std::strerror(errno)),
                 "check that -o names a writable folder");
   }
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-    char pid[32] = {};
-    [[maybe_unused]] const ssize_t n = ::pread(fd_, pid, sizeof(pid) - 1, 0);
+    const std::string holder = holder_of(fd_);
     ::close(fd_);
     fd_ = -1;
-    throw Error(fmt::format("a {} is running in '{}' (pid {})", what, dir.string(),
-                            std::string(pid).substr(0, std::string(pid).find('\n'))),
-                fmt::format("wait for it to end, or give this {} another -o folder", what));
+    throw held_error(dir, holder, what);
   }
-  const std::string me = std::to_string(::getpid()) + "\n";
+  const std::string me = std::to_string(::getpid()) + " " + what + "\n";
   if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, me.data(), me.size(), 0) < 0) {
     // the lock holds without the pid; only the message of a second sweep is poorer
   }

@@ -5,14 +5,16 @@
 
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace ds {
 
 // One sweep (or zoom: `what`) at a time per folder: an advisory lock on DIR/.sweep.lock (holding
-// the pid), taken before anything of it is written and held until the process ends. Throws
-// ds::Error "a sweep is running in DIR (pid N)" when another process holds it.
+// the pid and which of the two holds it), taken before anything of it is written and held until
+// the process ends. Throws ds::Error "a sweep is running in DIR (pid N)" when another process
+// holds it, naming the command that does.
 class SweepLock {
  public:
   explicit SweepLock(const std::filesystem::path& dir, const std::string& what = "sweep");
@@ -23,6 +25,18 @@ class SweepLock {
  private:
   int fd_ = -1;
 };
+
+// Who holds the lock of DIR: "a sweep (pid 123)", "a zoom (pid 45)"; nullopt when no process
+// does. Creates, takes and changes nothing.
+std::optional<std::string> folder_lock_holder(const std::filesystem::path& dir);
+
+// The checks of a sweep's or zoom's (`what`) -o folder before anything is written into it. Throws
+// ds::Error with a hint when another sweep or zoom runs there (naming which), when DIR is not a
+// folder, when it holds the other's state file, or when it holds files `what` did not write: a
+// folder that is not empty (an interrupted run's lock aside) and holds no `state_file` of its own
+// (sweep.json, zoom.json: then it is resumed, and the caller checks that it is the same one).
+void check_workflow_folder(const std::filesystem::path& dir, const std::string& what,
+                           const std::string& state_file);
 
 // One child process: its name (its log is DIR/logs/<name>.log) and its command line.
 struct ChildRun {

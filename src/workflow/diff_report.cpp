@@ -12,11 +12,12 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "common/env.h"
 #include "common/error.h"
 #include "diff/noise_floor.h"
 #include "src/console/output.h"
 #include "src/console/progress.h"
-#include "src/workflow/recorded_tokenizer.h"
+#include "src/workflow/recorded_model.h"
 #include "src/workflow/report_file.h"
 #include "viewer/diff_html.h"
 #include "viewer/diff_json.h"
@@ -33,9 +34,8 @@ int terminal_width(int requested) {
   if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) {
     return std::clamp<int>(ws.ws_col, kMinReportWidth, kMaxReportWidth);
   }
-  if (const char* c = std::getenv("COLUMNS")) {
-    const long long n = std::atoll(c);
-    if (n > 0) return static_cast<int>(std::clamp<long long>(n, kMinReportWidth, kMaxReportWidth));
+  if (const auto n = env::columns()) {
+    return static_cast<int>(std::clamp<long long>(*n, kMinReportWidth, kMaxReportWidth));
   }
   return 100;
 }
@@ -51,11 +51,10 @@ bool use_color(const std::string& mode) {
 }  // namespace
 
 diff::Report diff_with_recorded_tokenizer(const trace::TraceReader& a, const trace::TraceReader& b,
-                                          diff::DiffOptions opt) {
-  std::shared_ptr<Tokenizer> tok;
-  if (const auto model = nlohmann::json::parse(a.model_json(), nullptr, false); model.is_object()) {
-    tok = recorded_tokenizer(model);
-  }
+                                          diff::DiffOptions opt, const std::string& tokenizer) {
+  const DecodingTokenizer d = decoding_tokenizer(a, tokenizer);
+  if (!d.note.empty()) print_note("note: {}\n", d.note);
+  const std::shared_ptr<Tokenizer> tok = d.tokenizer;
   if (tok) opt.decode = [tok](const std::vector<int32_t>& ids) { return decode_shown(*tok, ids); };
   Progress progress("diff");
   opt.progress = [&](int done, int total) { progress.update_items(done, total, "sequences"); };
@@ -101,7 +100,11 @@ void write_html_report(const diff::Report& report, const std::string& path) {
 }
 
 void write_html_text(const std::string& text, const std::string& path) {
-  write_report_file(text, path, "HTML report", "");
+  if (path == "-") {
+    write_stdout(text);
+    return;
+  }
+  write_report_file(text, path, "HTML report", "; or use --html - for stdout");
 }
 
 }  // namespace ds

@@ -23,9 +23,12 @@ struct ReportStyle {
 constexpr int kMinReportWidth = 40;
 constexpr int kMaxReportWidth = 1000;
 
-// Diffs two traces, decoding tokens with the tokenizer recorded in A when its file exists.
+// Diffs two traces, decoding tokens with `tokenizer` (--tokenizer) when given, else with the
+// tokenizer recorded in A when its file is still the one recorded (src/workflow/recorded_model.h);
+// a note on stderr says when tokens are shown as ids for that reason, or decoded with another.
 diff::Report diff_with_recorded_tokenizer(const trace::TraceReader& a, const trace::TraceReader& b,
-                                          diff::DiffOptions options);
+                                          diff::DiffOptions options,
+                                          const std::string& tokenizer = {});
 
 // Judges `report` (A vs B, diffed with DiffOptions::noise_sums) against the noise floor of
 // `floor_path` at level `alpha`: report.noise (diff/noise_floor.h).
@@ -47,7 +50,7 @@ void write_json_text(const std::string& text, const std::string& path);
 
 // The self-contained HTML report to FILE. Throws ds::Error when FILE cannot be written.
 void write_html_report(const diff::Report& report, const std::string& path);
-// A rendered HTML page to FILE; the same error when FILE cannot be written.
+// A rendered HTML page to FILE, or stdout for "-"; the same error when FILE cannot be written.
 void write_html_text(const std::string& text, const std::string& path);
 
 }  // namespace ds

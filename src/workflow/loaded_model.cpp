@@ -59,10 +59,19 @@ LoadedModel load_model_and_prompt(const ModelArgs& args, bool need_tokenizer, bo
   try {  // without a need for one, a tokenizer is still loaded when found (for decoding, traces)
     lm.tokenizer_path =
         args.tokenizer.empty() ? find_tokenizer(lm.model) : std::filesystem::path(args.tokenizer);
-    lm.tokenizer = load_tokenizer(lm.tokenizer_path, lm.model.config.vocab_size);
   } catch (const Error&) {
     if (required) throw;
-    lm.tokenizer_path.clear();
+  }
+  if (!lm.tokenizer_path.empty()) {
+    try {
+      lm.tokenizer = load_tokenizer(lm.tokenizer_path, lm.model.config.vocab_size);
+    } catch (const Error& e) {
+      if (required) throw;
+      // found but damaged: the cause whatever needs a tokenizer later gives, and the note of a
+      // command that goes on without one
+      lm.tokenizer_error = e;
+      lm.tokenizer_path.clear();
+    }
   }
   if (lm.tokenizer && lm.tokenizer->vocab_size() < lm.model.config.vocab_size) {
     // Legitimate (vocabularies padded to a multiple of 64 or 128), but the ids past the

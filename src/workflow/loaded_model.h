@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/error.h"
 #include "src/model/model.h"
 #include "src/tokenizer/tokenizer.h"
 
@@ -25,8 +26,12 @@ struct ModelArgs {
 // A loaded model with its tokenizer (when one is needed) and the prompt's token ids.
 struct LoadedModel {
   Model model;
-  std::unique_ptr<Tokenizer> tokenizer;  // null only when not needed and not found
+  std::unique_ptr<Tokenizer> tokenizer;  // null only when not needed and not found (or damaged)
   std::filesystem::path tokenizer_path;
+  // A tokenizer that was found (beside the model) but could not be loaded, when none was
+  // needed: why (its own error, e.g. "tokenizer.json: not valid JSON at line 2, ..."), for the
+  // message of whatever needs one later, and for the note of a command that goes on without it.
+  std::optional<Error> tokenizer_error;
   std::vector<int32_t> prompt;  // empty when want_prompt was false
 
   // BOS / EOS: the tokenizer's when it declares them, else the model config's.

@@ -6,38 +6,33 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/json_error.h"
 #include "src/console/output.h"
+#include "src/workflow/recorded_model.h"
 
 namespace ds {
-namespace {
-
-std::string recorded_path(const nlohmann::json& j) {
-  return j.is_object() && j.contains("path") && j["path"].is_string() ? j["path"].get<std::string>()
-                                                                      : std::string();
-}
-
-}  // namespace
-
 RunConfig recorded_config(const trace::TraceReader& t) {
   RunConfig c;
   try {
     c = config_from_json(t.config_json(), {}, {"trace", "plan"});
     validate(c);
   } catch (const std::exception& e) {
+    const auto* json_error = dynamic_cast<const nlohmann::json::exception*>(&e);
     throw Error(fmt::format("trace '{}' records a run configuration driftscope cannot rebuild: {}",
-                            t.path().string(), e.what()),
+                            t.path().string(),
+                            json_error != nullptr ? json_error_cause(*json_error) : e.what()),
                 "replays need traces written by driftscope run or sweep of this version");
   }
   return c;
 }
 
-RecordedModel recorded_model(const trace::TraceReader& t) {
-  RecordedModel m;
-  const auto model = nlohmann::json::parse(t.model_json(), nullptr, false);
-  m.model = recorded_path(model);
-  if (model.is_object() && model.contains("tokenizer"))
-    m.tokenizer = recorded_path(model["tokenizer"]);
-  return m;
+ReplayModel verified_replay_model(const trace::TraceReader& t, const std::string& hint) {
+  const RecordedModel m = recorded_model(t);
+  verify_recorded_model(m, hint);
+  if (m.tokenizer) {
+    if (const std::string why = tokenizer_changed(m); !why.empty()) throw Error(why, hint);
+  }
+  return {m.model.string(), m.tokenizer ? m.tokenizer->path.string() : std::string()};
 }
 
 std::string forced_prompt_line(const std::vector<int32_t>& tokens, int prompt_len, int forced) {
@@ -49,7 +44,7 @@ std::string forced_prompt_line(const std::vector<int32_t>& tokens, int prompt_le
 }
 
 std::vector<std::string> replay_argv(const std::filesystem::path& config,
-                                     const std::filesystem::path& prompts, const RecordedModel& m,
+                                     const std::filesystem::path& prompts, const ReplayModel& m,
                                      const std::filesystem::path& trace,
                                      const std::vector<std::string>& extra) {
   std::vector<std::string> argv = {self_exe().string(), "run",       "--config",

@@ -22,20 +22,23 @@ namespace ds {
 // or invalid.
 RunConfig recorded_config(const trace::TraceReader& t);
 
-// The model and tokenizer paths a trace records (absolute; empty when it records none).
-struct RecordedModel {
-  std::string model, tokenizer;
-};
-RecordedModel recorded_model(const trace::TraceReader& t);
-
 // One line of a replay's JSONL prompts: {"ids": the prompt, "forced": the next `forced` tokens}
 // of `tokens` (prompt_len prompt tokens, then generated ones).
 std::string forced_prompt_line(const std::vector<int32_t>& tokens, int prompt_len, int forced);
 
+// The model and tokenizer a replay loads (paths; empty: the bundled model, the model's own
+// tokenizer): what the trace records (recorded_model.h), resolved and verified.
+struct ReplayModel {
+  std::string model, tokenizer;
+};
+// The model and tokenizer `t` records, each file's sha256 verified against the recorded one
+// (recorded_model.h): a file that changed since is refused with `hint`.
+ReplayModel verified_replay_model(const trace::TraceReader& t, const std::string& hint);
+
 // The `driftscope run` command line of a replay with every probe: --config, --prompts, the
-// recorded model, -o trace --force -q, then `extra` (argv, the executable first).
+// model, -o trace --force -q, then `extra` (argv, the executable first).
 std::vector<std::string> replay_argv(const std::filesystem::path& config,
-                                     const std::filesystem::path& prompts, const RecordedModel& m,
+                                     const std::filesystem::path& prompts, const ReplayModel& m,
                                      const std::filesystem::path& trace,
                                      const std::vector<std::string>& extra = {});
 

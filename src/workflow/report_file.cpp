@@ -1,8 +1,7 @@
-// Report files written whole or not at all, never over an input.
+// Report files declared as outputs and written whole or not at all.
 #include "src/workflow/report_file.h"
 
 #include <fmt/format.h>
-#include <sys/stat.h>
 
 #include <system_error>
 
@@ -12,23 +11,14 @@
 
 namespace ds {
 
-void check_report_output(const std::string& path, const std::vector<std::filesystem::path>& inputs,
-                         const std::string& option) {
-  if (path.empty() || path == "-") return;
-  struct stat out {};
-  if (::stat(path.c_str(), &out) != 0) return;  // a new file
-  if (!S_ISREG(out.st_mode)) {
-    throw Error(fmt::format("{} '{}' is not a regular file", option, path),
-                fmt::format("give {} the path of a new or existing report file", option));
+void add_report_outputs(CommandFiles& files, const std::string& json, const std::string& html,
+                        bool force) {
+  if (json == "-" && html == "-") {
+    throw Error("--json - and --html - both ask for stdout",
+                "stdout holds one format: write one of the reports to a file");
   }
-  for (const auto& in : inputs) {
-    struct stat st {};
-    if (::stat(in.c_str(), &st) == 0 && st.st_dev == out.st_dev && st.st_ino == out.st_ino) {
-      throw Error(fmt::format("{} '{}' is the input '{}': the report would overwrite it", option,
-                              path, in.string()),
-                  fmt::format("give {} another file name", option));
-    }
-  }
+  files.output(json, "JSON report", "--json", force);
+  files.output(html, "HTML report", "--html", force);
 }
 
 void write_report_file(const std::string& text, const std::string& path, const std::string& what,

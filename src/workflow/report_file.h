@@ -1,18 +1,24 @@
 // Report files (--json and --html of diff, stats and attribute; demo's report.json and .html):
-// refused before any work when they would overwrite an input or something that is not a regular
-// file, and written whole or not at all.
+// declared as outputs of the command (src/workflow/command_files.h), so that they are refused
+// before any work when they would overwrite an input, an existing file without --force, or
+// something that is not a regular file; and written whole or not at all.
 #pragma once
 
-#include <filesystem>
 #include <string>
-#include <vector>
+
+#include "src/workflow/command_files.h"
 
 namespace ds {
 
-// Throws ds::Error when `path` ("-" is stdout, always fine) names one of `inputs` (the same file,
-// by device and inode) or an existing directory, device, FIFO or socket. `option` names the flag.
-void check_report_output(const std::string& path, const std::vector<std::filesystem::path>& inputs,
-                         const std::string& option);
+// --json FILE|- and --html FILE|- of one command as outputs of `files` (replaced only with
+// `force`). Throws ds::Error when both are "-": stdout holds one format.
+void add_report_outputs(CommandFiles& files, const std::string& json, const std::string& html,
+                        bool force);
+
+// Whether one of the reports goes to stdout ("-"), which the terminal report then leaves alone.
+inline bool report_on_stdout(const std::string& json, const std::string& html) {
+  return json == "-" || html == "-";
+}
 
 // Writes `text` to `path` through a temporary file of a unique name in the same folder, renamed
 // over `path` once complete: a failure (a full disk) leaves an earlier report at `path` as it was

@@ -25,7 +25,9 @@ std::string sh_quote(const std::string& s) {
 std::string capture(const std::string& cmd, int& status) {
   std::string out;
   FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) throw Error(fmt::format("cannot run '{}'", cmd));
+  if (p == nullptr) {
+    throw Error(fmt::format("cannot run '{}'", cmd), "check that Slurm's commands are on PATH");
+  }
   char buf[4096];
   size_t n;
   while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);

@@ -9,7 +9,12 @@
 #include "common/error.h"
 #include "common/output_file.h"
 #include "src/console/output.h"
+#include "src/experiment/prompts.h"
+#include "src/experiment/trace_recorder.h"
+#include "src/model/model.h"
+#include "src/tokenizer/load.h"
 #include "src/workflow/child_runs.h"
+#include "src/workflow/command_files.h"
 #include "src/workflow/sweep_plan.h"
 
 namespace ds {
@@ -129,7 +134,9 @@ std::string names_of(const SweepState& s, const std::vector<size_t>& idx) {
 // The sweep to run: a new one from --grid (which must match DIR/sweep.json when it exists, whose
 // statuses and Slurm jobs it takes), or the one recorded in DIR when --grid is left out.
 SweepState sweep_to_run(const SweepOptions& a, const std::filesystem::path& dir) {
-  const bool exists = std::filesystem::exists(sweep_json_path(dir));
+  if (!a.dry_run) check_workflow_folder(dir, "sweep", "sweep.json");
+  const bool exists =
+      std::filesystem::exists(std::filesystem::symlink_status(sweep_json_path(dir)));
   SweepState s;
   if (!a.grid.empty()) {
     s = state_from_args(a);
@@ -155,6 +162,85 @@ SweepState sweep_to_run(const SweepOptions& a, const std::filesystem::path& dir)
     throw Error("sweep needs --grid", "e.g. --grid 'dtype=bf16,fp16,fp32 batch=1,8'");
   }
   return s;
+}
+
+// What each run of the sweep would refuse about the prompts, known now: the prompts file read
+// with the tokenizer the runs load (a text prompt needs one, no prompt may pass the context) and
+// every configuration's add_bos applied to them. Reads the model's config and tokenizer, not its
+// weights.
+void check_prompts(const SweepState& s, const std::filesystem::path& model, const ModelConfig& m) {
+  const ModelFormat format = model_format(model);
+  const std::filesystem::path folder =
+      format == ModelFormat::HuggingFace && !std::filesystem::is_directory(model)
+          ? model.parent_path()
+          : model;
+  std::unique_ptr<Tokenizer> tok;
+  std::optional<Error> why_none;  // a tokenizer found but damaged: the cause to give
+  std::filesystem::path path = s.tokenizer;
+  if (path.empty()) {
+    try {
+      path = find_tokenizer(folder, format);
+    } catch (const Error&) {  // none beside the model: a text prompt says it needs one
+    }
+  }
+  if (!path.empty()) {
+    try {
+      tok = load_tokenizer(path, m.vocab_size);
+    } catch (const Error& e) {
+      if (!s.tokenizer.empty()) throw;  // given, so every run loads it
+      why_none = e;
+    }
+  }
+  const std::vector<Prompt> prompts =
+      read_prompts_file(s.prompts, tok.get(), true, m.max_seq_len, why_none);
+  std::optional<int32_t> bos = tok && tok->bos_id() ? tok->bos_id() : m.bos_id;
+  for (const auto& e : s.entries) {
+    std::vector<Prompt> copy = prompts;
+    try {
+      apply_add_bos(copy, e.config.add_bos, bos);
+    } catch (const Error& err) {
+      throw Error(fmt::format("configuration {}: {}", e.name, err.what()), err.hint());
+    }
+  }
+}
+
+// The checks a sweep makes before anything of it is written: every configuration fits the model
+// (tp against its heads, the stop token against its vocabulary) and its prompts, so that no run
+// of the grid fails on what can be known now; and no file the sweep writes is one it reads (its
+// prompts, model, config or grid file). Its folder was checked first (check_workflow_folder).
+void check_before_writing(const SweepOptions& a, const std::filesystem::path& dir,
+                          const SweepState& s) {
+  const std::filesystem::path model =
+      s.model.empty() ? default_model_path() : std::filesystem::path(s.model);
+  const ModelConfig m = read_model_config(model);
+  for (const auto& e : s.entries) {
+    try {
+      validate_for_model(e.config, m);
+    } catch (const Error& err) {
+      throw Error(fmt::format("configuration {}: {}", e.name, err.what()),
+                  err.hint() +
+                      " (every configuration of the grid is checked against the model "
+                      "before anything runs)");
+    }
+  }
+  if (!s.probes.empty()) resolve_probes(s.probes, m.n_layers);  // a layer the model lacks
+  check_prompts(s, model, m);
+  CommandFiles files;
+  files.model_inputs(s.model, s.tokenizer);
+  files.input(s.prompts, "the prompts file");
+  files.input(a.config_file, "the config file");
+  if (a.grid.starts_with('@')) files.input(a.grid.substr(1), "the grid file");
+  const auto own = [&](const std::filesystem::path& p, const std::string& what) {
+    files.output(p, what, "-o", /*may_replace=*/true);  // DIR is new or this sweep's
+  };
+  own(sweep_json_path(dir), "sweep file");
+  own(dir / "sweep.sbatch", "batch script");
+  for (const auto& e : s.entries) {
+    own(entry_config(dir, e), "configuration file");
+    own(entry_trace(dir, e), "trace");
+    own(dir / "logs" / (e.name + ".log"), "log");
+  }
+  files.check();
 }
 
 // Writes each configuration as TOML to DIR/configs/, where its run reads it.
@@ -197,8 +283,11 @@ int run_sweep(const SweepOptions& a) {
     for (const auto& e : s.entries) fmt::print("# {}\n{}\n", e.name, to_toml(e.config));
     return 0;
   }
+  check_before_writing(a, dir, s);
+  // everything above reads and checks; from here on DIR is written
   std::filesystem::create_directories(dir);
   const SweepLock lock(dir);  // one sweep at a time in DIR, from here to the end
+  write_sweep_state(dir, s);  // first: an interrupted sweep leaves a folder it can resume
   write_entry_configs(dir, s);
   settle_earlier_jobs(a, s);
   std::vector<size_t> todo = refresh(dir, s, /*submitted=*/false);

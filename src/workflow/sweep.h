@@ -16,13 +16,14 @@ namespace ds {
 
 // A sweep as the command line gives it; its flags already checked by the command.
 struct SweepOptions {
-  RunConfig base;         // the run-config flags and --config file
-  std::string grid;       // --grid; empty: the sweep recorded in `output`
-  std::string prompts;    // file of prompts; required with --grid
-  std::string model;      // empty: the bundled kjv-llama
-  std::string tokenizer;  // empty: found beside the model
-  std::string output;     // the sweep directory
-  std::string probes;     // --probes of every run; empty: the sweep's own (new sweep: default)
+  RunConfig base;           // the run-config flags and --config file
+  std::string grid;         // --grid; empty: the sweep recorded in `output`
+  std::string prompts;      // file of prompts; required with --grid
+  std::string model;        // empty: the bundled kjv-llama
+  std::string tokenizer;    // empty: found beside the model
+  std::string config_file;  // --config FILE of the base config, when given (an input)
+  std::string output;       // the sweep directory
+  std::string probes;       // --probes of every run; empty: the sweep's own (new sweep: default)
   int jobs = 1;
   int samples = 0;
   bool slurm = false;

@@ -2,17 +2,20 @@
 #include "src/workflow/sweep_plan.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "common/error.h"
+#include "common/json_error.h"
 #include "common/output_file.h"
 #include "src/model/text_file.h"
 #include "trace/reader.h"
+#include "trace/summary.h"
 
 namespace ds {
 namespace {
@@ -114,7 +117,10 @@ std::vector<GridKnob> parse_grid(const std::string& arg,
 }
 
 void add_samples(std::vector<GridKnob>& grid, int samples, uint64_t seed) {
-  if (samples < 1) throw Error(fmt::format("--samples {} must be >= 1", samples));
+  if (samples < 1) {
+    throw Error(fmt::format("--samples {} must be >= 1", samples),
+                "--samples K runs K seeds per configuration; leave it out for one");
+  }
   if (static_cast<uint64_t>(samples) > kMaxSweepConfigurations) {
     throw Error(fmt::format("--samples {} is more than the limit of {} configurations", samples,
                             kMaxSweepConfigurations),
@@ -125,6 +131,15 @@ void add_samples(std::vector<GridKnob>& grid, int samples, uint64_t seed) {
       throw Error("--samples sets the seeds itself", "drop seed from --grid, or drop --samples");
     }
   }
+  // seeds S .. S + K - 1 must all be seeds: past 2^64 - 1 they would wrap to 0, 1, ...
+  const uint64_t last_free = std::numeric_limits<uint64_t>::max() - seed;
+  if (static_cast<uint64_t>(samples) - 1 > last_free) {
+    throw Error(
+        fmt::format("--samples {} from --seed {} passes the largest seed, {}", samples, seed,
+                    std::numeric_limits<uint64_t>::max()),
+        fmt::format("the seeds are --seed .. --seed + {}: give --seed {} at most", samples - 1,
+                    std::numeric_limits<uint64_t>::max() - static_cast<uint64_t>(samples - 1)));
+  }
   GridKnob k{"seed", {}};
   for (int i = 0; i < samples; ++i)
     k.values.push_back(std::to_string(seed + static_cast<uint64_t>(i)));
@@ -134,7 +149,10 @@ void add_samples(std::vector<GridKnob>& grid, int samples, uint64_t seed) {
 std::vector<SweepEntry> expand_grid(const RunConfig& base, const std::vector<GridKnob>& grid) {
   uint64_t count = 1;
   for (const auto& g : grid) {
-    if (g.values.empty()) throw Error(fmt::format("grid knob '{}' has no values", g.name));
+    if (g.values.empty()) {
+      throw Error(fmt::format("grid knob '{}' has no values", g.name),
+                  "--grid takes e.g. 'dtype=bf16,fp16,fp32'");
+    }
     count *= g.values.size();  // no overflow: each factor and the product so far are bounded
     if (count > kMaxSweepConfigurations) {
       throw Error(fmt::format("the grid has more than the limit of {} configurations",
@@ -210,15 +228,24 @@ void write_sweep_state(const std::filesystem::path& dir, const SweepState& s) {
 
 SweepState read_sweep_state(const std::filesystem::path& dir) {
   const auto path = sweep_json_path(dir);
-  std::ifstream in(path);
-  if (!in) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
     throw Error(fmt::format("'{}' holds no sweep.json", dir.string()),
                 "pass the -o directory of `driftscope sweep`, or trace files");
   }
+  const char* hint =
+      "sweep.json is the state `driftscope sweep` keeps in its -o folder; run the "
+      "sweep again into a new -o folder";
+  // bounded, and a regular file: a folder, a FIFO or a huge file is refused, never waited on
+  const std::string text = read_regular_text_file(path, kMaxStateFileBytes, "sweep file", hint);
   SweepState s;
   try {
-    const auto j = nlohmann::ordered_json::parse(in);  // the grid keeps its order
-    if (j.value("format", "") != "driftscope-sweep") throw Error("not a sweep file");
+    const auto j = nlohmann::ordered_json::parse(text);  // the grid keeps its order
+    if (!j.is_object() || j.value("format", "") != "driftscope-sweep") {
+      throw Error(fmt::format("'{}' is not a sweep file (no \"format\": \"driftscope-sweep\")",
+                              path.string()),
+                  hint);
+    }
     s.prompts = j.at("prompts").get<std::string>();
     s.model = j.at("model").get<std::string>();
     s.tokenizer = j.at("tokenizer").get<std::string>();
@@ -241,17 +268,19 @@ SweepState read_sweep_state(const std::filesystem::path& dir) {
       s.entries[i].status = entries[i].value("status", "pending");
     }
   } catch (const nlohmann::json::exception& e) {
-    throw Error(fmt::format("'{}' is not a valid sweep file: {}", path.string(), e.what()));
+    throw Error(
+        json_parse_failure(fmt::format("'{}' is not a valid sweep file", path.string()), text, e),
+        hint);
   }
   return s;
 }
 
 bool trace_done(const std::filesystem::path& trace, const RunConfig& config,
-                const std::string& probes) {
+                const std::string& probes, bool read_rows) {
   if (!std::filesystem::exists(trace)) return false;
   try {
     const auto r = trace::TraceReader::open(trace);
-    if (!r.complete()) return false;
+    if (!r.complete() || r.cut_short()) return false;
     auto recorded = nlohmann::json::parse(r.config_json());
     if (!probes.empty() &&
         recorded.value("trace", nlohmann::json::object()).value("probes", "") != probes) {
@@ -263,7 +292,9 @@ bool trace_done(const std::filesystem::path& trace, const RunConfig& config,
     for (const RunConfigField& f : run_config_fields()) {
       if (!f.test_only && !recorded.contains(f.name)) return false;
     }
-    return config_from_json(recorded.dump()) == config;
+    if (config_from_json(recorded.dump()) != config) return false;
+    if (read_rows) trace::read_whole(r);  // every row read: a damaged trace runs again
+    return true;
   } catch (const std::exception&) {
     return false;  // unreadable (e.g. killed mid-write): run it again
   }

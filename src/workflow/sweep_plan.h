@@ -34,7 +34,7 @@ std::vector<GridKnob> parse_grid(
 inline constexpr uint64_t kMaxSweepConfigurations = 100000;
 
 // Adds seed = S, S+1, ..., S+K-1 to the grid: K sampled runs of each configuration. Throws
-// ds::Error for K < 1 or K above kMaxSweepConfigurations.
+// ds::Error for K < 1, K above kMaxSweepConfigurations, or S+K-1 past 2^64-1 (never wrapped).
 void add_samples(std::vector<GridKnob>& grid, int samples, uint64_t seed);
 
 // One configuration of a sweep.
@@ -69,11 +69,15 @@ void write_sweep_state(const std::filesystem::path& dir, const SweepState& s);
 // Throws ds::Error with a hint when DIR holds no readable sweep.json.
 SweepState read_sweep_state(const std::filesystem::path& dir);
 
-// Whether `trace` is a complete trace of `config`: it opens, has complete=1, and its recorded run
-// config equals `config` field by field (and, when `probes` is given, it recorded those probes).
-// Anything else (absent, unreadable, interrupted, another config or other probes) means the
-// configuration must be run (again).
+// Whether `trace` is a complete trace of `config`: it opens, has complete=1, is not cut short,
+// its recorded run config equals `config` field by field (and, when `probes` is given, it
+// recorded those probes), and every row of it reads (trace::read_whole). Anything else (absent,
+// unreadable, interrupted, cut short, damaged, another config or other probes) means the
+// configuration must be run (again). Reads a trace from anyone: callers run with watched reads
+// (trace/read_supervisor.h), where a read that crashes HDF5 is reported, not a segfault.
+// `read_rows` false leaves the rows unread (stats, which reads what it needs itself and lists the
+// rest as missing); a resume keeps a trace only after reading it whole.
 bool trace_done(const std::filesystem::path& trace, const RunConfig& config,
-                const std::string& probes = {});
+                const std::string& probes = {}, bool read_rows = true);
 
 }  // namespace ds

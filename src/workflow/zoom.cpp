@@ -4,15 +4,19 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <array>
 #include <filesystem>
 #include <optional>
 
 #include "common/error.h"
 #include "common/output_file.h"
 #include "src/console/output.h"
+#include "src/model/model.h"
 #include "src/workflow/child_runs.h"
+#include "src/workflow/command_files.h"
 #include "src/workflow/diff_report.h"
 #include "src/workflow/explain.h"
+#include "src/workflow/recorded_model.h"
 #include "src/workflow/zoom_analysis.h"
 #include "src/workflow/zoom_flips.h"
 #include "src/workflow/zoom_plan.h"
@@ -86,18 +90,100 @@ void check_comparable(const diff::Report& original) {
   }
 }
 
-// Writes each side's configuration, prompts and the state; returns the sides still to run.
+// Every file a zoom writes into DIR, checked before anything is written: none may be one of its
+// inputs (the traces A and B, the model and tokenizer the replays load), whatever their names.
+void check_outputs(const std::filesystem::path& dir, const ZoomPlan& p) {
+  CommandFiles files;
+  files.input(p.a, "the input trace");
+  files.input(p.b, "the input trace");
+  files.model_inputs(p.model, p.tokenizer);
+  const auto own = [&](const std::filesystem::path& path, const std::string& what) {
+    files.output(path, what, "-o", /*may_replace=*/true);  // DIR is new or this zoom's
+  };
+  own(zoom_json_path(dir), "zoom file");
+  own(dir / "zoom.sbatch", "batch script");
+  own(dir / "flips.txt", "report");
+  own(dir / "flips.json", "report");
+  own(dir / "flips.html", "report");
+  for (const ZoomSide* s : {&p.side_a, &p.side_b}) {
+    own(side_trace(dir, *s), "replay trace");
+    own(side_prompts(dir, *s), "prompts file");
+    own(dir / "configs" / (s->name + ".toml"), "configuration file");
+    own(dir / "logs" / ("replay-" + s->name + ".log"), "log");
+  }
+  for (const auto& z : p.seqs) {
+    const auto d = dir / fmt::format("seq-{}", z.seq);
+    for (const char* f : {"diff.json", "diff.txt", "attribution.json", "attribution.txt"}) {
+      own(d / f, "report");
+    }
+  }
+  files.check();
+}
+
+// The models the replays load, verified before anything runs: A's recorded model (driftscope's
+// replays load it for both sides) and the model of each recorder trace (its recorder loads it),
+// each file's sha256 against what the trace recorded, and A's tokenizer, which the replays record
+// and the reports decode with. A file that changed since is refused, naming it.
+void verify_models(const ZoomPlan& p, const trace::TraceReader& ta, const trace::TraceReader& tb) {
+  const char* hint =
+      "zoom replays the model the traces record: put it back at that path (relative paths are "
+      "read from the folder the trace was recorded in), or record A and B again";
+  verified_replay_model(ta, hint);  // what driftscope's replays load, and A's recorder if any
+  if (p.side_b.recorder) verify_recorded_model(recorded_model(tb), hint);
+}
+
+// Each side's replay configuration checked against the model the replays load (tp against its
+// heads, the stop token against its vocabulary), before anything is written.
+void check_configs(const ZoomPlan& p) {
+  const std::filesystem::path model =
+      p.model.empty() ? default_model_path() : std::filesystem::path(p.model);
+  std::optional<ModelConfig> m;
+  for (const ZoomSide* s : {&p.side_a, &p.side_b}) {
+    if (s->recorder) continue;  // the recorder checks its own options
+    if (!m) m = read_model_config(model);
+    try {
+      validate_for_model(s->config, *m);
+    } catch (const Error& e) {
+      throw Error(fmt::format("the replay of {} ('{}'): {}", s->name == "a" ? "A" : "B", s->source,
+                              e.what()),
+                  e.hint());
+    }
+  }
+}
+
+// Each side's files: its configuration (TOML; none for a recorder's replay, whose options go on
+// its command line) and its prompts, made before anything is written.
+struct SideFiles {
+  std::optional<std::string> config;
+  std::string prompts;
+};
+
+std::array<SideFiles, 2> side_files(const ZoomPlan& p, const trace::TraceReader& ta,
+                                    const trace::TraceReader& tb) {
+  std::array<SideFiles, 2> out;
+  for (size_t i = 0; i < 2; ++i) {
+    const ZoomSide& s = i == 0 ? p.side_a : p.side_b;
+    if (!s.recorder) out[i].config = to_toml(s.config);
+    out[i].prompts = replay_prompts(p, ta, i == 0 ? ta : tb, i == 0);
+  }
+  return out;
+}
+
+// Writes the state first (an interrupted zoom leaves a folder it resumes), then each side's
+// configuration and prompts, then the state with each side's status; returns the sides still to
+// run.
 std::vector<size_t> prepare(const std::filesystem::path& dir, ZoomPlan& p,
-                            const trace::TraceReader& ta, const trace::TraceReader& tb) {
+                            const std::array<SideFiles, 2>& files) {
   const char* hint = "check that -o names a writable folder and the disk is not full";
+  write_zoom_state(dir, p);
   std::vector<size_t> todo;
   for (size_t i = 0; i < 2; ++i) {
     ZoomSide& s = side(p, i);
-    if (!s.recorder) {  // a recorder's replay takes its options on the command line: no file
+    if (files[i].config) {
       std::filesystem::create_directories(dir / "configs");
-      write_file_or_fail(dir / "configs" / (s.name + ".toml"), to_toml(s.config), hint);
+      write_file_or_fail(dir / "configs" / (s.name + ".toml"), *files[i].config, hint);
     }
-    write_file_or_fail(side_prompts(dir, s), replay_prompts(p, ta, i == 0 ? ta : tb, i == 0), hint);
+    write_file_or_fail(side_prompts(dir, s), files[i].prompts, hint);
     if (replay_done(dir, s)) {
       s.status = "done";
     } else {
@@ -173,13 +259,20 @@ int run_zoom(const ZoomOptions& a) {
   if (a.explain) check_explainable(original, a.seqs);
   ZoomPlan p = make_zoom_plan(ta, tb, original, a.seqs, a.after, /*whole_blocks=*/a.explain);
   if (a.explain) check_explainable(p);
-  if (std::filesystem::exists(zoom_json_path(dir))) merge_zoom_state(dir, p);
+  check_workflow_folder(dir, a.command, "zoom.json");
+  verify_models(p, ta, tb);
+  if (std::filesystem::exists(std::filesystem::symlink_status(zoom_json_path(dir)))) {
+    merge_zoom_state(dir, p);
+  }
+  check_configs(p);
   find_recorders(dir, p);
+  check_outputs(dir, p);
+  const std::array<SideFiles, 2> files = side_files(p, ta, tb);
   // everything above reads and checks; from here on DIR is written
   std::filesystem::create_directories(dir);
   const SweepLock lock(dir, a.command);
   if (!p.slurm_jobs.empty()) wait_for_jobs(a, p);
-  const std::vector<size_t> todo = prepare(dir, p, ta, tb);
+  const std::vector<size_t> todo = prepare(dir, p, files);
   if (!a.replay.quiet) {
     print_note(
         "zoom: {} sequence(s), {} replayed with their batch neighbours; {} replay(s) to "

@@ -4,15 +4,17 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <set>
 
 #include "common/error.h"
+#include "common/json_error.h"
 #include "common/output_file.h"
 #include "src/console/command_line.h"
+#include "src/model/text_file.h"
+#include "src/workflow/recorded_model.h"
 #include "src/workflow/sweep_plan.h"
 
 namespace ds {
@@ -83,9 +85,10 @@ ZoomPlan make_zoom_plan(const trace::TraceReader& a, const trace::TraceReader& b
   p.a = std::filesystem::absolute(a.path()).lexically_normal().string();
   p.b = std::filesystem::absolute(b.path()).lexically_normal().string();
   p.after = after;
-  const RecordedModel model = recorded_model(a);
-  p.model = model.model;
-  p.tokenizer = model.tokenizer;
+  // resolved against A's recorded working folder: the replays run from any folder
+  const RecordedModel recorded = recorded_model(a);
+  p.model = recorded.model.string();
+  if (recorded.tokenizer) p.tokenizer = recorded.tokenizer->path.string();
   p.side_a = make_side("a", p.a, a);
   p.side_b = make_side("b", p.b, b);
   p.seqs = chosen_seqs(d, seqs, a);
@@ -97,7 +100,11 @@ ZoomPlan make_zoom_plan(const trace::TraceReader& a, const trace::TraceReader& b
   std::map<int, int> block_steps;  // block -> generated steps its zoomed sequences need
   for (auto& z : p.seqs) {
     const int gen = a.sequence(z.seq).gen_len;
-    z.replayed = z.flip_step < 0 ? gen : std::min(gen, z.flip_step + 1 + after);
+    // in 64 bits: --after is bounded by the command, a library caller may pass anything
+    z.replayed = z.flip_step < 0
+                     ? gen
+                     : static_cast<int>(std::min<int64_t>(
+                           gen, int64_t{z.flip_step} + 1 + std::max<int64_t>(after, 0)));
     block_steps[z.seq / block] = std::max(block_steps[z.seq / block], z.replayed);
   }
   const std::vector<int> all = a.sequence_indices();
@@ -207,13 +214,22 @@ void write_zoom_state(const std::filesystem::path& dir, const ZoomPlan& p) {
 
 void merge_zoom_state(const std::filesystem::path& dir, ZoomPlan& p) {
   const auto path = zoom_json_path(dir);
+  const char* hint =
+      "zoom.json is the state `driftscope zoom` keeps in its -o folder; choose "
+      "another -o folder";
+  // bounded, and a regular file: a folder, a FIFO or a huge file is refused, never waited on
+  const std::string text = read_regular_text_file(path, kMaxStateFileBytes, "zoom file", hint);
   nlohmann::ordered_json j;
   try {
-    std::ifstream in(path);
-    j = nlohmann::ordered_json::parse(in);
+    j = nlohmann::ordered_json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    throw Error(fmt::format("'{}' is not a valid zoom file: {}", path.string(), e.what()),
-                "choose another -o folder");
+    throw Error(
+        json_parse_failure(fmt::format("'{}' is not a valid zoom file", path.string()), text, e),
+        hint);
+  }
+  if (!j.is_object()) {
+    throw Error(fmt::format("'{}' is not a valid zoom file: not a JSON object", path.string()),
+                hint);
   }
   nlohmann::ordered_json mine = plan_json(p);
   for (const auto& [k, v] : mine.items()) {
@@ -230,8 +246,9 @@ void merge_zoom_state(const std::filesystem::path& dir, ZoomPlan& p) {
       s.status = r.value("status", "pending");
     }
   } catch (const nlohmann::json::exception& e) {
-    throw Error(fmt::format("'{}' is not a valid zoom file: {}", path.string(), e.what()),
-                "choose another -o folder");
+    throw Error(
+        json_parse_failure(fmt::format("'{}' is not a valid zoom file", path.string()), text, e),
+        hint);
   }
 }
 

@@ -35,9 +35,10 @@ struct ZoomSide {
 struct ZoomPlan {
   std::string a, b;  // absolute paths
   int after = 0;
-  std::string model, tokenizer;  // recorded in A (absolute paths; tokenizer may be empty)
-  std::vector<ZoomSeq> seqs;     // ascending
-  std::vector<int> replay;       // original indices replayed, ascending (zoomed and neighbours)
+  // recorded in A, resolved against its working folder (absolute paths; tokenizer may be empty)
+  std::string model, tokenizer;
+  std::vector<ZoomSeq> seqs;  // ascending
+  std::vector<int> replay;    // original indices replayed, ascending (zoomed and neighbours)
   std::vector<int> forced_len_a, forced_len_b;  // per replay index: generated tokens forced
   ZoomSide side_a, side_b;
   std::vector<std::string> slurm_jobs;

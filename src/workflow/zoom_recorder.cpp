@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/json_integer.h"
 #include "src/console/command_line.h"
+#include "trace/summary.h"
 
 namespace ds {
 namespace {
@@ -174,10 +175,12 @@ bool recorder_replay_done(const std::filesystem::path& trace, const RecorderRepl
   if (!std::filesystem::exists(trace)) return false;
   try {
     const auto t = trace::TraceReader::open(trace);
-    if (!t.complete() || !written_by_recorder(t)) return false;
+    if (!t.complete() || t.cut_short() || !written_by_recorder(t)) return false;
     const auto c = nlohmann::json::parse(t.config_json());
     if (c.value("trace", nlohmann::json::object()).value("probes", "") != "all") return false;
-    return recorder_replay(t).options == r.options;
+    if (recorder_replay(t).options != r.options) return false;
+    trace::read_whole(t);  // every row read: a damaged replay is run again, never kept
+    return true;
   } catch (const std::exception&) {
     return false;  // unreadable (e.g. killed mid-write): run it again
   }

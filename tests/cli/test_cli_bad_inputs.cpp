@@ -276,7 +276,7 @@ TEST_CASE("a config.json that is a directory or never ends is refused", "[cli][b
   fs::create_directories(dir.path() / "b");
   fs::create_symlink("/dev/zero", dir.path() / "b" / "config.json");
   check_input_error(run_cli("generate --prompt-ids 1 --model " + (dir.path() / "b").string()),
-                    "is larger than the limit of 16.0 MiB");
+                    "config.json' is not a regular file");  // never read: a model's own file
   fs::create_directories(dir.path() / "c");
   std::ofstream(dir.path() / "c" / "config.json").flush();  // empty
   check_input_error(run_cli("generate --prompt-ids 1 --model " + (dir.path() / "c").string()),
@@ -430,8 +430,8 @@ TEST_CASE("file errors name the path and the reason with a hint for it", "[cli][
   CHECK(has(missing.err, "hint: create it first"));
   auto sweep =
       run_cli("sweep --grid dtype=fp32 -n 2 --prompts " + file.string() + " -o " + file.string());
-  check_input_error(sweep, "'" + file.string() + "': Not a directory");
+  check_input_error(sweep, "-o '" + file.string() + "' is not a folder");
   CHECK_FALSE(has(sweep.err, "filesystem error"));
   CHECK_FALSE(has(sweep.err, "[" + file.string() + "]"));
-  CHECK(has(sweep.err, "hint: a part of the path is a file, not a folder"));
+  CHECK(has(sweep.err, "hint: sweep writes its files into a folder"));
 }

@@ -113,7 +113,7 @@ TEST_CASE("calibrate: a floor of N replays, shown, resumed, and B judged against
   CHECK(r.out.find("against the noise floor") != std::string::npos);
   CHECK(r.out.find(": within noise") != std::string::npos);
   CHECK(r.err.find("gate PASS") != std::string::npos);
-  const std::string json = (dir.path() / "biased.json").string();
+  const std::string json = (dir.path() / "biased-report.json").string();  // biased.json: the plan
   r = run_cli(fmt::format("diff {} {} --floor {} --alpha 0.05 --fail-on beyond-noise --json {}", a,
                           biased, floor, json));
   CHECK(r.exit_code == 1);

@@ -133,8 +133,8 @@ TEST_CASE("diff: real fp32, fp64, bf16 and sampled traces: the report and JSON a
   for (const auto& other : {f64, bf16, smp}) {
     INFO("B = " << other.filename());
     const auto js = dir.path() / "r.json";
-    auto r = run_cli("diff --color never --pages 4 --width 120 --json " + js.string() + " " +
-                     f32.string() + " " + other.string());
+    auto r = run_cli("diff --color never --pages 4 --width 120 --force --json " + js.string() +
+                     " " + f32.string() + " " + other.string());
     INFO(r.out << r.err);
     REQUIRE(r.exit_code == 0);
     const auto j = slurp_json(js);

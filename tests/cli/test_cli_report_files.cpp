@@ -20,10 +20,10 @@ TEST_CASE("a report is never written over an input trace or a non-regular file",
                     b = run_trace(dir.path(), "b.h5", "--dtype bf16");
   const auto a_bytes = fs::file_size(a);
   const std::string ab = " " + a + " " + b;
-  check_input_error(run_cli("diff" + ab + " --json " + a), "is the input '" + a + "'");
-  check_input_error(run_cli("diff" + ab + " --html " + b), "is the input '" + b + "'");
-  check_input_error(run_cli("stats" + ab + " --json " + b), "is the input '" + b + "'");
-  check_input_error(run_cli("attribute " + a + " --html " + a), "is the input '" + a + "'");
+  check_input_error(run_cli("diff" + ab + " --json " + a), "is the input trace '" + a + "'");
+  check_input_error(run_cli("diff" + ab + " --html " + b), "is the input trace '" + b + "'");
+  check_input_error(run_cli("stats" + ab + " --json " + b), "is the input trace '" + b + "'");
+  check_input_error(run_cli("attribute " + a + " --html " + a), "is the input trace '" + a + "'");
   // the same file under another name (a hard link) is the same input
   fs::create_hard_link(a, dir.path() / "link.h5");
   check_input_error(run_cli("diff" + ab + " --json " + (dir.path() / "link.h5").string()),
@@ -35,10 +35,12 @@ TEST_CASE("a report is never written over an input trace or a non-regular file",
                     "is not a regular file");
   check_input_error(run_cli("diff" + ab + " --html /dev/null"), "is not a regular file");
   CHECK(fs::is_character_file("/dev/null"));
-  // an ordinary report file is replaced whole
+  // an existing file is replaced only with --force, and then whole
   const fs::path report = dir.path() / "r.json";
   std::ofstream(report) << "old";
-  REQUIRE(run_cli("diff -q" + ab + " --json " + report.string()).exit_code == 0);
+  check_input_error(run_cli("diff -q" + ab + " --json " + report.string()), "already exists");
+  CHECK(fs::file_size(report) == 3);
+  REQUIRE(run_cli("diff -q --force" + ab + " --json " + report.string()).exit_code == 0);
   CHECK(fs::file_size(report) > 100);
 }
 

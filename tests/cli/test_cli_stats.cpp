@@ -100,9 +100,12 @@ TEST_CASE("stats: a sweep directory, grouped by dtype, agrees with its traces", 
 
   // A configuration without its trace shows as missing; --require-all makes that exit 1.
   fs::remove(dir / "dtype-bf16_tp-2.h5");
-  r = run_cli("stats " + dir.string() + " --json -");
+  r = run_cli("stats " + dir.string());
   CHECK(r.exit_code == 0);
   CHECK(has(r.out, "missing (1): dtype-bf16_tp-2"));
+  r = run_cli("stats " + dir.string() + " --json -");  // stdout holds the JSON alone
+  CHECK(r.exit_code == 0);
+  CHECK(json::parse(r.out)["missing"] == json::array({"dtype-bf16_tp-2"}));
   r = run_cli("stats --require-all " + dir.string());
   CHECK(r.exit_code == 1);
   CHECK(has(r.err, "missing: dtype-bf16_tp-2"));
@@ -220,7 +223,8 @@ TEST_CASE("stats: the odd trace, a regex without a group and a bad answer key ar
   key_error("/dev/zero", "answer key '/dev/zero' is larger than the limit of 64.0 MiB");
   key_error(tmp.path().string(), "is a directory");
   ds::test::check_input_error(run_cli("stats --group-by colour" + ab), "unknown group-by field");
-  ds::test::check_input_error(run_cli("stats --group-by ''" + ab), "--group-by is empty");
+  ds::test::check_input_error(run_cli("stats --group-by ''" + ab),
+                              "--group-by is given an empty value");
   // --k was parsed as a token id list and said so ("is not a token id")
   ds::test::check_input_error(run_cli("stats --k 1,99999999999" + ab),
                               "--k '1,99999999999' is not a list of whole numbers >= 1");

@@ -51,7 +51,7 @@ TEST_CASE("sweep: a second sweep of one folder is refused while the first holds 
   const int fd = ::open((dir / ".sweep.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   REQUIRE(fd >= 0);
   REQUIRE(::flock(fd, LOCK_EX | LOCK_NB) == 0);
-  REQUIRE(::write(fd, "4242\n", 5) == 5);
+  REQUIRE(::write(fd, "4242 sweep\n", 11) == 11);
   ds::test::check_input_error(run_cli("sweep --grid 'dtype=fp32,bf16' -n 2 --prompts " +
                                       prompts.string() + " -o " + dir.string()),
                               "a sweep is running in '" + dir.string() + "' (pid 4242)");

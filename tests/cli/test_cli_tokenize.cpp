@@ -139,7 +139,7 @@ TEST_CASE("tokenize: bad input is a clear error, exit 2", "[cli][tokenize][error
     const TempFile not_json("[\"a\", ");
     check_input_error(
         run_cli("tokenize --tokenizer " + qwen3() + " --texts " + not_json.path.string()),
-        "is not valid JSON");
+        "': not valid JSON at line 1");
     const TempFile not_strings("[\"a\", 3]");
     check_input_error(
         run_cli("tokenize --tokenizer " + qwen3() + " --texts " + not_strings.path.string()),

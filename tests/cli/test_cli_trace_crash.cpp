@@ -278,3 +278,39 @@ TEST_CASE(
                     size, s.committed_rows, s.extra_rows, s.extra_equal));
   }
 }
+
+TEST_CASE("a disk that fills as the trace is created: the path and the system's reason, one line",
+          "[cli][trace][crash][bad-input]") {
+  // A 2 MB tmpfs filled to 8 KB free made `run -o mnt/t.h5` print HDF5's internals ("HDF5 call
+  // H5Fclose failed: ... bytes actually written = 18446744073709551615"); HDF5's stack is for
+  // --verbose only (issue 45, second round).
+  ds::test::TempDir dir;
+  const fs::path mnt = dir.path() / "mnt";
+  fs::create_directories(mnt);
+  const fs::path err = dir.path() / "err.txt", rc = dir.path() / "rc.txt",
+                 verbose = dir.path() / "verbose.txt", left = dir.path() / "left.txt";
+  const fs::path script = dir.path() / "script.sh";
+  const std::string run = "'" + ds::test::exe() + "' run --prompt-ids 1,400 -n 4 -q -o '" +
+                          (mnt / "t.h5").string() + "'";
+  std::ofstream(script) << fmt::format(
+      "dd if=/dev/zero of='{0}/fill' bs=4096 2>/dev/null\ntruncate -s -8192 '{0}/fill'\n"
+      "{1} 2>'{2}'\necho $? >'{3}'\n{1} --verbose 2>'{4}'\nls -A '{0}' >'{5}'\ntrue\n",
+      mnt.string(), run, err.string(), rc.string(), verbose.string(), left.string());
+  std::string why_not;
+  if (!run_on_tmpfs("2m", mnt, script, why_not)) {
+    WARN("skipped: " << why_not);
+    return;
+  }
+  const std::string e = ds::test::slurp(err);
+  INFO("stderr: " << e);
+  CHECK(ds::test::slurp(rc) == "2\n");
+  CHECK(e.starts_with("driftscope: "));
+  CHECK(ds::test::has(e.substr(0, e.find('\n')), (mnt / "t.h5").string()));
+  CHECK(ds::test::has(e.substr(0, e.find('\n')), "No space left on device"));
+  CHECK(ds::test::count(e, "\n") == 2);  // that line and the hint
+  CHECK(ds::test::has(e, "\nhint: free space on that disk"));
+  CHECK_FALSE(ds::test::has(e, "HDF5"));
+  CHECK_FALSE(ds::test::has(e, "18446744073709551615"));
+  CHECK(ds::test::has(ds::test::slurp(verbose), "HDF5"));  // the detail, when asked for
+  CHECK(ds::test::slurp(left) == "fill\n");                // no trace, no hidden file left
+}

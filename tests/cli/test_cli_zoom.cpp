@@ -13,6 +13,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "src/model/sha256.h"
 #include "tests/support/damage_trace.h"
 #include "tests/support/paths.h"
 #include "tests/support/run_cli.h"
@@ -393,15 +394,28 @@ TEST_CASE("zoom: a recorder trace is replayed by the recorder or refused without
       "engine": {"name": "llama.cpp", "kv_type": "f16", "threads": 2, "device": "cpu"},
       "trace": {"probes": "none", "hidden_dtype": "f32", "topk": 8, "full_logits": true,
                 "compression": "none"}})";
+  // the GGUF the recorder loads is verified against its recorded sha256 before the replay
+  const fs::path gguf = dir.path() / "m-Q8_0.gguf";
+  std::ofstream(gguf) << "GGUF, as far as this test goes";
   json gguf_model = model;
-  gguf_model["gguf"] = {{"path", "/models/m-Q8_0.gguf"}, {"sha256", "00"}};
-  std::string hex = "hex:";
-  for (unsigned char c : gguf_model.dump()) {
-    char byte[3];
-    std::snprintf(byte, sizeof byte, "%02x", c);
-    hex += byte;
-  }
+  const auto as_hex = [](const json& j) {
+    std::string hex = "hex:";
+    for (unsigned char c : j.dump()) {
+      char byte[3];
+      std::snprintf(byte, sizeof byte, "%02x", c);
+      hex += byte;
+    }
+    return hex;
+  };
+  gguf_model["gguf"] = {{"path", gguf.string()}, {"sha256", "00"}};
   REQUIRE(damage("attr " + py.string() + " /meta config_json '" + llama + "'") == 0);
+  REQUIRE(damage("attr " + py.string() + " /meta model_json " + as_hex(gguf_model)) == 0);
+  check_input_error(
+      run_cli("zoom " + a.string() + " " + py.string() + " -o " + (dir.path() / "z4").string()),
+      "its file '" + gguf.string() + "' has changed since the trace was written");
+  CHECK_FALSE(fs::exists(dir.path() / "z4"));
+  gguf_model["gguf"]["sha256"] = ds::sha256_file(gguf);
+  const std::string hex = as_hex(gguf_model);
   REQUIRE(damage("attr " + py.string() + " /meta model_json " + hex) == 0);
   const auto z2 = dir.path() / "z2";
   setenv("DRIFTSCOPE_TRACE", (dir.path() / "missing").c_str(), 1);
@@ -416,7 +430,7 @@ TEST_CASE("zoom: a recorder trace is replayed by the recorder or refused without
   got.clear();
   std::ifstream in2(args);
   for (std::string line; std::getline(in2, line);) got += (got.empty() ? "" : " ") + line;
-  CHECK(got == "--extra-word llamacpp -m /models/m-Q8_0.gguf --source-model " +
+  CHECK(got == "--extra-word llamacpp -m " + gguf.string() + " --source-model " +
                    model["path"].get<std::string>() +
                    " --kv-type f16 --threads 2 --tie-break highest_id --add-bos on "
                    "--repetition-penalty 1.1 --temperature 0.5 --top-p 0.9 --top-k 40 --seed 7 -n "

@@ -19,3 +19,15 @@ TEST_CASE("printable escapes control characters and keeps text", "[common][print
   CHECK(printable("back\\slash") == "back\\slash");
   CHECK(printable("two\nlines\x1b", true) == "two\nlines\\e");
 }
+
+TEST_CASE("printable_json escapes what JSON leaves raw: DEL and C1 controls",
+          "[common][printable]") {
+  // nlohmann's dump escapes C0 only: the 8-bit CSI U+009B of a prompt reached the terminal raw
+  // in `show` and `diff` (issue 45, second round).
+  CHECK(ds::printable_json("\"\xc2\x9b"
+                           "31m the LORD\"") == "\"\\u009b31m the LORD\"");
+  CHECK(ds::printable_json("\"a\x7f"
+                           "b\"") == "\"a\\u007fb\"");
+  CHECK(ds::printable_json("\"\xc2\x80\xc2\x9f\xc2\xa0\"") == "\"\\u0080\\u009f\xc2\xa0\"");
+  CHECK(ds::printable_json("\"caf\xc3\xa9 \\n\"") == "\"caf\xc3\xa9 \\n\"");  // unchanged
+}

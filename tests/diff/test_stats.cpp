@@ -2,6 +2,7 @@
 // attribution), token probabilities read from a hand-built trace, N copies of one trace (nothing
 // spreads), and the odd one out among traces of different models or prompt sets.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 
@@ -251,4 +252,18 @@ TEST_CASE("traces of another model or prompt set are named as the odd one out", 
                     Catch::Contains("odd_model.h5") && Catch::Contains("different model"));
   CHECK_THROWS_WITH(check_comparable({&a, &p, &b}),
                     Catch::Contains("odd_prompts.h5") && Catch::Contains("different prompt set"));
+}
+
+TEST_CASE("a catastrophic extraction regex ends with an error within a second or two", "[stats]") {
+  // std::regex backtracked for ever (and deeper inputs overflowed its recursion) on '(a+)+$'
+  // against a run of a's ending otherwise; the match is now bounded (issue 45, second round).
+  const AnswerRule rule("(a+)+$");
+  const std::string text = std::string(40, 'a') + "!";
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH(rule.extract(text), Catch::Contains("gave up on an output of 41 bytes"));
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(3));
+  // ordinary patterns, invalid UTF-8 in the text, and the last of several matches still work
+  const AnswerRule answer("answer is (\\w+)");
+  CHECK(answer.extract("answer is 1 \xff\xfe answer is 42 \xc3") == "42");
+  CHECK(AnswerRule("x(\\d*)$").extract("x1\nx2") == "2");
 }

@@ -127,6 +127,10 @@ TEST_CASE("run config: values are parsed once and written canonical", "[config]"
   CHECK_THROWS_WITH(with("dtype", "BF16"), Contains("invalid dtype 'BF16'"));
   CHECK_THROWS_WITH(with("stop_token", "-1"), Contains("invalid stop_token '-1'"));
   CHECK_THROWS_WITH(with("max_new", "2147483648"), Contains("invalid max_new"));
+  // a word where a whole number belongs says it is no number, as a command option's does
+  CHECK_THROWS_WITH(with("batch", "many"), Contains("invalid batch 'many': not a number"));
+  CHECK_THROWS_WITH(with("stop_token", "eos"), Contains("invalid stop_token 'eos': not a number"));
+  CHECK_THROWS_WITH(with("max_new", "2147483648"), !Contains("not a number"));
 }
 
 TEST_CASE("run config: a written configuration reads back to the same one", "[config]") {

@@ -12,14 +12,15 @@
 
 namespace ds::test {
 
-CliResult run_cli(const std::string& args) {
+CliResult run_cli(const std::string& args, const std::filesystem::path& cwd) {
   static int counter = 0;
   const auto dir = std::filesystem::temp_directory_path();
   const std::string tag = std::to_string(::getpid()) + "_" + std::to_string(counter++);
   const auto out = dir / ("ds_cli_out_" + tag);
   const auto err = dir / ("ds_cli_err_" + tag);
-  const std::string cmd =
-      "'" + exe() + "' " + args + " >'" + out.string() + "' 2>'" + err.string() + "' </dev/null";
+  const std::string cmd = (cwd.empty() ? "" : "cd '" + cwd.string() + "' && ") + "'" + exe() +
+                          "' " + args + " >'" + out.string() + "' 2>'" + err.string() +
+                          "' </dev/null";
   const int status = std::system(cmd.c_str());
   CliResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

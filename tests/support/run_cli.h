@@ -12,8 +12,8 @@ struct CliResult {
   std::string err;
 };
 
-// `args` is appended to the executable path and run through /bin/sh.
-CliResult run_cli(const std::string& args);
+// `args` is appended to the executable path and run through /bin/sh; with `cwd`, in that folder.
+CliResult run_cli(const std::string& args, const std::filesystem::path& cwd = {});
 
 // Checks the CLI's input-error contract: exit code 2, "driftscope: <message>" containing
 // `needle` on the first line, then a "hint: " line.

@@ -10,6 +10,7 @@
 #include "viewer/diff_json.h"
 #include "viewer/diff_terminal.h"
 #include "viewer/kernel_names.h"
+#include "viewer/text_layout.h"
 
 namespace {
 
@@ -376,4 +377,11 @@ TEST_CASE("terminal kernel section: names told apart, lines within the width",
   }
   const auto j = nlohmann::json::parse(ds::viewer::render_json(r));
   CHECK(j["kernels"]["sites"][0]["only_a"][0]["name"] == kGemm128);  // in full
+}
+
+TEST_CASE("quoted token text escapes DEL and C1 controls as well as C0", "[viewer]") {
+  // The 8-bit CSI U+009B of a decoded token reached the terminal report raw (issue 45).
+  CHECK(ds::viewer::quote("\xc2\x9b"
+                          "31m\x1b\x7f") == "\"\\u009b31m\\u001b\\u007f\"");
+  CHECK(ds::viewer::quote("caf\xc3\xa9\n") == "\"caf\xc3\xa9\\n\"");
 }

@@ -49,6 +49,27 @@ TEST_CASE("sweep plan: --samples adds one seed per sample", "[workflow][sweep]")
   CHECK_THROWS_AS(ds::add_samples(seeded, 2, 0), ds::Error);
 }
 
+TEST_CASE("sweep plan: --samples never wraps a seed past 2^64 - 1", "[workflow][sweep]") {
+  // --samples 2 --seed 18446744073709551615 gave the seeds 18446744073709551615 and 0 (issue 45).
+  constexpr uint64_t kMax = 18446744073709551615ull;
+  auto grid = ds::parse_grid("dtype=bf16");
+  try {
+    ds::add_samples(grid, 2, kMax);
+    FAIL("not refused");
+  } catch (const ds::Error& e) {
+    CHECK_THAT(e.what(),
+               Contains("--samples 2 from --seed 18446744073709551615 passes the largest seed"));
+    CHECK_THAT(e.hint(), Contains("give --seed 18446744073709551614 at most"));
+  }
+  CHECK_THROWS_AS(ds::add_samples(grid, 100000, kMax - 99998), ds::Error);
+  REQUIRE(grid.size() == 1);           // nothing added by a refusal
+  ds::add_samples(grid, 2, kMax - 1);  // the last two seeds are fine
+  CHECK(grid[1].values == std::vector<std::string>{"18446744073709551614", "18446744073709551615"});
+  auto one = ds::parse_grid("dtype=bf16");
+  ds::add_samples(one, 1, kMax);
+  CHECK(one[1].values == std::vector<std::string>{"18446744073709551615"});
+}
+
 TEST_CASE("sweep plan: bad grids are refused, naming the knob", "[workflow][sweep]") {
   CHECK_THAT(refusal("dtype=bf16 dtype=fp32"), Contains("grid knob 'dtype' is given twice"));
   CHECK_THAT(refusal("dtype=bf16,bf16"), Contains("lists 'bf16' twice"));

@@ -98,6 +98,20 @@ TEST_CASE("zoom plan: nothing to zoom into, or a --seq not in the traces, is ref
   CHECK(p.replay == std::vector<int>{2});
 }
 
+TEST_CASE("zoom plan: --after near INT_MAX replays to the end of A's sequence, never wraps",
+          "[workflow][zoom]") {
+  // The flip step + 1 + --after overflowed an int: a negative length reached a std::vector
+  // (issue 45, second round). The command refuses --after above 2^24; the plan holds anyway.
+  ds::test::TempDir dir;
+  ds::test::write_trace(dir.path() / "a.h5", seven(1));
+  const auto a = ds::trace::TraceReader::open(dir.path() / "a.h5");
+  const ds::ZoomPlan p = ds::make_zoom_plan(a, a, flipped_at(3), {}, 2147483647);
+  REQUIRE(p.seqs.size() == 1);
+  CHECK(p.seqs[0].replayed == 6);
+  CHECK(p.forced_len_a == std::vector<int>{6});
+  CHECK(lines(ds::replay_prompts(p, a, a, true)).size() == 1);
+}
+
 TEST_CASE(
     "zoom plan for explain: every sequence of a replayed block runs as long as its longest "
     "zoomed one, so each pass up to a flip holds the rows it held",
