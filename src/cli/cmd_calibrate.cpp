@@ -31,15 +31,11 @@ CommandRun register_calibrate(CLI::App* cmd) {
                   "the benign perturbation: reorder (another valid reduction order at every op), "
                   "sr (+-1 ulp stochastic rounding of every op's output) or reorder+sr")
       ->capture_default_str();
-  cmd->add_option("-j,--jobs", args->replay.jobs, "replays run at once on this machine")
-      ->capture_default_str();
-  add_slurm_options(*cmd, args->replay.slurm, args->replay.slurm_opt, args->replay.wait,
-                    args->replay.poll_s,
-                    "write FLOOR.calibrate/calibrate.sbatch (one array task per replay still "
-                    "missing) and submit it; run calibrate again once it is done for the floor",
-                    "wait for the calibration's Slurm jobs, then write the floor");
+  add_replay_options(*cmd, args->replay, "replays run at once on this machine",
+                     "write FLOOR.calibrate/calibrate.sbatch (one array task per replay still "
+                     "missing) and submit it; run calibrate again once it is done for the floor",
+                     "wait for the calibration's Slurm jobs, then write the floor");
   cmd->add_flag("--force", args->force, "replace an existing floor file");
-  cmd->add_flag("-q,--quiet", args->replay.quiet, "no progress lines on stderr");
   return [args] { return run_calibrate(*args); };
 }
 

@@ -32,21 +32,14 @@ CommandRun register_explain(CLI::App* cmd) {
   cmd->add_option("--seq", args->seqs, "explain these flipped sequences only (e.g. 0,3)")
       ->allow_extra_args(false)
       ->delimiter(',');
-  cmd->add_option("-j,--jobs", args->replay.jobs, "replays and trials run at once on this machine")
-      ->capture_default_str();
-  add_slurm_options(*cmd, args->replay.slurm, args->replay.slurm_opt, args->replay.wait,
-                    args->replay.poll_s,
-                    "run the replays and each round of trials as a Slurm job array (DIR/*.sbatch); "
-                    "run explain again once a round is done, or pass --wait",
-                    "wait for each round's Slurm jobs and go on to the report");
-  cmd->add_flag("-q,--quiet", args->replay.quiet, "no progress lines on stderr");
+  add_replay_options(
+      *cmd, args->replay, "replays and trials run at once on this machine",
+      "run the replays and each round of trials as a Slurm job array (DIR/*.sbatch); "
+      "run explain again once a round is done, or pass --wait",
+      "wait for each round's Slurm jobs and go on to the report");
   return [args] {
     if (args->output.empty()) throw Error("explain needs an output directory", "pass -o DIR");
-    if (args->replay.jobs < 1) {
-      throw Error(fmt::format("-j {} must be >= 1", args->replay.jobs), "-j takes N >= 1");
-    }
-    check_slurm_flags(args->replay.slurm, args->replay.slurm_opt, args->replay.poll_s,
-                      args->output);
+    check_replay_options(args->replay, args->output);
     return run_zoom(*args);
   };
 }

@@ -26,9 +26,7 @@ void check_flags(const ZoomOptions& a) {
         "--after N replays N tokens past each flip (the replay stops at the end of A's "
         "sequence anyway)");
   }
-  const ReplayOptions& r = a.replay;
-  if (r.jobs < 1) throw Error(fmt::format("-j {} must be >= 1", r.jobs), "-j takes N >= 1");
-  check_slurm_flags(r.slurm, r.slurm_opt, r.poll_s, a.output);
+  check_replay_options(a.replay, a.output);
 }
 
 }  // namespace
@@ -51,20 +49,15 @@ CommandRun register_zoom(CLI::App* cmd) {
       ->allow_extra_args(false)
       ->delimiter(',');
   cmd->add_option("--after", args->after, "tokens replayed past each flip")->capture_default_str();
-  cmd->add_option("-j,--jobs", args->replay.jobs,
-                  "replays run at once on this machine (there are two)")
-      ->capture_default_str();
-  add_slurm_options(*cmd, args->replay.slurm, args->replay.slurm_opt, args->replay.wait,
-                    args->replay.poll_s,
-                    "write DIR/zoom.sbatch (one array task per replay still missing) and submit "
-                    "it; run zoom again once it is done for the reports",
-                    "wait for the zoom's Slurm jobs, then write the reports");
+  add_replay_options(*cmd, args->replay, "replays run at once on this machine (there are two)",
+                     "write DIR/zoom.sbatch (one array task per replay still missing) and submit "
+                     "it; run zoom again once it is done for the reports",
+                     "wait for the zoom's Slurm jobs, then write the reports");
   cmd->add_flag("--certify", args->certify,
                 "each driftscope replay proves that tapping changed nothing (run --certify)");
   cmd->add_flag("--explain", args->explain,
                 "also say why each flip flips, as driftscope explain does (its trials, "
                 "DIR/explain.*): the flips report's onset column then names each cause");
-  cmd->add_flag("-q,--quiet", args->replay.quiet, "no progress lines on stderr");
   return [args] {
     check_flags(*args);
     return run_zoom(*args);

@@ -15,4 +15,11 @@ void add_slurm_options(CLI::App& cmd, bool& slurm, SlurmOptions& opt, bool& wait
       ->group(g);
 }
 
+void add_replay_options(CLI::App& cmd, ReplayOptions& r, const std::string& jobs_help,
+                        const std::string& slurm_help, const std::string& wait_help) {
+  cmd.add_option("-j,--jobs", r.jobs, jobs_help)->capture_default_str();
+  add_slurm_options(cmd, r.slurm, r.slurm_opt, r.wait, r.poll_s, slurm_help, wait_help);
+  cmd.add_flag("-q,--quiet", r.quiet, "no progress lines on stderr");
+}
+
 }  // namespace ds

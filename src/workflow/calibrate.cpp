@@ -73,9 +73,6 @@ void check_output(const CalibrateOptions& o) {
                             o.runs, diff::kMinFloorRuns),
                 "--runs takes N >= 20; 99 (the default) lets a p-value reach 0.01");
   }
-  if (o.replay.jobs < 1) {
-    throw Error(fmt::format("-j {} is not >= 1", o.replay.jobs), "-j takes N >= 1");
-  }
   const TargetState t = target_state(o.output);
   if (t == TargetState::other) {
     throw Error(fmt::format("'{}' is not a regular file", o.output),
@@ -85,7 +82,7 @@ void check_output(const CalibrateOptions& o) {
     throw Error(fmt::format("floor '{}' already exists", o.output),
                 "pass --force to replace it, or choose another -o");
   }
-  check_slurm_flags(o.replay.slurm, o.replay.slurm_opt, o.replay.poll_s, calibrate_dir(o.output));
+  check_replay_options(o.replay, calibrate_dir(o.output).string());
 }
 
 }  // namespace

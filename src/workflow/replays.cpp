@@ -35,6 +35,11 @@ ReplayModel verified_replay_model(const trace::TraceReader& t, const std::string
   return {m.model.string(), m.tokenizer ? m.tokenizer->path.string() : std::string()};
 }
 
+void check_replay_options(const ReplayOptions& r, const std::string& dir) {
+  if (r.jobs < 1) throw Error(fmt::format("-j {} must be >= 1", r.jobs), "-j takes N >= 1");
+  check_slurm_flags(r.slurm, r.slurm_opt, r.poll_s, dir);
+}
+
 std::string forced_prompt_line(const std::vector<int32_t>& tokens, int prompt_len, int forced) {
   nlohmann::json j;
   j["ids"] = std::vector<int32_t>(tokens.begin(), tokens.begin() + prompt_len);

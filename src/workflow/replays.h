@@ -53,6 +53,9 @@ struct ReplayOptions {
   bool quiet = false;
 };
 
+// Refuses -j below 1 and what check_slurm_flags refuses (`dir`: where the command writes).
+void check_replay_options(const ReplayOptions& r, const std::string& dir);
+
 enum class ReplayEnd { finished, submitted, interrupted };
 
 // Runs runs[i] for each i in `todo`: here (`finished(i, exited_ok)` records each as it ends and
