@@ -27,6 +27,7 @@ LSE = "lse"  # float32 [rows]
 FULL_LOGITS = "full"  # float32 [rows, vocab], optional
 LOGITS_DATASETS = (TOPK_IDS, TOPK_LOGITS, LSE, FULL_LOGITS)
 KERNELS_GROUP = "kernels"  # /kernels: CUDA kernel records (never written from Python)
+CERTIFY_GROUP = "certify"  # /certify: run --certify's per-row digests (never written from Python)
 
 
 def sequence_path(index):
