@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 
 #include "common/output_file.h"
 
@@ -32,7 +33,32 @@ void die_of(int sig) {
   std::raise(sig);  // blocked while the handler runs: delivered, default action, on return
 }
 
-void on_signal(int sig) {
+// The first signal: its number, its sender and when (the handlers run one at a time).
+int g_first_sig = 0;
+pid_t g_first_sender = 0;
+timespec g_first_at{};
+
+// Whether `sig` from `sender` is the first signal again, delivered twice: `pkill driftscope`
+// reaches both a watched command (trace/read_supervisor.h) and its watcher, which passes it on, so
+// the same request arrives from two senders within moments. Two Ctrl-C (the kernel both times)
+// or two `kill`s from one shell are two requests.
+bool same_request(int sig, pid_t sender) {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);  // async-signal-safe
+  const double since = static_cast<double>(now.tv_sec - g_first_at.tv_sec) +
+                       1e-9 * static_cast<double>(now.tv_nsec - g_first_at.tv_nsec);
+  return sig == g_first_sig && sender != g_first_sender && since < 0.5;
+}
+
+void on_signal(int sig, siginfo_t* info, void*) {
+  const pid_t sender = info != nullptr ? info->si_pid : 0;
+  if (g_signals.load() == 0) {
+    g_first_sig = sig;
+    g_first_sender = sender;
+    clock_gettime(CLOCK_MONOTONIC, &g_first_at);
+  } else if (same_request(sig, sender)) {
+    return;
+  }
   if (g_signals.fetch_add(1) >= 1) {  // the second signal: die of it, as promised
     const char msg[] = "\ndriftscope: aborted\n";
     say(msg, sizeof(msg) - 1);
@@ -51,7 +77,8 @@ void install_interrupt_handlers(const char* doing) {
                               "\ndriftscope: interrupted, %s (again to abort)\n", doing);
   g_first_len = std::min(static_cast<size_t>(std::max(n, 0)), sizeof(g_first_line) - 1);
   struct sigaction sa {};
-  sa.sa_handler = on_signal;
+  sa.sa_sigaction = on_signal;
+  sa.sa_flags = SA_SIGINFO;
   sigemptyset(&sa.sa_mask);  // one handler at a time: a SIGTERM cannot cut into a SIGINT's
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&sa.sa_mask, sig);
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);

@@ -1,5 +1,7 @@
 // Ctrl-C / SIGTERM / SIGHUP handling for long commands: the first signal asks the work to stop at
-// the next step boundary (so traces stay consistent); a second one exits at once.
+// the next step boundary (so traces stay consistent); a second one exits at once. The same
+// signal from a second sender within 0.5 s is the first one again: `pkill` reaches a watched
+// command and its watcher, which passes it on.
 #pragma once
 
 namespace ds {
