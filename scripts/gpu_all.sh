@@ -51,19 +51,29 @@ python3 -c 'import sglang' >/dev/null 2>&1 && echo "sglang importable" | tee -a 
 (timeout 240 "$b/driftscope" synth --shape qwen2-7b -o "$model" >"$r/synth.log" 2>&1
  echo "synth exit $?" >>"$r/synth.log") &
 synth=$!
-(DRIFTSCOPE="$b/driftscope" timeout 300 bash scripts/gpu_flips.sh "$r/flips" --recorder \
-   >"$r/flips.log" 2>&1; echo "flips exit $?" >>"$r/flips.log") &
-flips=$!
+# The seeds' experiment ran on 2026-11-28 (bench/RESULTS.md): again only with GPU_FLIPS=1.
+flips=""
+if [ -n "${GPU_FLIPS:-}" ]; then
+  (DRIFTSCOPE="$b/driftscope" timeout 300 bash scripts/gpu_flips.sh "$r/flips" --recorder \
+     >"$r/flips.log" 2>&1; echo "flips exit $?" >>"$r/flips.log") &
+  flips=$!
+fi
 
 step cuda_tests 180 "$b/tests/driftscope_cuda_tests" --durations yes "~[graphs]"
 step observer 90 "$b/tests/driftscope_cuda_tests" --durations yes "[graphs]"
 echo $? >"$r/observer.txt"
 wait "$synth"
 tail -n 3 "$r/synth.log"
-wait "$flips"  # the benchmarks want the GPU to themselves
-tail -n 40 "$r/flips.log"
+# run --certify on the device (issue 48): every probe, bf16 at batch 8; the verdict in show
+step certify 40 bash -c "$b/driftscope run --prompts models/kjv-llama/prompts.txt -n 64 \
+  --device cuda --dtype bf16 --batch 8 --probes all --certify --force -q -o /tmp/ds-certify.h5 &&
+  $b/driftscope show /tmp/ds-certify.h5 | grep -i certif"
+if [ -n "$flips" ]; then
+  wait "$flips"  # the benchmarks want the GPU to themselves
+  tail -n 40 "$r/flips.log"
+fi
 
-step decode 130 "$b/bench/bench_gpu_decode" "$model" --batch 1,8,16,32 --tokens 64 --reps 3 \
+step decode 150 "$b/bench/bench_gpu_decode" "$model" --batch 1,8,16,32 --tokens 64 --reps 3 \
   --json "$r/decode.json"
 step prefill 110 "$b/bench/bench_gpu_prefill" "$model" --tokens 2048 --reps 3 --profile \
   --json "$r/prefill.json"
