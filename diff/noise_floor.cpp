@@ -9,9 +9,11 @@
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "common/error.h"
+#include "common/number_format.h"
 #include "diff/identity.h"
 #include "diff/sequence_diff.h"
 
@@ -31,10 +33,12 @@ double median(std::vector<double> v) {
 }
 
 // The unit roundoff u = 2^-p of a storage's p-bit significand.
+// `storage` is a trace's name of it (number_format.h trace_name); float32 when unknown.
 double unit_roundoff(const std::string& storage) {
-  if (storage == "bf16") return 0x1p-8;
-  if (storage == "float16") return 0x1p-11;
-  return 0x1p-24;
+  const std::optional<NumberFormat> f =
+      find_number_format(storage, &NumberFormatTraits::trace_name);
+  const int p = f && is_float(*f) ? traits(*f).significand_bits : 24;
+  return std::ldexp(1.0, -p);
 }
 
 // ---- the measures of one position bucket (docs/metrics.md, "Noise floors") ------------------
