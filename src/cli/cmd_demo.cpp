@@ -116,7 +116,7 @@ void run_one(const char* name, const RunConfig& c, const RunConfig& other, const
 // One rule with `run`: existing outputs are kept unless --force, which replaces regular files
 // only, never a trace another run is writing, and never one of demo's inputs.
 void check_outputs(const DemoArgs& a, const std::vector<fs::path>& traces,
-                   const std::vector<fs::path>& reports) {
+                   const std::vector<fs::path>& reports, const std::optional<fs::path>& floor) {
   CommandFiles files;
   files.model_inputs(a.model.model, a.model.tokenizer);
   files.input(a.prompts_file, "the prompts file");
@@ -125,6 +125,7 @@ void check_outputs(const DemoArgs& a, const std::vector<fs::path>& traces,
   const std::string hint = "pass --force to overwrite it, or choose another --out folder";
   for (const auto& p : traces) files.output(p, "trace", "--out", a.force, hint);
   for (const auto& p : reports) files.output(p, "report", "--out", a.force, hint);
+  if (floor) files.output(*floor, "noise floor", "--out", a.force, hint);
   files.check();
   for (const auto& p : traces) trace::check_trace_target(p, a.force);  // held by a running writer
 }
@@ -148,9 +149,9 @@ int run_demo(const CLI::App& cmd, DemoArgs& a) {
           fmt::format("--floor {} is fewer than {} replays", a.floor_runs, diff::kMinFloorRuns),
           "--floor N calibrates A with N benign replays: 99 lets a p-value reach 0.01");
     }
-    reports.push_back(path_floor);  // an output like the reports: refused unless --force
   }
-  check_outputs(a, {path_a, path_b}, reports);
+  check_outputs(a, {path_a, path_b}, reports,
+                a.floor_runs != 0 ? std::optional<fs::path>(path_floor) : std::nullopt);
   LoadedModel lm = load_model_and_prompt(a.model, /*need_tokenizer=*/true, /*want_prompt=*/false);
   validate_for_model(ca, lm.model.config);  // both before A runs: B's refusal must not follow it
   validate_for_model(cb, lm.model.config);
