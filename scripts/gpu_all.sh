@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `scripts/gpu_run.sh all` (which unpacks the bundle first): issue 49's whole device run in one
 # call, each step under its own time limit inside the call's (GPU_ALL_SECONDS, default 560), the
-# results kept as they come. See scripts/gpu_run.sh.
+# results kept as they come. GPU_STEPS="decode prefill ..." runs only the steps named (a later call
+# of a session reruns only what failed). See scripts/gpu_run.sh.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -17,6 +18,9 @@ left() { echo $((budget - ($(date +%s) - start))); }
 step() {
   local name=$1 limit=$2
   shift 2
+  if [ -n "${GPU_STEPS:-}" ] && [[ " $GPU_STEPS " != *" $name "* ]]; then
+    return 0
+  fi
   local avail=$(($(left) - 15))
   [ "$avail" -lt "$limit" ] && limit=$avail
   if [ "$limit" -le 5 ]; then
@@ -61,13 +65,17 @@ fi
 
 step cuda_tests 180 "$b/tests/driftscope_cuda_tests" --durations yes "~[graphs]"
 step observer 90 "$b/tests/driftscope_cuda_tests" --durations yes "[graphs]"
-echo $? >"$r/observer.txt"
-wait "$synth"
-tail -n 3 "$r/synth.log"
+rc=$?
+[ -e "$r/observer.log" ] && echo $rc >"$r/observer.txt"  # not when GPU_STEPS left it out
 # run --certify on the device (issue 48): every probe, bf16 at batch 8; the verdict in show
 step certify 40 bash -c "$b/driftscope run --prompts models/kjv-llama/prompts.txt -n 64 \
   --device cuda --dtype bf16 --batch 8 --probes all --certify --force -q -o /tmp/ds-certify.h5 &&
   $b/driftscope show /tmp/ds-certify.h5 | grep -i certif"
+# explain's knob-level trials on the GPU (issue 49 item 8), on the bundled model while the 7B one
+# is written: scripts/gpu_run.sh explain
+step explain 120 bash scripts/gpu_run.sh explain
+wait "$synth"
+tail -n 3 "$r/synth.log"
 if [ -n "$flips" ]; then
   wait "$flips"  # the benchmarks want the GPU to themselves
   tail -n 40 "$r/flips.log"
@@ -88,6 +96,24 @@ step oom 40 "$b/driftscope" run -m "$model" --prompts "$r/prompts128.jsonl" -n 3
   --device cuda --dtype bf16 --batch 128 -o "$r/oom.h5"
 echo "oom trace left behind: $([ -e "$r/oom.h5" ] && echo yes || echo no)" | tee -a "$r/steps.txt"
 
+# Where each decode step's device time goes, kernel by kernel (CUPTI records; graphs give no launch
+# gaps, so a step costs the sum): batch 1, 8 and 32, 16 tokens, bench/gpu_kernel_profile.py.
+cat >"$r/kernel_profile.sh" <<EOF
+for bs in 1 8 32; do
+  head -n \$bs $r/prompts128.jsonl >$r/k\$bs.jsonl
+  $b/driftscope run -m $model --prompts $r/k\$bs.jsonl -n 16 --device cuda --dtype bf16 \
+    --batch \$bs --probes none --kernels on --force -q -o /tmp/ds-kp\$bs.h5 || exit
+done
+python3 bench/gpu_kernel_profile.py /tmp/ds-kp1.h5 /tmp/ds-kp8.h5 /tmp/ds-kp32.h5 \
+  --json $r/kernel_profile.json
+EOF
+step kernel_profile 60 bash "$r/kernel_profile.sh"
+
+step hf_trace 60 "$b/driftscope" run -m "$model" --prompt-ids 1,100,200,300,400,500,600,700 \
+  -n 32 --device cuda --dtype bf16 --probes all --force -o /tmp/ds-hf.h5
+step hf_ops 90 python3 scripts/hf_ops_compare.py "$model" /tmp/ds-hf.h5 --dtype bf16 --attn eager \
+  --device cuda --json "$r/hf_ops.json"
+
 # What kernel records cost a traced run (CUPTI on every launch, and no CUDA graphs with them):
 # the same 8 x 64 tokens with --kernels off and on.
 head -n 8 "$r/prompts128.jsonl" >"$r/prompts8.jsonl"
@@ -95,9 +121,4 @@ for k in off on; do
   step "kernels_$k" 40 bash -c "time $b/driftscope run -m $model --prompts $r/prompts8.jsonl \
     -n 64 --device cuda --dtype bf16 --batch 8 --kernels $k --force -o /tmp/ds-k$k.h5"
 done
-
-step hf_trace 60 "$b/driftscope" run -m "$model" --prompt-ids 1,100,200,300,400,500,600,700 \
-  -n 32 --device cuda --dtype bf16 --probes all --force -o /tmp/ds-hf.h5
 step hf_compare 90 python3 scripts/hf_compare.py "$model" /tmp/ds-hf.h5 --dtype bf16 --device cuda
-step hf_ops 90 python3 scripts/hf_ops_compare.py "$model" /tmp/ds-hf.h5 --dtype bf16 --attn eager \
-  --device cuda --json "$r/hf_ops.json"

@@ -7,7 +7,9 @@ bench/results/gpu-YYYY-MM-DD.json (issue 49's figures), so a later run can be co
 DIR holds what gpu_run.sh wrote: device.txt (nvidia-smi's name, driver, memory), prefill.json
 (bench_gpu_prefill), decode.json (bench_gpu_decode), transformers.json (bench/gpu_transformers.py),
 observer.txt (the exit code of the [graphs] observer test), flips/flips.json
-(scripts/gpu_flips.sh). A missing piece is recorded as null, never guessed.
+(scripts/gpu_flips.sh), certify.log (`run --certify`'s verdict in `show`), oom.log and steps.txt
+(the memory refusal), kernel_profile.json (bench/gpu_kernel_profile.py), hf_ops.json
+(scripts/hf_ops_compare.py). A missing piece is recorded as null, never guessed.
 """
 
 import argparse
@@ -21,6 +23,14 @@ def load(path):
         with open(path, encoding="utf-8") as f:
             return json.load(f)
     except (OSError, ValueError):
+        return None
+
+
+def read_text(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError:
         return None
 
 
@@ -41,6 +51,9 @@ def main():
     decode = load(os.path.join(d, "decode.json"))
     hf = load(os.path.join(d, "transformers.json"))
     flips = load(os.path.join(d, "flips", "flips.json"))
+    certify = read_text(os.path.join(d, "certify.log"))
+    oom = read_text(os.path.join(d, "oom.log"))
+    steps = read_text(os.path.join(d, "steps.txt")) or ""
     observer = None
     try:
         with open(os.path.join(d, "observer.txt"), encoding="utf-8") as f:
@@ -66,6 +79,16 @@ def main():
         "trace_overhead_all_probes": {},
         "observer_identical": observer,
         "flips": flips,
+        # run --certify on the device: show's verdict line, e.g. "identical (2299 logits rows, ...)"
+        "certify": next(
+            (ln.split(None, 1)[1] for ln in (certify or "").splitlines() if ln.startswith("certify")),
+            None,
+        ),
+        # the run that cannot fit: refused with exit 2 and no trace left behind
+        "oom_refused": None if oom is None else ("== oom: exit 2" in steps and "oom trace left behind: no" in steps),
+        "oom_message": oom.strip().splitlines()[0] if oom and oom.strip() else None,
+        "kernel_profile": load(os.path.join(d, "kernel_profile.json")),
+        "hf_ops": load(os.path.join(d, "hf_ops.json")),
     }
     if prefill and prefill.get("runs"):
         best = max(prefill["runs"], key=lambda r: r["tok_s"])
@@ -90,7 +113,11 @@ def main():
     path = args.output or os.path.join(d, f"gpu-{out['date']}.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(out, f, indent=1)
-    print(json.dumps({k: v for k, v in out.items() if k not in ("flips", "prefill_runs")}, indent=1))
+    print(
+        json.dumps(
+            {k: v for k, v in out.items() if k not in ("flips", "prefill_runs", "kernel_profile", "hf_ops")}, indent=1
+        )
+    )
 
 
 if __name__ == "__main__":

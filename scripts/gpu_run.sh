@@ -67,7 +67,7 @@ if [ "$what" = explain ]; then
     $d run -q -n 32 --probes none --prompts $p -o $w/c.h5 || rc=$?
   time $d explain $w/a.h5 $w/b.h5 -o $w/gpu -j 4 || rc=$?
   time $d explain $w/c.h5 $w/a.h5 -o $w/cpu-gpu -j 4 || rc=$?
-  [ -n "${OUT:-}" ] && tar -C $w -cJf "$OUT/explain.tar.xz" gpu cpu-gpu --exclude='*.h5'
+  [ -n "${OUT:-}" ] && (cd $w && tar --exclude='*.h5' -cJf "$OUT/explain.tar.xz" $(ls -d gpu cpu-gpu 2>/dev/null))
 fi
 if [ "$what" = bench ]; then
   model=/tmp/ds-qwen2-7b
