@@ -78,6 +78,10 @@ double write_stall_seconds() {
   return env::write_stall_seconds();
 }
 
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 size_t message_bytes(const StepRecord& m) {
   size_t b = sizeof(m) + m.logits.size() * sizeof(double) + m.new_tokens.size() * 4;
   for (const auto& h : m.hidden) b += sizeof(h) + h.site.size() + h.values.size() * sizeof(float);
@@ -156,10 +160,16 @@ void TraceWriter::push(Message m) {
   if (const auto* k = std::get_if<Kernels>(&m)) bytes += k->records.size() * sizeof(KernelRecord);
   std::unique_lock lock(mu_);
   // Back-pressure in bytes and in messages; a message larger than the whole budget passes alone.
-  wait_for_progress(lock, [&] {
+  const auto room = [&] {
     return failed_ || queue_.empty() ||
            (queue_.size() < opt_.queue_steps && queued_bytes_ + bytes <= opt_.queue_bytes);
-  });
+  };
+  if (!room()) {
+    const auto t0 = std::chrono::steady_clock::now();
+    wait_for_progress(lock, room);
+    ++queue_times_.producer_waits;
+    queue_times_.producer_wait_s += seconds_since(t0);
+  }
   if (failed_ && !std::holds_alternative<Stop>(m)) {
     throw Error(fmt::format("writing trace '{}' failed: {}", opt_.path.string(), error_),
                 "the trace keeps every step written before the failure (complete=0)");
@@ -231,6 +241,11 @@ std::string TraceWriter::error() const {
   return error_;
 }
 
+TraceWriter::QueueTimes TraceWriter::queue_times() const {
+  std::lock_guard lock(mu_);
+  return queue_times_;
+}
+
 std::string TraceWriter::error_detail() const {
   std::lock_guard lock(mu_);
   return error_detail_;
@@ -255,7 +270,11 @@ void TraceWriter::run() {
     Message m;
     {
       std::unique_lock lock(mu_);
-      not_empty_.wait(lock, [&] { return !queue_.empty(); });
+      if (queue_.empty()) {
+        const auto t0 = std::chrono::steady_clock::now();
+        not_empty_.wait(lock, [&] { return !queue_.empty(); });
+        queue_times_.writer_idle_s += seconds_since(t0);
+      }
       m = std::move(queue_.front().first);
       queued_bytes_ -= queue_.front().second;
       queue_.pop_front();
