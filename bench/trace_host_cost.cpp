@@ -6,8 +6,9 @@
 // top-20 summary with log-sum-exp, then one TraceRecorder::commit per sequence queues its step to
 // the TraceWriter (background HDF5 thread, queue bounded in steps and bytes).
 //
-// Per batch (1, 8, 32) and probe set (default: 30 sites stored as f32, the default hidden dtype;
-// all: 170 sites stored as bf16), two modes, interleaved over repetitions (medians):
+// Per batch (1, 8, 32) and probe set (default: 86 sites, embed, L*/attn_out, L*/mlp_out, L*/out
+// and final_norm, stored as f32, the default hidden dtype; all: 170 sites stored as bf16; as
+// bench_gpu_decode traces them), two modes, interleaved over repetitions (medians):
 //   host   steps back to back: the calling thread's cost per step (widen, on_tap, on_logits,
 //          commit; commit includes append()'s wait for room in the queue, shown apart), and the
 //          writer thread's rate (file bytes / the time it was not waiting for a message) with
@@ -15,8 +16,8 @@
 //   paced  each step first sleeps pass_ms (the GPU's pass, 6.5 ms for the 7B shape on an H200),
 //          as the runtime waits on its stream: the step's wall time over pass_ms is the
 //          traced / untraced ratio this host would give if the device work were the pass alone.
-// Usage: bench_trace_host_cost [reps=3] [steps=64] [batches=1,8,32] [pass_ms=6.5]
-// [probes=default,all]
+// Usage: bench_trace_host_cost [reps=3] [steps=64] [batches=1,8,32] [pass_ms=6.5] [sets]
+//   sets: --probes values separated by ';' (default "default;all"); "all" is stored as bf16.
 #include <fmt/format.h>
 
 #include <algorithm>
