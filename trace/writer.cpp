@@ -50,8 +50,8 @@ struct TraceWriter::SeqState {
   SequenceDatasets datasets;  // open while the sequence runs
   int64_t rows = 0, n_tokens = 0;
   int64_t committed_rows = 0, committed_tokens = 0;
-  // buffered, not yet written
-  std::map<std::string, std::vector<float>> hidden_buf;
+  // buffered, not yet written: hidden_buf[i] the rows of site_order[i] (fewer entries: none)
+  std::vector<std::vector<float>> hidden_buf;
   std::vector<int32_t> ids_buf, tokens_buf;
   std::vector<float> vals_buf, lse_buf, full_buf;
   int64_t buffered_rows = 0;
@@ -76,6 +76,10 @@ std::atomic<bool> g_abandoned{false};
 // more than one step of a large model takes to write, even deflated at level 9).
 double write_stall_seconds() {
   return env::write_stall_seconds();
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 size_t message_bytes(const StepRecord& m) {
@@ -156,10 +160,16 @@ void TraceWriter::push(Message m) {
   if (const auto* k = std::get_if<Kernels>(&m)) bytes += k->records.size() * sizeof(KernelRecord);
   std::unique_lock lock(mu_);
   // Back-pressure in bytes and in messages; a message larger than the whole budget passes alone.
-  wait_for_progress(lock, [&] {
+  const auto room = [&] {
     return failed_ || queue_.empty() ||
            (queue_.size() < opt_.queue_steps && queued_bytes_ + bytes <= opt_.queue_bytes);
-  });
+  };
+  if (!room()) {
+    const auto t0 = std::chrono::steady_clock::now();
+    wait_for_progress(lock, room);
+    ++queue_times_.producer_waits;
+    queue_times_.producer_wait_s += seconds_since(t0);
+  }
   if (failed_ && !std::holds_alternative<Stop>(m)) {
     throw Error(fmt::format("writing trace '{}' failed: {}", opt_.path.string(), error_),
                 "the trace keeps every step written before the failure (complete=0)");
@@ -231,6 +241,11 @@ std::string TraceWriter::error() const {
   return error_;
 }
 
+TraceWriter::QueueTimes TraceWriter::queue_times() const {
+  std::lock_guard lock(mu_);
+  return queue_times_;
+}
+
 std::string TraceWriter::error_detail() const {
   std::lock_guard lock(mu_);
   return error_detail_;
@@ -255,7 +270,11 @@ void TraceWriter::run() {
     Message m;
     {
       std::unique_lock lock(mu_);
-      not_empty_.wait(lock, [&] { return !queue_.empty(); });
+      if (queue_.empty()) {
+        const auto t0 = std::chrono::steady_clock::now();
+        not_empty_.wait(lock, [&] { return !queue_.empty(); });
+        queue_times_.writer_idle_s += seconds_since(t0);
+      }
       m = std::move(queue_.front().first);
       queued_bytes_ -= queue_.front().second;
       queue_.pop_front();
@@ -362,14 +381,23 @@ void TraceWriter::handle(StepRecord& m) {
     std::this_thread::sleep_for(std::chrono::hours(1));  // as a call that never returns
   }
   // The step's layout: new sites or the first logits need datasets, so a structure window.
+  // Each hidden site's place in site_order: a step brings them in that order as a rule, so its
+  // j-th site is looked for at j first.
   bool new_layout = !s.created;
-  for (const auto& h : m.hidden) {
-    const bool known = std::any_of(s.site_order.begin(), s.site_order.end(),
-                                   [&](const auto& x) { return x.first == h.site; });
-    if (!known) {
-      s.site_order.emplace_back(h.site, h.width);
+  std::vector<size_t> order_at(m.hidden.size());
+  for (size_t j = 0; j < m.hidden.size(); ++j) {
+    const std::string& site = m.hidden[j].site;
+    size_t i = j;
+    if (i >= s.site_order.size() || s.site_order[i].first != site) {
+      i = static_cast<size_t>(std::find_if(s.site_order.begin(), s.site_order.end(),
+                                           [&](const auto& x) { return x.first == site; }) -
+                              s.site_order.begin());
+    }
+    if (i == s.site_order.size()) {
+      s.site_order.emplace_back(site, m.hidden[j].width);
       new_layout = true;
     }
+    order_at[j] = i;
   }
   const bool summary = m.logits.empty() && !m.lse.empty();
   if ((!m.logits.empty() || summary) && s.K == 0) {
@@ -405,10 +433,12 @@ void TraceWriter::handle(StepRecord& m) {
     });
   }
   const int64_t n = m.n_rows;
-  for (auto& h : m.hidden) {
-    auto& buf = s.hidden_buf[h.site];
-    buf.insert(buf.end(), h.values.begin(), h.values.end());
-    s.buffered_bytes += h.values.size() * sizeof(float);
+  if (s.hidden_buf.size() < s.site_order.size()) s.hidden_buf.resize(s.site_order.size());
+  for (size_t j = 0; j < m.hidden.size(); ++j) {
+    const std::vector<float>& values = m.hidden[j].values;
+    auto& buf = s.hidden_buf[order_at[j]];
+    buf.insert(buf.end(), values.begin(), values.end());
+    s.buffered_bytes += values.size() * sizeof(float);
   }
   if (summary) {
     s.ids_buf.insert(s.ids_buf.end(), m.topk_ids.begin(), m.topk_ids.end());
@@ -443,8 +473,10 @@ void TraceWriter::flush(SeqState& s) {
     const int64_t at = s.rows, n = s.buffered_rows;
     const NumberFormat he = number_format(opt_.hidden_dtype);
     std::vector<uint16_t> bits;
-    for (const auto& [site, width] : s.site_order) {
-      const std::vector<float>& v = s.hidden_buf[site];
+    static const std::vector<float> kNone;
+    for (size_t i = 0; i < s.site_order.size(); ++i) {
+      const auto& [site, width] = s.site_order[i];
+      const std::vector<float>& v = i < s.hidden_buf.size() ? s.hidden_buf[i] : kNone;
       if (static_cast<int64_t>(v.size()) != n * width) {
         throw Error(fmt::format("trace writer: site {} has {} values for {} rows of width {}", site,
                                 v.size(), n, width));
@@ -474,7 +506,7 @@ void TraceWriter::flush(SeqState& s) {
     rollback(s);
     throw;
   }
-  for (auto& [site, v] : s.hidden_buf) {
+  for (auto& v : s.hidden_buf) {
     v.clear();
     v.shrink_to_fit();  // a finished batch's buffers are not kept for the rest of the run
   }

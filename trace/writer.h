@@ -106,6 +106,16 @@ class TraceWriter {
   std::string error_detail() const;
   const WriterOptions& options() const { return opt_; }
 
+  // What the bounded queue cost so far: how often and how long the producers (append() and the
+  // other queueing calls) waited for room, and how long the writer thread waited for a message
+  // (the rest of its time it was writing). For bench_trace_host_cost.
+  struct QueueTimes {
+    int64_t producer_waits = 0;
+    double producer_wait_s = 0;
+    double writer_idle_s = 0;
+  };
+  QueueTimes queue_times() const;
+
  private:
   struct Begin {
     int seq;
@@ -154,6 +164,7 @@ class TraceWriter {
   std::condition_variable not_empty_, not_full_;
   std::deque<std::pair<Message, size_t>> queue_;  // message, its bytes
   size_t queued_bytes_ = 0;
+  QueueTimes queue_times_;
   bool failed_ = false;
   std::string error_, error_detail_;
   bool finished_ = false;

@@ -36,14 +36,25 @@ class TraceRecorder final : public TapHook {
   void commit(int seq, std::vector<int32_t> new_tokens);
 
  private:
+  // A step being filled, and where each hidden site's rows are in it: hidden_at[i] is the
+  // position in step.hidden of the site numbered i (site_number), -1 before its first rows.
+  struct Pending {
+    trace::StepRecord step;
+    std::vector<int> hidden_at;
+  };
   // The pending step of the sequence whose rows start at rows[r0] (a step's rows may come in
   // several passes, e.g. a chunked prefill: what a pass brings is appended).
-  trace::StepRecord& step_of(const int* slot, int r0);
+  Pending& step_of(const int* slot, int r0);
+  // The number of a hidden site (its name is names_[number]), given on its first tap: a tap
+  // costs no name and no search among the step's sites.
+  int site_number(const Site& site);
 
   trace::TraceWriter& writer_;
   std::set<std::string> sites_;
-  std::map<int, int> slot_seq_;               // KV-cache slot -> trace sequence
-  std::map<int, trace::StepRecord> pending_;  // by sequence
+  std::map<int, int> slot_seq_;     // KV-cache slot -> trace sequence
+  std::map<int, Pending> pending_;  // by sequence
+  std::vector<std::string> names_;  // hidden site names by number
+  std::vector<int> number_of_;      // site_key(site) -> its number, -1 before its first tap
 };
 
 }  // namespace ds
