@@ -81,6 +81,9 @@ if [ -n "$flips" ]; then
   tail -n 40 "$r/flips.log"
 fi
 
+# The trace's host path on the device's own host CPU (bench_trace_host_cost: the writer's rate and
+# the paced traced/untraced ratio beside the decode benchmark's measured one)
+step trace_host 60 "$b/bench/bench_trace_host_cost" 1 64 1,8,32 6.5
 step decode 150 "$b/bench/bench_gpu_decode" "$model" --batch 1,8,16,32 --tokens 64 --reps 3 \
   --json "$r/decode.json"
 step prefill 110 "$b/bench/bench_gpu_prefill" "$model" --tokens 2048 --reps 3 --profile \

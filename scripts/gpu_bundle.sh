@@ -14,11 +14,11 @@ fi
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc \
   -DDRIFTSCOPE_TESTS=ON -DDRIFTSCOPE_GPU_TESTS=ON >/dev/null
 cmake --build "$build" -j"$(nproc)" --target driftscope driftscope_cuda driftscope_cuda_tests \
-  bench_gpu_decode bench_gpu_prefill bench_ops bench_cpu_decode
+  bench_gpu_decode bench_gpu_prefill bench_ops bench_cpu_decode bench_trace_host_cost
 # the CUDA module sits beside the executable, where it loads it from (docs/architecture.md)
 bins=("$build/driftscope" "$build/libdriftscope_cuda.so" "$build/tests/driftscope_cuda_tests"
       "$build/bench/bench_gpu_decode" "$build/bench/bench_gpu_prefill" "$build/bench/bench_ops"
-      "$build/bench/bench_cpu_decode")
+      "$build/bench/bench_cpu_decode" "$build/bench/bench_trace_host_cost")
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/$build/tests" "$stage/$build/bench" "$stage/lib"
