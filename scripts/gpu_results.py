@@ -18,19 +18,19 @@ import json
 import os
 
 
-def load(path):
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
-
-
 def read_text(path):
     try:
         with open(path, encoding="utf-8") as f:
             return f.read()
     except OSError:
+        return None
+
+
+def load(path):
+    text = read_text(path)
+    try:
+        return None if text is None else json.loads(text)
+    except ValueError:
         return None
 
 
@@ -41,12 +41,10 @@ def main():
     args = ap.parse_args()
     d = args.dir
     device = driver = None
-    try:
-        with open(os.path.join(d, "device.txt"), encoding="utf-8") as f:
-            parts = [p.strip() for p in f.readline().split(",")]
-            device, driver = parts[0], parts[1] if len(parts) > 1 else None
-    except OSError:
-        pass
+    device_txt = read_text(os.path.join(d, "device.txt"))
+    if device_txt is not None:
+        parts = [p.strip() for p in device_txt.split("\n", 1)[0].split(",")]
+        device, driver = parts[0], parts[1] if len(parts) > 1 else None
     prefill = load(os.path.join(d, "prefill.json"))
     decode = load(os.path.join(d, "decode.json"))
     hf = load(os.path.join(d, "transformers.json"))
@@ -54,12 +52,8 @@ def main():
     certify = read_text(os.path.join(d, "certify.log"))
     oom = read_text(os.path.join(d, "oom.log"))
     steps = read_text(os.path.join(d, "steps.txt")) or ""
-    observer = None
-    try:
-        with open(os.path.join(d, "observer.txt"), encoding="utf-8") as f:
-            observer = f.read().strip() == "0"
-    except OSError:
-        pass
+    observer_txt = read_text(os.path.join(d, "observer.txt"))
+    observer = None if observer_txt is None else observer_txt.strip() == "0"
 
     out = {
         "device": device,
